@@ -1,0 +1,345 @@
+package org.messagepump.core;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Pattern;
+import javax.sql.DataSource;
+import org.messagepump.core.spi.Driver;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A worker pool that acquires deliveries through a {@link Driver}, one transaction at a time per
+ * worker, runs the handler in that transaction, maps Busy/Failed to postponement with capped
+ * exponential backoff, and commits.
+ *
+ * <pre>{@code
+ * try (MessagePump pump = MessagePump.builder(dataSource)
+ *         .name("billing")
+ *         .driver(driver)
+ *         .workers(8)
+ *         .build()) {
+ *   pump.start();
+ *   ...
+ * } // close() drains within the grace period
+ * }</pre>
+ */
+public final class MessagePump implements AutoCloseable {
+
+  /** Default pump name. */
+  public static final String DEFAULT_NAME = "pump";
+
+  /** Default number of worker threads. */
+  public static final int DEFAULT_WORKERS = 4;
+
+  /** Default deliveries per transaction. */
+  public static final int DEFAULT_BATCH_SIZE = 1;
+
+  /** Default wait after a poll that found nothing. */
+  public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
+
+  /** Default backoff base: the Busy delay and the first Failed delay. */
+  public static final Duration DEFAULT_BACKOFF_BASE = Duration.ofMillis(250);
+
+  /** Default backoff cap. */
+  public static final Duration DEFAULT_BACKOFF_CAP = Duration.ofMinutes(5);
+
+  /** {@code maxFailures} meaning "never park": retry forever, as the Go original does. */
+  public static final int UNLIMITED_FAILURES = Integer.MAX_VALUE;
+
+  /** Default number of failures after which a delivery is parked: unlimited. */
+  public static final int DEFAULT_MAX_FAILURES = UNLIMITED_FAILURES;
+
+  /** Default time {@link #close()} lets in-flight handlers finish before interrupting them. */
+  public static final Duration DEFAULT_SHUTDOWN_GRACE = Duration.ofSeconds(10);
+
+  private static final Logger log = LoggerFactory.getLogger(MessagePump.class);
+  private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.-]{1,64}");
+
+  private final String name;
+  private final Duration shutdownGrace;
+  private final ThreadFactory threadFactory;
+  private final int workerCount;
+  private final Dispatcher dispatcher;
+  private final ExecutorService workers;
+  private final Object lifecycle = new Object();
+  private Thread dispatcherThread;
+  private boolean started;
+  private boolean closed;
+
+  private MessagePump(Builder b) {
+    this.name = b.name;
+    this.shutdownGrace = b.shutdownGrace;
+    this.threadFactory = b.threadFactory;
+    this.workerCount = b.workers;
+    PumpMetrics metrics = new PumpMetrics(b.meterRegistry, b.name, b.driver.name());
+    Backoff backoff = new Backoff(b.backoffBase, b.backoffCap);
+    AtomicInteger workerIds = new AtomicInteger();
+    this.workers =
+        Executors.newFixedThreadPool(
+            b.workers, r -> named(r, "pump-" + name + "-worker-" + workerIds.incrementAndGet()));
+    DeliveryRunner runner = new DeliveryRunner(name, b.driver, backoff, b.maxFailures, metrics);
+    this.dispatcher =
+        new Dispatcher(
+            name,
+            b.dataSource,
+            b.driver,
+            b.workers,
+            b.batchSize,
+            b.pollInterval,
+            backoff,
+            metrics,
+            runner,
+            workers);
+  }
+
+  /** A builder for a pump reading from {@code dataSource} (a pool such as HikariCP). */
+  public static Builder builder(DataSource dataSource) {
+    return new Builder(Objects.requireNonNull(dataSource, "dataSource"));
+  }
+
+  /** The pump's name (in thread names, log lines and metric tags). */
+  public String name() {
+    return name;
+  }
+
+  /** Starts the dispatcher and the workers. A pump starts once. */
+  public void start() {
+    synchronized (lifecycle) {
+      if (closed) {
+        throw new IllegalStateException(name + ": pump is closed");
+      }
+      if (started) {
+        throw new IllegalStateException(name + ": pump is already started");
+      }
+      started = true;
+      dispatcherThread = named(dispatcher, "pump-" + name + "-dispatcher");
+      dispatcherThread.start();
+      log.info("{}: started with {} workers", name, workerCount);
+    }
+  }
+
+  /** True between {@link #start()} and {@link #close()}. */
+  public boolean isRunning() {
+    synchronized (lifecycle) {
+      return started && !closed;
+    }
+  }
+
+  /** Ends the current idle wait at once (there may be new work). */
+  public void wake() {
+    dispatcher.wake();
+  }
+
+  /**
+   * Stops acquiring, lets in-flight handlers finish within the shutdown grace period, then
+   * interrupts them and rolls their transactions back (their deliveries come back later). Returns
+   * within about the grace period.
+   */
+  @Override
+  public void close() {
+    synchronized (lifecycle) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    long deadline = System.nanoTime() + shutdownGrace.toNanos();
+    // Keep a slice of the grace period for interrupting and aborting what is still running.
+    long reserve = Math.min(shutdownGrace.toNanos() / 5, TimeUnit.SECONDS.toNanos(1));
+    dispatcher.stop();
+    if (dispatcherThread != null) {
+      join(dispatcherThread, deadline - reserve);
+    }
+    workers.shutdown();
+    boolean drained = await(deadline - reserve);
+    if (!drained) {
+      workers.shutdownNow();
+      int aborted = dispatcher.abortInFlight();
+      drained = await(deadline);
+      log.warn(
+          "{}: grace period of {} over; interrupted the workers and rolled back {} transactions",
+          name,
+          shutdownGrace,
+          aborted);
+    }
+    if (dispatcherThread != null && dispatcherThread.isAlive()) {
+      dispatcherThread.interrupt();
+    }
+    log.info("{}: closed{}", name, drained ? "" : " (some workers were still stopping)");
+  }
+
+  private boolean await(long deadlineNanos) {
+    try {
+      return workers.awaitTermination(
+          Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  private static void join(Thread t, long deadlineNanos) {
+    try {
+      TimeUnit.NANOSECONDS.timedJoin(t, Math.max(1, deadlineNanos - System.nanoTime()));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private Thread named(Runnable r, String threadName) {
+    Thread t = threadFactory.newThread(r);
+    t.setName(threadName);
+    return t;
+  }
+
+  /**
+   * Builds a {@link MessagePump}. Setters reject bad values with an {@link
+   * IllegalArgumentException} naming the option; {@link #build()} rejects a missing driver.
+   */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private String name = DEFAULT_NAME;
+    private Driver driver;
+    private int workers = DEFAULT_WORKERS;
+    private int batchSize = DEFAULT_BATCH_SIZE;
+    private Duration pollInterval = DEFAULT_POLL_INTERVAL;
+    private Duration backoffBase = DEFAULT_BACKOFF_BASE;
+    private Duration backoffCap = DEFAULT_BACKOFF_CAP;
+    private int maxFailures = DEFAULT_MAX_FAILURES;
+    private Duration shutdownGrace = DEFAULT_SHUTDOWN_GRACE;
+    private ThreadFactory threadFactory = Executors.defaultThreadFactory();
+    private MeterRegistry meterRegistry;
+
+    private Builder(DataSource dataSource) {
+      this.dataSource = dataSource;
+    }
+
+    /** The pump's name: 1–64 letters, digits, {@code _ . -}. Default {@value #DEFAULT_NAME}. */
+    public Builder name(String name) {
+      if (name == null || !NAME.matcher(name).matches()) {
+        throw new IllegalArgumentException(
+            "name must be 1-64 letters, digits, '_', '.' or '-': " + name);
+      }
+      this.name = name;
+      return this;
+    }
+
+    /** The driver to pump (required). */
+    public Builder driver(Driver driver) {
+      this.driver = Objects.requireNonNull(driver, "driver");
+      return this;
+    }
+
+    /** Worker threads, at least 1. Default {@value #DEFAULT_WORKERS}. */
+    public Builder workers(int workers) {
+      if (workers < 1) {
+        throw new IllegalArgumentException("workers must be >= 1: " + workers);
+      }
+      this.workers = workers;
+      return this;
+    }
+
+    /** Deliveries per transaction, at least 1. Default {@value #DEFAULT_BATCH_SIZE}. */
+    public Builder batchSize(int batchSize) {
+      if (batchSize < 1) {
+        throw new IllegalArgumentException("batchSize must be >= 1: " + batchSize);
+      }
+      this.batchSize = batchSize;
+      return this;
+    }
+
+    /** Wait after a poll that found nothing; positive. Default 1 s. */
+    public Builder pollInterval(Duration pollInterval) {
+      this.pollInterval = positive("pollInterval", pollInterval);
+      return this;
+    }
+
+    /** Backoff base (the Busy delay); positive. Default 250 ms. */
+    public Builder backoffBase(Duration backoffBase) {
+      this.backoffBase = positive("backoffBase", backoffBase);
+      return this;
+    }
+
+    /** Backoff cap; positive and at least the base (checked at build). Default 5 min. */
+    public Builder backoffCap(Duration backoffCap) {
+      this.backoffCap = positive("backoffCap", backoffCap);
+      return this;
+    }
+
+    /** Sets base and cap together; the cap must be at least the base. */
+    public Builder backoff(Duration base, Duration cap) {
+      positive("backoffBase", base);
+      positive("backoffCap", cap);
+      if (cap.compareTo(base) < 0) {
+        throw new IllegalArgumentException(
+            "backoffCap (" + cap + ") must be >= backoffBase (" + base + ")");
+      }
+      this.backoffBase = base;
+      this.backoffCap = cap;
+      return this;
+    }
+
+    /**
+     * Failures after which a delivery is parked (the driver's dead letter): with 5, the fifth
+     * failed attempt parks it. At least 1; default {@link #UNLIMITED_FAILURES}.
+     */
+    public Builder maxFailures(int maxFailures) {
+      if (maxFailures < 1) {
+        throw new IllegalArgumentException("maxFailures must be >= 1: " + maxFailures);
+      }
+      this.maxFailures = maxFailures;
+      return this;
+    }
+
+    /** How long {@link MessagePump#close()} waits for in-flight handlers; ≥ 0. Default 10 s. */
+    public Builder shutdownGrace(Duration shutdownGrace) {
+      Objects.requireNonNull(shutdownGrace, "shutdownGrace");
+      if (shutdownGrace.isNegative()) {
+        throw new IllegalArgumentException("shutdownGrace must not be negative: " + shutdownGrace);
+      }
+      this.shutdownGrace = shutdownGrace;
+      return this;
+    }
+
+    /** Creates the dispatcher and worker threads (the pump names them). */
+    public Builder threadFactory(ThreadFactory threadFactory) {
+      this.threadFactory = Objects.requireNonNull(threadFactory, "threadFactory");
+      return this;
+    }
+
+    /** Where to register the {@code messagepump.*} meters; none by default. */
+    public Builder meterRegistry(MeterRegistry meterRegistry) {
+      this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+      return this;
+    }
+
+    /** The pump, not yet started. */
+    public MessagePump build() {
+      if (driver == null) {
+        throw new IllegalStateException("driver is required");
+      }
+      if (backoffCap.compareTo(backoffBase) < 0) {
+        throw new IllegalArgumentException(
+            "backoffCap (" + backoffCap + ") must be >= backoffBase (" + backoffBase + ")");
+      }
+      return new MessagePump(this);
+    }
+
+    private static Duration positive(String option, Duration d) {
+      if (d == null) {
+        throw new IllegalArgumentException(option + " must not be null");
+      }
+      if (d.isNegative() || d.isZero()) {
+        throw new IllegalArgumentException(option + " must be positive: " + d);
+      }
+      return d;
+    }
+  }
+}

@@ -1,0 +1,81 @@
+package org.messagepump.core;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** The pump's Micrometer meters, all named {@code messagepump.*} and tagged pump + driver. */
+final class PumpMetrics {
+
+  /** Outcome tag values of {@code messagepump.deliveries}. */
+  enum Result {
+    HANDLED,
+    BUSY,
+    FAILED,
+    PARKED,
+    /** The transaction was lost (connection gone, commit failed); the delivery comes back. */
+    ABANDONED;
+
+    final String tag = name().toLowerCase(java.util.Locale.ROOT);
+  }
+
+  private final Counter[] deliveries = new Counter[Result.values().length];
+  private final Timer handleDuration;
+  private final Timer acquireDuration;
+  private final Counter acquisitionErrors;
+  private final AtomicInteger inFlight = new AtomicInteger();
+
+  PumpMetrics(MeterRegistry registry, String pump, String driver) {
+    MeterRegistry r = registry == null ? new CompositeMeterRegistry() : registry;
+    for (Result result : Result.values()) {
+      deliveries[result.ordinal()] =
+          Counter.builder("messagepump.deliveries")
+              .description("Deliveries by outcome, counted when their transaction ended")
+              .tags("pump", pump, "driver", driver, "outcome", result.tag)
+              .register(r);
+    }
+    handleDuration =
+        Timer.builder("messagepump.handle.duration")
+            .description("Time a driver spent handling one delivery")
+            .tags("pump", pump, "driver", driver)
+            .register(r);
+    acquireDuration =
+        Timer.builder("messagepump.acquire.duration")
+            .description("Time one acquisition (a poll) took, found or not")
+            .tags("pump", pump, "driver", driver)
+            .register(r);
+    acquisitionErrors =
+        Counter.builder("messagepump.acquisition.errors")
+            .description("Polls that failed (database unreachable, driver error)")
+            .tags("pump", pump, "driver", driver)
+            .register(r);
+    Gauge.builder("messagepump.inflight", inFlight, AtomicInteger::get)
+        .description("Deliveries being handled now")
+        .tags("pump", pump, "driver", driver)
+        .register(r);
+  }
+
+  void delivered(Result result, int count) {
+    deliveries[result.ordinal()].increment(count);
+  }
+
+  void handled(long nanos) {
+    handleDuration.record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  void acquired(long nanos) {
+    acquireDuration.record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  void acquisitionFailed() {
+    acquisitionErrors.increment();
+  }
+
+  void inFlight(int delta) {
+    inFlight.addAndGet(delta);
+  }
+}

@@ -1,0 +1,47 @@
+package org.messagepump.core.spi;
+
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * What a {@link org.messagepump.core.MessagePump} pumps: a driver acquires deliveries inside the
+ * pump's transaction, handles them, and records postponement or parking. Every method runs inside
+ * the same open transaction, which the pump commits or rolls back; a driver never commits.
+ *
+ * <p>The row lock taken by {@link #acquire} ({@code FOR UPDATE SKIP LOCKED}) is the claim: if the
+ * process dies, PostgreSQL aborts the transaction and the delivery is free again.
+ */
+public interface Driver {
+
+  /** A short name for logs and the {@code driver} tag of metrics, e.g. {@code commands}. */
+  String name();
+
+  /**
+   * Acquires up to {@code max} distinct deliveries, locking them in {@code tx}. Returns an empty
+   * list when nothing is due.
+   */
+  List<Delivery> acquire(Tx tx, int max) throws SQLException;
+
+  /**
+   * Handles one delivery inside a savepoint of {@code tx}. On {@link Outcome.Handled} the driver
+   * has done its bookkeeping (delete the message, advance the checkpoint) in {@code tx}. Any
+   * exception counts as {@link Outcome.Failed}, except serialization failures, deadlocks and lock
+   * timeouts, which count as {@link Outcome.Busy}.
+   */
+  Outcome handle(Tx tx, Delivery delivery) throws Exception;
+
+  /**
+   * Makes the delivery due again after {@code delay} (measured with the database clock), with
+   * {@code failures} as its new failure count. The handler's writes were rolled back already.
+   */
+  void postpone(Tx tx, Delivery delivery, int failures, Duration delay) throws SQLException;
+
+  /**
+   * Takes a delivery out of circulation after too many failures (a dead letter, a parked stream or
+   * key). The default refuses; the pump then postpones by the backoff cap instead.
+   */
+  default void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
+    throw new UnsupportedOperationException(name() + " cannot park deliveries");
+  }
+}
