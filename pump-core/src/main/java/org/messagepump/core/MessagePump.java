@@ -59,6 +59,9 @@ public final class MessagePump implements AutoCloseable {
   /** Default time {@link #close()} lets in-flight handlers finish before interrupting them. */
   public static final Duration DEFAULT_SHUTDOWN_GRACE = Duration.ofSeconds(10);
 
+  /** Default for listening on the driver's NOTIFY channel: on. */
+  public static final boolean DEFAULT_NOTIFICATIONS = true;
+
   private static final Logger log = LoggerFactory.getLogger(MessagePump.class);
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.-]{1,64}");
 
@@ -67,6 +70,8 @@ public final class MessagePump implements AutoCloseable {
   private final ThreadFactory threadFactory;
   private final int workerCount;
   private final Dispatcher dispatcher;
+  private final WakeListener listener;
+  private Thread listenerThread;
   private final ExecutorService workers;
   private final Object lifecycle = new Object();
   private Thread dispatcherThread;
@@ -97,6 +102,13 @@ public final class MessagePump implements AutoCloseable {
             metrics,
             runner,
             workers);
+    this.listener =
+        b.notifications
+            ? b.driver
+                .wakeChannel()
+                .map(ch -> new WakeListener(name, b.dataSource, ch, dispatcher, backoff))
+                .orElse(null)
+            : null;
   }
 
   /** A builder for a pump reading from {@code dataSource} (a pool such as HikariCP). */
@@ -121,6 +133,11 @@ public final class MessagePump implements AutoCloseable {
       started = true;
       dispatcherThread = named(dispatcher, "pump-" + name + "-dispatcher");
       dispatcherThread.start();
+      if (listener != null) {
+        listenerThread = named(listener, "pump-" + name + "-listener");
+        listenerThread.setDaemon(true);
+        listenerThread.start();
+      }
       log.info("{}: started with {} workers", name, workerCount);
     }
   }
@@ -154,8 +171,16 @@ public final class MessagePump implements AutoCloseable {
     // Keep a slice of the grace period for interrupting and aborting what is still running.
     long reserve = Math.min(shutdownGrace.toNanos() / 5, TimeUnit.SECONDS.toNanos(1));
     dispatcher.stop();
+    if (listener != null) {
+      listener.stop();
+    }
     if (dispatcherThread != null) {
       join(dispatcherThread, deadline - reserve);
+    }
+    if (listenerThread != null) {
+      join(
+          listenerThread,
+          Math.min(deadline - reserve, System.nanoTime() + TimeUnit.SECONDS.toNanos(1)));
     }
     workers.shutdown();
     boolean drained = await(deadline - reserve);
@@ -216,6 +241,7 @@ public final class MessagePump implements AutoCloseable {
     private Duration shutdownGrace = DEFAULT_SHUTDOWN_GRACE;
     private ThreadFactory threadFactory = Executors.defaultThreadFactory();
     private MeterRegistry meterRegistry;
+    private boolean notifications = DEFAULT_NOTIFICATIONS;
 
     private Builder(DataSource dataSource) {
       this.dataSource = dataSource;
@@ -317,6 +343,16 @@ public final class MessagePump implements AutoCloseable {
     /** Where to register the {@code messagepump.*} meters; none by default. */
     public Builder meterRegistry(MeterRegistry meterRegistry) {
       this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+      return this;
+    }
+
+    /**
+     * Whether to LISTEN on the driver's wake channel (one pooled connection held while running) so
+     * that new work wakes an idle pump at once. Default {@value #DEFAULT_NOTIFICATIONS}; without
+     * it, or when the driver has no channel, the pump polls.
+     */
+    public Builder notifications(boolean notifications) {
+      this.notifications = notifications;
       return this;
     }
 

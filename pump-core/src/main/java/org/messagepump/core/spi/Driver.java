@@ -44,4 +44,12 @@ public interface Driver {
   default void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
     throw new UnsupportedOperationException(name() + " cannot park deliveries");
   }
+
+  /**
+   * A PostgreSQL {@code NOTIFY} channel that producers signal when work arrives, so an idle pump
+   * wakes at once instead of at the next poll. Empty (the default) means polling only.
+   */
+  default java.util.Optional<String> wakeChannel() {
+    return java.util.Optional.empty();
+  }
 }
