@@ -1,0 +1,167 @@
+package org.messagepump.commands;
+
+import io.micrometer.core.instrument.Counter;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import org.messagepump.commands.internal.CommandQueries;
+import org.messagepump.commands.internal.DeadLetterQueries;
+import org.messagepump.core.UndecodableMessageException;
+import org.messagepump.core.UnknownMessageTypeException;
+import org.messagepump.core.spi.Delivery;
+import org.messagepump.core.spi.Driver;
+import org.messagepump.core.spi.MessageCodec;
+import org.messagepump.core.spi.Outcome;
+import org.messagepump.core.spi.Tx;
+
+/**
+ * The {@link Driver} of the command queue: acquires the oldest due commands of the types its
+ * handlers cover ({@code FOR UPDATE SKIP LOCKED}, so pumps with different or overlapping types
+ * share one table safely), runs the handler in the delivery's transaction and deletes the command
+ * on success, postpones it with the database clock, and parks it into the dead letters past {@code
+ * maxFailures}.
+ *
+ * <pre>{@code
+ * MessagePump pump = MessagePump.builder(dataSource)
+ *     .name("orders")
+ *     .driver(queue.driver(handlers))
+ *     .maxFailures(5)
+ *     .build();
+ * }</pre>
+ */
+public final class CommandDriver implements Driver {
+
+  /** The driver's name in logs and metric tags. */
+  public static final String NAME = "commands";
+
+  private record Route(Class<?> commandClass, CommandHandler<Object> handler) {}
+
+  private final CommandQueue queue;
+  private final MessageCodec codec;
+  private final Map<String, Route> routes;
+  private final List<String> types;
+  private final Counter parked;
+
+  private CommandDriver(CommandQueue queue, Map<String, Route> routes) {
+    this.queue = queue;
+    this.codec = queue.codec();
+    this.routes = Collections.unmodifiableMap(routes);
+    this.types = List.copyOf(routes.keySet());
+    this.parked =
+        Counter.builder("messagepump.commands.parked")
+            .description("Commands moved to the dead letters")
+            .register(queue.meterRegistry());
+  }
+
+  /**
+   * A driver for {@code queue} with {@code handlers}. Every typed handler's class must be
+   * registered with the queue's codec, and no type name may be handled twice (a typed and a raw
+   * handler of one name), else {@link IllegalArgumentException}.
+   */
+  public static CommandDriver create(CommandQueue queue, CommandHandlers handlers) {
+    if (queue == null) {
+      throw new IllegalArgumentException("queue must not be null");
+    }
+    if (handlers == null) {
+      throw new IllegalArgumentException("handlers must not be null");
+    }
+    Map<String, Route> routes = new LinkedHashMap<>();
+    for (CommandHandlers.Registration r : handlers.registrations()) {
+      String type;
+      if (r.commandClass() != null) {
+        try {
+          type = queue.codec().typeOf(r.commandClass());
+        } catch (UnknownMessageTypeException e) {
+          throw new IllegalArgumentException(
+              "handler for "
+                  + r.commandClass().getName()
+                  + ": the class is not registered with the queue's codec",
+              e);
+        }
+      } else {
+        type = r.rawType();
+      }
+      if (routes.containsKey(type)) {
+        throw new IllegalArgumentException("type '" + type + "' has two handlers");
+      }
+      routes.put(type, new Route(r.commandClass(), r.handler()));
+    }
+    return new CommandDriver(queue, routes);
+  }
+
+  @Override
+  public String name() {
+    return NAME;
+  }
+
+  /** The type names this driver acquires, in registration order. */
+  public Set<String> types() {
+    return routes.keySet();
+  }
+
+  @Override
+  public List<Delivery> acquire(Tx tx, int max) throws SQLException {
+    if (max < 1) {
+      return List.of();
+    }
+    return new ArrayList<>(CommandQueries.fetchDue(tx.dsl(), types, max));
+  }
+
+  /**
+   * Decodes the command (an unknown type or an undecodable payload throws: a counted failure), runs
+   * its handler, and deletes the command.
+   */
+  @Override
+  public Outcome handle(Tx tx, Delivery delivery) throws Exception {
+    String type = delivery.messageType();
+    Route route = routes.get(type);
+    if (route == null) {
+      throw new UnknownMessageTypeException("no handler for command type '" + type + "'");
+    }
+    Object command = decode(route, type, delivery.envelope().payload());
+    route
+        .handler()
+        .handle(command, new CommandContext(queue, tx, delivery.envelope(), delivery.attempt()));
+    CommandQueries.delete(tx.dsl(), id(delivery));
+    return Outcome.HANDLED;
+  }
+
+  private Object decode(Route route, String type, byte[] payload) {
+    if (route.commandClass() == null) {
+      return payload;
+    }
+    Object command = codec.decode(type, payload);
+    if (!route.commandClass().isInstance(command)) {
+      throw new UndecodableMessageException(
+          "command type '"
+              + type
+              + "' decoded as "
+              + (command == null ? "null" : command.getClass().getName())
+              + ", but its handler takes "
+              + route.commandClass().getName(),
+          null);
+    }
+    return command;
+  }
+
+  @Override
+  public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) throws SQLException {
+    CommandQueries.postpone(tx.dsl(), id(delivery), failures, delay);
+  }
+
+  @Override
+  public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
+    DeadLetterQueries.park(tx.dsl(), id(delivery), failures, reason);
+    parked.increment();
+  }
+
+  private static UUID id(Delivery d) {
+    return d.driverState() instanceof UUID u ? u : UUID.fromString(d.messageId());
+  }
+}

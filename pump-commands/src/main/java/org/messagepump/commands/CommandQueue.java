@@ -1,0 +1,283 @@
+package org.messagepump.commands;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import java.sql.Connection;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CopyOnWriteArrayList;
+import javax.sql.DataSource;
+import org.messagepump.commands.internal.CommandQueries;
+import org.messagepump.commands.internal.EncodedCommand;
+import org.messagepump.commands.internal.Enqueuer;
+import org.messagepump.commands.internal.Migrations;
+import org.messagepump.commands.internal.Transactions;
+import org.messagepump.core.spi.MessageCodec;
+import org.messagepump.core.spi.Tx;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The durable command queue in schema {@code commandqueue}: enqueue commands inside the caller's
+ * transaction or on their own, with delays, idempotency keys, correlation and causation ids and
+ * headers; read the depth; operate on dead letters; and make the {@link CommandDriver} that a
+ * {@link org.messagepump.core.MessagePump} pumps.
+ *
+ * <pre>{@code
+ * CommandQueue.migrate(dataSource);
+ * CommandQueue queue = CommandQueue.create(dataSource, JsonMessageCodec.of(types));
+ * queue.enqueue(new PlaceOrder("o-1"), EnqueueOptions.defaults().withIdempotencyKey("o-1"));
+ * }</pre>
+ */
+public final class CommandQueue {
+
+  /** Default largest encoded payload: 1 MiB. */
+  public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
+
+  /** Longest type name stored. */
+  public static final int MAX_TYPE_LENGTH = 200;
+
+  private static final Logger log = LoggerFactory.getLogger(CommandQueue.class);
+
+  private final DataSource dataSource;
+  private final MessageCodec codec;
+  private final int maxPayloadBytes;
+  private final Enqueuer enqueuer;
+  private final MeterRegistry meterRegistry;
+  private final Counter enqueued;
+  private final Counter duplicates;
+  private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
+  private final DeadLetters deadLetters;
+
+  private CommandQueue(Builder b) {
+    this.dataSource = b.dataSource;
+    this.codec = b.codec;
+    this.maxPayloadBytes = b.maxPayloadBytes;
+    this.enqueuer = new Enqueuer(codec, maxPayloadBytes);
+    this.meterRegistry = b.meterRegistry == null ? new CompositeMeterRegistry() : b.meterRegistry;
+    this.enqueued =
+        Counter.builder("messagepump.commands.enqueued")
+            .description("Commands enqueued, by result")
+            .tag("result", "enqueued")
+            .register(meterRegistry);
+    this.duplicates =
+        Counter.builder("messagepump.commands.enqueued")
+            .description("Commands enqueued, by result")
+            .tag("result", "duplicate")
+            .register(meterRegistry);
+    this.deadLetters = new DeadLetters(dataSource, meterRegistry);
+  }
+
+  /**
+   * Applies the {@code commandqueue} migrations (Flyway, history table {@code
+   * commandqueue_flyway_history}); idempotent, and safe when several processes start together (they
+   * serialize on an advisory lock). Needs two connections from the pool while it runs.
+   *
+   * @return the number of migrations this call applied
+   */
+  public static int migrate(DataSource dataSource) {
+    return Migrations.migrate(Objects.requireNonNull(dataSource, "dataSource"));
+  }
+
+  /** A queue on {@code dataSource} encoding commands with {@code codec}, other options default. */
+  public static CommandQueue create(DataSource dataSource, MessageCodec codec) {
+    return builder(dataSource).codec(codec).build();
+  }
+
+  /** A builder for a queue on {@code dataSource} (a pool such as HikariCP). */
+  public static Builder builder(DataSource dataSource) {
+    return new Builder(Objects.requireNonNull(dataSource, "dataSource"));
+  }
+
+  /** The codec commands are encoded and decoded with. */
+  public MessageCodec codec() {
+    return codec;
+  }
+
+  /** The largest encoded payload accepted. */
+  public int maxPayloadBytes() {
+    return maxPayloadBytes;
+  }
+
+  /** Enqueues a command, due now, in a transaction of its own. */
+  public EnqueueResult enqueue(Object command) {
+    return enqueue(command, EnqueueOptions.defaults());
+  }
+
+  /** Enqueues a command with options in a transaction of its own. */
+  public EnqueueResult enqueue(Object command, EnqueueOptions options) {
+    return enqueueAll(List.of(NewCommand.of(command, options))).get(0);
+  }
+
+  /** Enqueues a command inside the caller's transaction on {@code connection} (not committed). */
+  public EnqueueResult enqueue(Connection connection, Object command, EnqueueOptions options) {
+    return enqueue(Tx.of(present(connection, "connection")), command, options);
+  }
+
+  /** Enqueues a command inside the transaction {@code tx} (e.g. a handler's); not committed. */
+  public EnqueueResult enqueue(Tx tx, Object command, EnqueueOptions options) {
+    return enqueueAll(tx, List.of(NewCommand.of(command, options))).get(0);
+  }
+
+  /** Enqueues an already-encoded command (type name + payload) in a transaction of its own. */
+  public EnqueueResult enqueueRaw(String type, byte[] payload, EnqueueOptions options) {
+    return enqueueAll(List.of(NewCommand.raw(type, payload, options))).get(0);
+  }
+
+  /** Enqueues an already-encoded command inside the caller's transaction on {@code connection}. */
+  public EnqueueResult enqueueRaw(
+      Connection connection, String type, byte[] payload, EnqueueOptions options) {
+    return enqueueAll(
+            Tx.of(present(connection, "connection")),
+            List.of(NewCommand.raw(type, payload, options)))
+        .get(0);
+  }
+
+  /**
+   * Enqueues many commands in a transaction of its own with multi-row inserts (one statement per
+   * {@value Enqueuer#ROWS_PER_INSERT} commands). Every command is validated before anything is
+   * written. Results are in input order.
+   */
+  public List<EnqueueResult> enqueueAll(List<? extends NewCommand> commands) {
+    List<EncodedCommand> encoded = enqueuer.encode(commands);
+    if (encoded.isEmpty()) {
+      return List.of();
+    }
+    List<EnqueueResult> results =
+        Transactions.inNew(dataSource, "enqueueing commands", tx -> enqueuer.insert(tx, encoded));
+    count(results);
+    notifyListeners();
+    return results;
+  }
+
+  /** Enqueues many commands inside the caller's transaction on {@code connection}. */
+  public List<EnqueueResult> enqueueAll(
+      Connection connection, List<? extends NewCommand> commands) {
+    return enqueueAll(Tx.of(present(connection, "connection")), commands);
+  }
+
+  /** Enqueues many commands inside the transaction {@code tx}; not committed. */
+  public List<EnqueueResult> enqueueAll(Tx tx, List<? extends NewCommand> commands) {
+    present(tx, "tx");
+    List<EncodedCommand> encoded = enqueuer.encode(commands);
+    if (encoded.isEmpty()) {
+      return List.of();
+    }
+    List<EnqueueResult> results =
+        Transactions.inCallers(tx, "enqueueing commands", t -> enqueuer.insert(t, encoded));
+    count(results);
+    return results;
+  }
+
+  /** Per-type counts of due and delayed commands and dead letters (database clock). */
+  public QueueDepth depth() {
+    return Transactions.inNew(
+        dataSource, "reading the queue depth", tx -> CommandQueries.depth(tx.dsl()));
+  }
+
+  /** Operations on parked commands: list, retry, discard. */
+  public DeadLetters deadLetters() {
+    return deadLetters;
+  }
+
+  /** A driver pumping this queue's commands of the handlers' types. */
+  public CommandDriver driver(CommandHandlers handlers) {
+    return CommandDriver.create(this, handlers);
+  }
+
+  /**
+   * Registers a hook run after each enqueue on the queue's own transaction has committed (for
+   * example {@code pump::wake} in the same process). Hooks must be quick; their exceptions are
+   * logged and ignored. Enqueues in the caller's transaction do not run hooks.
+   */
+  public void addEnqueueListener(Runnable listener) {
+    listeners.add(Objects.requireNonNull(listener, "listener"));
+  }
+
+  /** Removes a hook added by {@link #addEnqueueListener}. */
+  public void removeEnqueueListener(Runnable listener) {
+    listeners.remove(listener);
+  }
+
+  MeterRegistry meterRegistry() {
+    return meterRegistry;
+  }
+
+  DataSource dataSource() {
+    return dataSource;
+  }
+
+  private static <T> T present(T value, String name) {
+    if (value == null) {
+      throw new IllegalArgumentException(name + " must not be null");
+    }
+    return value;
+  }
+
+  private void count(List<EnqueueResult> results) {
+    long dup = results.stream().filter(EnqueueResult::isDuplicate).count();
+    duplicates.increment(dup);
+    enqueued.increment(results.size() - dup);
+  }
+
+  private void notifyListeners() {
+    for (Runnable r : listeners) {
+      try {
+        r.run();
+      } catch (RuntimeException e) {
+        log.warn("commandqueue: an enqueue listener failed: {}", e.toString(), e);
+      }
+    }
+  }
+
+  /**
+   * Builds a {@link CommandQueue}. Setters reject bad values with an {@link
+   * IllegalArgumentException} naming the option; {@link #build()} rejects a missing codec.
+   */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private MessageCodec codec;
+    private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
+    private MeterRegistry meterRegistry;
+
+    private Builder(DataSource dataSource) {
+      this.dataSource = dataSource;
+    }
+
+    /** The codec for typed commands (required), e.g. {@code JsonMessageCodec.of(types)}. */
+    public Builder codec(MessageCodec codec) {
+      if (codec == null) {
+        throw new IllegalArgumentException("codec must not be null");
+      }
+      this.codec = codec;
+      return this;
+    }
+
+    /** Largest encoded payload, at least 1. Default {@value #DEFAULT_MAX_PAYLOAD_BYTES}. */
+    public Builder maxPayloadBytes(int maxPayloadBytes) {
+      if (maxPayloadBytes < 1) {
+        throw new IllegalArgumentException("maxPayloadBytes must be >= 1: " + maxPayloadBytes);
+      }
+      this.maxPayloadBytes = maxPayloadBytes;
+      return this;
+    }
+
+    /** Where to register the {@code messagepump.commands.*} meters; none by default. */
+    public Builder meterRegistry(MeterRegistry meterRegistry) {
+      if (meterRegistry == null) {
+        throw new IllegalArgumentException("meterRegistry must not be null");
+      }
+      this.meterRegistry = meterRegistry;
+      return this;
+    }
+
+    /** The queue. */
+    public CommandQueue build() {
+      if (codec == null) {
+        throw new IllegalStateException("codec is required");
+      }
+      return new CommandQueue(this);
+    }
+  }
+}

@@ -1,0 +1,125 @@
+package org.messagepump.commands;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.messagepump.commands.internal.DeadLetterQueries;
+import org.messagepump.commands.internal.Transactions;
+
+/**
+ * Operations on parked commands (from {@link CommandQueue#deadLetters()}): list, count, retry (back
+ * into the queue, due now, failure count reset, same message id) and discard. Each call runs in a
+ * transaction of its own.
+ */
+public final class DeadLetters {
+
+  /** Most dead letters one {@link #list} call returns. */
+  public static final int MAX_LIST_LIMIT = 10_000;
+
+  private final DataSource dataSource;
+  private final Counter retried;
+  private final Counter discarded;
+
+  DeadLetters(DataSource dataSource, MeterRegistry registry) {
+    this.dataSource = dataSource;
+    this.retried =
+        Counter.builder("messagepump.commands.deadletters.retried")
+            .description("Dead letters moved back into the queue")
+            .register(registry);
+    this.discarded =
+        Counter.builder("messagepump.commands.deadletters.discarded")
+            .description("Dead letters deleted")
+            .register(registry);
+  }
+
+  /** Up to {@code limit} dead letters of every type, oldest parked first. */
+  public List<DeadLetter> list(int limit) {
+    return list(null, limit);
+  }
+
+  /** Up to {@code limit} dead letters of {@code type} (null: every type), oldest parked first. */
+  public List<DeadLetter> list(String type, int limit) {
+    if (limit < 1 || limit > MAX_LIST_LIMIT) {
+      throw new IllegalArgumentException(
+          "limit must be between 1 and " + MAX_LIST_LIMIT + ": " + limit);
+    }
+    return Transactions.inNew(
+        dataSource, "listing dead letters", tx -> DeadLetterQueries.list(tx.dsl(), type, limit));
+  }
+
+  /** The dead letter with this message id, if parked. */
+  public Optional<DeadLetter> find(UUID messageId) {
+    id(messageId);
+    return Optional.ofNullable(
+        Transactions.inNew(
+            dataSource,
+            "reading a dead letter",
+            tx -> DeadLetterQueries.find(tx.dsl(), messageId)));
+  }
+
+  /** Number of dead letters of every type. */
+  public long count() {
+    return count(null);
+  }
+
+  /** Number of dead letters of {@code type} (null: every type). */
+  public long count(String type) {
+    return Transactions.inNew(
+        dataSource, "counting dead letters", tx -> DeadLetterQueries.count(tx.dsl(), type));
+  }
+
+  /** Moves one dead letter back into the queue; false when no such dead letter exists. */
+  public boolean retry(UUID messageId) {
+    id(messageId);
+    int n =
+        Transactions.inNew(
+            dataSource,
+            "retrying a dead letter",
+            tx -> DeadLetterQueries.retry(tx.dsl(), DeadLetterQueries.byId(messageId)));
+    retried.increment(n);
+    return n == 1;
+  }
+
+  /** Moves every dead letter of {@code type} (null: every type) back; returns how many. */
+  public int retryAll(String type) {
+    int n =
+        Transactions.inNew(
+            dataSource,
+            "retrying dead letters",
+            tx -> DeadLetterQueries.retry(tx.dsl(), DeadLetterQueries.ofType(type)));
+    retried.increment(n);
+    return n;
+  }
+
+  /** Deletes one dead letter for good; false when no such dead letter exists. */
+  public boolean discard(UUID messageId) {
+    id(messageId);
+    int n =
+        Transactions.inNew(
+            dataSource,
+            "discarding a dead letter",
+            tx -> DeadLetterQueries.discard(tx.dsl(), DeadLetterQueries.byId(messageId)));
+    discarded.increment(n);
+    return n == 1;
+  }
+
+  /** Deletes every dead letter of {@code type} (null: every type); returns how many. */
+  public int discardAll(String type) {
+    int n =
+        Transactions.inNew(
+            dataSource,
+            "discarding dead letters",
+            tx -> DeadLetterQueries.discard(tx.dsl(), DeadLetterQueries.ofType(type)));
+    discarded.increment(n);
+    return n;
+  }
+
+  private static void id(UUID messageId) {
+    if (messageId == null) {
+      throw new IllegalArgumentException("messageId must not be null");
+    }
+  }
+}

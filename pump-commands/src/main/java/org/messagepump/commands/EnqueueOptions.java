@@ -1,0 +1,147 @@
+package org.messagepump.commands;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * How one command is enqueued: when it becomes due, its idempotency key, correlation and causation
+ * ids and headers. Immutable; each {@code with…} method returns a copy and rejects bad values with
+ * an {@link IllegalArgumentException} naming the option.
+ *
+ * <pre>{@code
+ * EnqueueOptions.defaults()
+ *     .withDelay(Duration.ofMinutes(5))
+ *     .withIdempotencyKey("order-42/charge")
+ *     .withHeader("tenant", "acme");
+ * }</pre>
+ *
+ * @param delay wait after enqueueing, measured with the database clock ({@code null}: none)
+ * @param deliverAt absolute due time ({@code null}: none); exclusive with {@code delay}
+ * @param idempotencyKey a key deduplicating the command forever ({@code null}: none)
+ * @param correlationId the conversation id ({@code null}: none, or inherited by follow-ups)
+ * @param causationId the id of the message that caused this one ({@code null}: none)
+ * @param headers free-form string headers, never {@code null}
+ */
+public record EnqueueOptions(
+    Duration delay,
+    Instant deliverAt,
+    String idempotencyKey,
+    String correlationId,
+    String causationId,
+    Map<String, String> headers) {
+
+  /** Longest idempotency key, correlation id, causation id, header name or header value. */
+  public static final int MAX_TEXT_LENGTH = 1000;
+
+  private static final EnqueueOptions DEFAULTS =
+      new EnqueueOptions(null, null, null, null, null, Map.of());
+
+  /** Validates every option. */
+  public EnqueueOptions {
+    if (delay != null && delay.isNegative()) {
+      throw new IllegalArgumentException("delay must not be negative: " + delay);
+    }
+    if (delay != null && deliverAt != null) {
+      throw new IllegalArgumentException("delay and deliverAt are exclusive; set one of them");
+    }
+    text("idempotencyKey", idempotencyKey);
+    text("correlationId", correlationId);
+    text("causationId", causationId);
+    if (headers == null) {
+      headers = Map.of();
+    } else {
+      for (Map.Entry<String, String> e : headers.entrySet()) {
+        if (e.getKey() == null || e.getKey().isBlank()) {
+          throw new IllegalArgumentException("header name must not be blank");
+        }
+        if (e.getValue() == null) {
+          throw new IllegalArgumentException("header '" + e.getKey() + "' must not be null");
+        }
+        text("header name", e.getKey());
+        text("header '" + e.getKey() + "'", e.getValue());
+      }
+      headers = Map.copyOf(headers);
+    }
+  }
+
+  /** No delay, no key, no ids, no headers: due now. */
+  public static EnqueueOptions defaults() {
+    return DEFAULTS;
+  }
+
+  /** Due after {@code delay} (database clock); not negative; clears {@code deliverAt}. */
+  public EnqueueOptions withDelay(Duration delay) {
+    Objects.requireNonNull(delay, "delay");
+    return new EnqueueOptions(delay, null, idempotencyKey, correlationId, causationId, headers);
+  }
+
+  /** Due at {@code deliverAt} (a time in the past means now); clears {@code delay}. */
+  public EnqueueOptions withDeliverAt(Instant deliverAt) {
+    Objects.requireNonNull(deliverAt, "deliverAt");
+    return new EnqueueOptions(null, deliverAt, idempotencyKey, correlationId, causationId, headers);
+  }
+
+  /** Deduplicates by {@code key} forever: a second enqueue with it inserts nothing. Not blank. */
+  public EnqueueOptions withIdempotencyKey(String key) {
+    if (key == null) {
+      throw new IllegalArgumentException("idempotencyKey must not be null");
+    }
+    return new EnqueueOptions(delay, deliverAt, key, correlationId, causationId, headers);
+  }
+
+  /** The conversation id; not blank. */
+  public EnqueueOptions withCorrelationId(String correlationId) {
+    if (correlationId == null) {
+      throw new IllegalArgumentException("correlationId must not be null");
+    }
+    return new EnqueueOptions(
+        delay, deliverAt, idempotencyKey, correlationId, causationId, headers);
+  }
+
+  /** The id of the message that caused this one; not blank. */
+  public EnqueueOptions withCausationId(String causationId) {
+    if (causationId == null) {
+      throw new IllegalArgumentException("causationId must not be null");
+    }
+    return new EnqueueOptions(
+        delay, deliverAt, idempotencyKey, correlationId, causationId, headers);
+  }
+
+  /** Adds (or replaces) one header. */
+  public EnqueueOptions withHeader(String name, String value) {
+    if (name == null || name.isBlank()) {
+      throw new IllegalArgumentException("header name must not be blank");
+    }
+    if (value == null) {
+      throw new IllegalArgumentException("header '" + name + "' must not be null");
+    }
+    Map<String, String> h = new LinkedHashMap<>(headers);
+    h.put(name, value);
+    return new EnqueueOptions(delay, deliverAt, idempotencyKey, correlationId, causationId, h);
+  }
+
+  /** Replaces all headers. */
+  public EnqueueOptions withHeaders(Map<String, String> headers) {
+    if (headers == null) {
+      throw new IllegalArgumentException("headers must not be null");
+    }
+    return new EnqueueOptions(
+        delay, deliverAt, idempotencyKey, correlationId, causationId, headers);
+  }
+
+  private static void text(String option, String value) {
+    if (value == null) {
+      return;
+    }
+    if (value.isBlank()) {
+      throw new IllegalArgumentException(option + " must not be blank");
+    }
+    if (value.length() > MAX_TEXT_LENGTH) {
+      throw new IllegalArgumentException(
+          option + " must be at most " + MAX_TEXT_LENGTH + " characters: " + value.length());
+    }
+  }
+}

@@ -1,0 +1,175 @@
+package org.messagepump.commands.internal;
+
+import static org.messagepump.commands.internal.CommandTables.CAUSATION_ID;
+import static org.messagepump.commands.internal.CommandTables.CLOCK_TIMESTAMP;
+import static org.messagepump.commands.internal.CommandTables.COMMANDS;
+import static org.messagepump.commands.internal.CommandTables.CORRELATION_ID;
+import static org.messagepump.commands.internal.CommandTables.DEAD_LETTERS;
+import static org.messagepump.commands.internal.CommandTables.DELIVER_AT;
+import static org.messagepump.commands.internal.CommandTables.ENQUEUED_AT;
+import static org.messagepump.commands.internal.CommandTables.FAILURES;
+import static org.messagepump.commands.internal.CommandTables.HEADERS;
+import static org.messagepump.commands.internal.CommandTables.LAST_ERROR;
+import static org.messagepump.commands.internal.CommandTables.MESSAGE_ID;
+import static org.messagepump.commands.internal.CommandTables.MESSAGE_TYPE;
+import static org.messagepump.commands.internal.CommandTables.PARKED_AT;
+import static org.messagepump.commands.internal.CommandTables.PAYLOAD;
+
+import java.util.List;
+import java.util.UUID;
+import org.jooq.Condition;
+import org.jooq.DSLContext;
+import org.jooq.Record;
+import org.jooq.impl.DSL;
+import org.messagepump.commands.DeadLetter;
+import org.messagepump.core.Envelope;
+
+/** The SQL of dead letters: park, list, retry, discard. */
+public final class DeadLetterQueries {
+
+  private DeadLetterQueries() {}
+
+  /** Moves a pending command (locked by the caller) to the dead letters. */
+  public static void park(DSLContext dsl, UUID id, int failures, String reason) {
+    dsl.insertInto(
+            DEAD_LETTERS,
+            MESSAGE_ID,
+            MESSAGE_TYPE,
+            CORRELATION_ID,
+            CAUSATION_ID,
+            HEADERS,
+            PAYLOAD,
+            FAILURES,
+            LAST_ERROR,
+            ENQUEUED_AT,
+            PARKED_AT)
+        .select(
+            dsl.select(
+                    MESSAGE_ID,
+                    MESSAGE_TYPE,
+                    CORRELATION_ID,
+                    CAUSATION_ID,
+                    HEADERS,
+                    PAYLOAD,
+                    DSL.val(failures, FAILURES),
+                    DSL.val(reason, LAST_ERROR),
+                    ENQUEUED_AT,
+                    CLOCK_TIMESTAMP)
+                .from(COMMANDS)
+                .where(MESSAGE_ID.eq(id)))
+        .execute();
+    dsl.deleteFrom(COMMANDS).where(MESSAGE_ID.eq(id)).execute();
+  }
+
+  /** Dead letters, oldest parked first; {@code type} null means all types. */
+  public static List<DeadLetter> list(DSLContext dsl, String type, int limit) {
+    return dsl.select(
+            MESSAGE_ID,
+            MESSAGE_TYPE,
+            CORRELATION_ID,
+            CAUSATION_ID,
+            HEADERS,
+            PAYLOAD,
+            FAILURES,
+            LAST_ERROR,
+            ENQUEUED_AT,
+            PARKED_AT)
+        .from(DEAD_LETTERS)
+        .where(ofType(type))
+        .orderBy(PARKED_AT, MESSAGE_ID)
+        .limit(limit)
+        .fetch(DeadLetterQueries::deadLetter);
+  }
+
+  /** One dead letter, or null. */
+  public static DeadLetter find(DSLContext dsl, UUID id) {
+    return dsl.select(
+            MESSAGE_ID,
+            MESSAGE_TYPE,
+            CORRELATION_ID,
+            CAUSATION_ID,
+            HEADERS,
+            PAYLOAD,
+            FAILURES,
+            LAST_ERROR,
+            ENQUEUED_AT,
+            PARKED_AT)
+        .from(DEAD_LETTERS)
+        .where(MESSAGE_ID.eq(id))
+        .fetchOne(DeadLetterQueries::deadLetter);
+  }
+
+  /** Number of dead letters of a type (null: all). */
+  public static long count(DSLContext dsl, String type) {
+    return dsl.selectCount().from(DEAD_LETTERS).where(ofType(type)).fetchOne(0, Long.class);
+  }
+
+  /**
+   * Moves the selected dead letters back into the queue, due now, failures reset; returns how many.
+   */
+  public static int retry(DSLContext dsl, Condition which) {
+    List<UUID> ids = lock(dsl, which);
+    if (ids.isEmpty()) {
+      return 0;
+    }
+    dsl.insertInto(
+            COMMANDS,
+            MESSAGE_ID,
+            MESSAGE_TYPE,
+            CORRELATION_ID,
+            CAUSATION_ID,
+            HEADERS,
+            PAYLOAD,
+            FAILURES,
+            ENQUEUED_AT,
+            DELIVER_AT)
+        .select(
+            dsl.select(
+                    MESSAGE_ID,
+                    MESSAGE_TYPE,
+                    CORRELATION_ID,
+                    CAUSATION_ID,
+                    HEADERS,
+                    PAYLOAD,
+                    DSL.val(0, FAILURES),
+                    ENQUEUED_AT,
+                    CLOCK_TIMESTAMP)
+                .from(DEAD_LETTERS)
+                .where(MESSAGE_ID.in(ids)))
+        .onConflictDoNothing()
+        .execute();
+    return dsl.deleteFrom(DEAD_LETTERS).where(MESSAGE_ID.in(ids)).execute();
+  }
+
+  /** Deletes the selected dead letters; returns how many. */
+  public static int discard(DSLContext dsl, Condition which) {
+    return dsl.deleteFrom(DEAD_LETTERS).where(which).execute();
+  }
+
+  /** The condition selecting one dead letter. */
+  public static Condition byId(UUID id) {
+    return MESSAGE_ID.eq(id);
+  }
+
+  /** The condition selecting the dead letters of a type (null: all). */
+  public static Condition ofType(String type) {
+    return type == null ? DSL.noCondition() : MESSAGE_TYPE.eq(type);
+  }
+
+  private static List<UUID> lock(DSLContext dsl, Condition which) {
+    return dsl.select(MESSAGE_ID).from(DEAD_LETTERS).where(which).forUpdate().fetch(MESSAGE_ID);
+  }
+
+  private static DeadLetter deadLetter(Record r) {
+    Envelope e =
+        new Envelope(
+            r.get(MESSAGE_ID).toString(),
+            r.get(MESSAGE_TYPE),
+            r.get(CORRELATION_ID),
+            r.get(CAUSATION_ID),
+            r.get(ENQUEUED_AT),
+            HeadersJson.read(r.get(HEADERS)),
+            r.get(PAYLOAD));
+    return new DeadLetter(e, r.get(FAILURES), r.get(LAST_ERROR), r.get(PARKED_AT));
+  }
+}

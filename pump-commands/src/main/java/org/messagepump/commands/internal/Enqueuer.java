@@ -1,0 +1,229 @@
+package org.messagepump.commands.internal;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.InsertValuesStep2;
+import org.jooq.InsertValuesStep7;
+import org.jooq.JSONB;
+import org.jooq.Record;
+import org.jooq.Record2;
+import org.jooq.impl.DSL;
+import org.jooq.types.DayToSecond;
+import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.EnqueueOptions;
+import org.messagepump.commands.EnqueueResult;
+import org.messagepump.commands.NewCommand;
+import org.messagepump.core.UnknownMessageTypeException;
+import org.messagepump.core.spi.MessageCodec;
+import org.messagepump.core.spi.Tx;
+
+/**
+ * Validates, encodes and inserts commands: idempotency keys first (one multi-row insert, then one
+ * look-up of the keys that existed), then the commands in multi-row inserts of up to {@value
+ * #ROWS_PER_INSERT} rows. Everything is validated before anything is written.
+ */
+public final class Enqueuer {
+
+  /** Rows per multi-row insert (9 bind values each, well under PostgreSQL's 65,535). */
+  public static final int ROWS_PER_INSERT = 5000;
+
+  private final MessageCodec codec;
+  private final int maxPayloadBytes;
+
+  /** An enqueuer encoding with {@code codec} and refusing payloads over {@code maxPayloadBytes}. */
+  public Enqueuer(MessageCodec codec, int maxPayloadBytes) {
+    this.codec = codec;
+    this.maxPayloadBytes = maxPayloadBytes;
+  }
+
+  /** Validates and encodes; throws {@link IllegalArgumentException} naming the first problem. */
+  public List<EncodedCommand> encode(List<? extends NewCommand> commands) {
+    if (commands == null) {
+      throw new IllegalArgumentException("commands must not be null");
+    }
+    List<EncodedCommand> out = new ArrayList<>(commands.size());
+    for (int i = 0; i < commands.size(); i++) {
+      NewCommand c = commands.get(i);
+      if (c == null) {
+        throw new IllegalArgumentException("command must not be null (index " + i + ")");
+      }
+      out.add(encode(c));
+    }
+    return out;
+  }
+
+  private EncodedCommand encode(NewCommand c) {
+    String type;
+    byte[] payload;
+    if (c instanceof NewCommand.Raw raw) {
+      type = raw.type();
+      payload = raw.payload();
+    } else {
+      Object command = ((NewCommand.Typed) c).command();
+      try {
+        type = codec.typeOf(command.getClass());
+      } catch (UnknownMessageTypeException e) {
+        throw new IllegalArgumentException(
+            "command class " + command.getClass().getName() + " is not registered with the codec",
+            e);
+      }
+      payload = codec.encode(command);
+      if (type == null || type.isBlank() || type.length() > CommandQueue.MAX_TYPE_LENGTH) {
+        throw new IllegalArgumentException(
+            "the codec gave an invalid type name for " + command.getClass().getName());
+      }
+      if (payload == null) {
+        throw new IllegalArgumentException(
+            "the codec encoded " + command.getClass().getName() + " as null");
+      }
+    }
+    if (payload.length > maxPayloadBytes) {
+      throw new IllegalArgumentException(
+          "payload of command '"
+              + type
+              + "' is "
+              + payload.length
+              + " bytes, over maxPayloadBytes ("
+              + maxPayloadBytes
+              + ")");
+    }
+    return new EncodedCommand(UUID.randomUUID(), type, payload, c.options());
+  }
+
+  /** Inserts encoded commands in {@code tx}; results in input order. */
+  public List<EnqueueResult> insert(Tx tx, List<EncodedCommand> commands) {
+    DSLContext dsl = tx.dsl();
+    EnqueueResult[] results = new EnqueueResult[commands.size()];
+    Map<String, UUID> keyOwners = claimKeys(dsl, commands);
+    List<EncodedCommand> fresh = new ArrayList<>(commands.size());
+    for (int i = 0; i < commands.size(); i++) {
+      EncodedCommand c = commands.get(i);
+      String key = c.options().idempotencyKey();
+      UUID owner = key == null ? c.messageId() : keyOwners.get(key);
+      if (owner.equals(c.messageId())) {
+        results[i] = new EnqueueResult.Enqueued(c.messageId());
+        fresh.add(c);
+      } else {
+        results[i] = new EnqueueResult.Duplicate(owner);
+      }
+    }
+    for (int from = 0; from < fresh.size(); from += ROWS_PER_INSERT) {
+      insertCommands(dsl, fresh.subList(from, Math.min(fresh.size(), from + ROWS_PER_INSERT)));
+    }
+    return Arrays.asList(results);
+  }
+
+  /**
+   * Inserts the keys (sorted, so concurrent batches lock them in one order) and returns, per key,
+   * the message id owning it: one of ours when we inserted it, else the original one.
+   */
+  private static Map<String, UUID> claimKeys(DSLContext dsl, List<EncodedCommand> commands) {
+    Map<String, UUID> candidates = new LinkedHashMap<>();
+    for (EncodedCommand c : commands) {
+      String key = c.options().idempotencyKey();
+      if (key != null) {
+        candidates.putIfAbsent(key, c.messageId());
+      }
+    }
+    Map<String, UUID> owners = new HashMap<>();
+    if (candidates.isEmpty()) {
+      return owners;
+    }
+    List<Map.Entry<String, UUID>> sorted = new ArrayList<>(candidates.entrySet());
+    sorted.sort(Map.Entry.comparingByKey(Comparator.naturalOrder()));
+    for (int from = 0; from < sorted.size(); from += ROWS_PER_INSERT) {
+      InsertValuesStep2<Record, String, UUID> insert =
+          dsl.insertInto(
+              CommandTables.IDEMPOTENCY_KEYS,
+              CommandTables.IDEMPOTENCY_KEY,
+              CommandTables.MESSAGE_ID);
+      for (Map.Entry<String, UUID> e :
+          sorted.subList(from, Math.min(sorted.size(), from + ROWS_PER_INSERT))) {
+        insert = insert.values(e.getKey(), e.getValue());
+      }
+      for (Record2<String, UUID> r :
+          insert
+              .onConflictDoNothing()
+              .returningResult(CommandTables.IDEMPOTENCY_KEY, CommandTables.MESSAGE_ID)
+              .fetch()) {
+        owners.put(r.value1(), r.value2());
+      }
+    }
+    List<String> taken = new ArrayList<>();
+    for (String key : candidates.keySet()) {
+      if (!owners.containsKey(key)) {
+        taken.add(key);
+      }
+    }
+    if (!taken.isEmpty()) {
+      // A new statement: under READ COMMITTED it sees the key committed by the transaction
+      // whose insert made ours do nothing.
+      dsl.select(CommandTables.IDEMPOTENCY_KEY, CommandTables.MESSAGE_ID)
+          .from(CommandTables.IDEMPOTENCY_KEYS)
+          .where(CommandTables.IDEMPOTENCY_KEY.in(taken))
+          .fetch()
+          .forEach(r -> owners.put(r.value1(), r.value2()));
+      for (String key : taken) {
+        if (!owners.containsKey(key)) {
+          throw new IllegalStateException(
+              "idempotency key '" + key + "' conflicted but is not visible (isolation level?)");
+        }
+      }
+    }
+    return owners;
+  }
+
+  private static void insertCommands(DSLContext dsl, List<EncodedCommand> rows) {
+    InsertValuesStep7<Record, UUID, String, String, String, JSONB, byte[], Instant> insert =
+        dsl.insertInto(
+            CommandTables.COMMANDS,
+            CommandTables.MESSAGE_ID,
+            CommandTables.MESSAGE_TYPE,
+            CommandTables.CORRELATION_ID,
+            CommandTables.CAUSATION_ID,
+            CommandTables.HEADERS,
+            CommandTables.PAYLOAD,
+            CommandTables.DELIVER_AT);
+    for (EncodedCommand c : rows) {
+      EnqueueOptions o = c.options();
+      insert =
+          insert.values(
+              DSL.val(c.messageId(), CommandTables.MESSAGE_ID),
+              DSL.val(c.type(), CommandTables.MESSAGE_TYPE),
+              DSL.val(o.correlationId(), CommandTables.CORRELATION_ID),
+              DSL.val(o.causationId(), CommandTables.CAUSATION_ID),
+              DSL.val(HeadersJson.write(o.headers()), CommandTables.HEADERS),
+              DSL.val(c.payload(), CommandTables.PAYLOAD),
+              deliverAt(o.delay(), o.deliverAt()));
+    }
+    insert.execute();
+  }
+
+  /** The due time: the database clock plus the delay, the given instant, or now. */
+  public static Field<Instant> deliverAt(Duration delay, Instant at) {
+    if (at != null) {
+      return DSL.val(at, CommandTables.DELIVER_AT);
+    }
+    if (delay == null || delay.isZero()) {
+      return CommandTables.CLOCK_TIMESTAMP;
+    }
+    return after(delay);
+  }
+
+  /** {@code clock_timestamp() + delay}, the delay bound as an interval. */
+  public static Field<Instant> after(Duration delay) {
+    Objects.requireNonNull(delay, "delay");
+    return CommandTables.CLOCK_TIMESTAMP.plus(DSL.val(DayToSecond.valueOf(delay)));
+  }
+}

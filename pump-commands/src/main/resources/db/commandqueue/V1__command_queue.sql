@@ -1,0 +1,41 @@
+-- The command queue: pending commands, idempotency keys, dead letters.
+-- Flyway runs this with `commandqueue` as its default schema (created by Flyway).
+
+CREATE TABLE commandqueue.commands (
+    message_id     uuid        PRIMARY KEY,
+    message_type   text        NOT NULL,
+    correlation_id text,
+    causation_id   text,
+    headers        jsonb       NOT NULL DEFAULT '{}'::jsonb,
+    payload        bytea       NOT NULL,
+    failures       integer     NOT NULL DEFAULT 0 CHECK (failures >= 0),
+    enqueued_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+    deliver_at     timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- Acquisition: per type, the oldest due first. An index scan on (message_type, deliver_at)
+-- reads the head of each type's queue, whatever the size of the backlog.
+CREATE INDEX commands_due ON commandqueue.commands (message_type, deliver_at);
+
+-- Idempotency keys dedupe forever: a key outlives its command.
+CREATE TABLE commandqueue.idempotency_keys (
+    idempotency_key text        PRIMARY KEY,
+    message_id      uuid        NOT NULL,
+    created_at      timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- Commands parked after too many failures; retried (back into commands) or discarded by operators.
+CREATE TABLE commandqueue.dead_letters (
+    message_id     uuid        PRIMARY KEY,
+    message_type   text        NOT NULL,
+    correlation_id text,
+    causation_id   text,
+    headers        jsonb       NOT NULL DEFAULT '{}'::jsonb,
+    payload        bytea       NOT NULL,
+    failures       integer     NOT NULL,
+    last_error     text,
+    enqueued_at    timestamptz NOT NULL,
+    parked_at      timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+CREATE INDEX dead_letters_parked ON commandqueue.dead_letters (message_type, parked_at);
