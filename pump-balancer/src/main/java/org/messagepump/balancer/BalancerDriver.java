@@ -1,0 +1,325 @@
+package org.messagepump.balancer;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import org.jooq.DSLContext;
+import org.jooq.Record2;
+import org.jooq.exception.DataAccessException;
+import org.messagepump.balancer.internal.BalancerMetrics;
+import org.messagepump.balancer.internal.Claim;
+import org.messagepump.balancer.internal.DeliveryQueries;
+import org.messagepump.balancer.internal.LeaseQueries;
+import org.messagepump.core.Envelope;
+import org.messagepump.core.MessagePump;
+import org.messagepump.core.spi.Delivery;
+import org.messagepump.core.spi.Driver;
+import org.messagepump.core.spi.Outcome;
+import org.messagepump.core.spi.Tx;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The pump driver of one partition group: acquires the ready key with the lowest rotation (one
+ * indexed statement), hands its head message to the {@link BalancedHandler}, and maps the {@link
+ * Result} onto the pump's outcomes. Expired hand-off leases are reaped inside acquisition, at most
+ * once per {@code reapInterval} per driver, by a {@code SKIP LOCKED} statement that is safe to run
+ * from every process at once.
+ */
+public final class BalancerDriver implements Driver {
+
+  /** Default: at most one message per key in flight across every process. */
+  public static final boolean DEFAULT_LOCK_PARTITION = true;
+
+  /** Default hand-off lease: 5 minutes. */
+  public static final Duration DEFAULT_LEASE_DURATION = Duration.ofMinutes(5);
+
+  /** Default interval between reaper runs of one driver: 1 second. */
+  public static final Duration DEFAULT_REAP_INTERVAL = Duration.ofSeconds(1);
+
+  /** Default number of expired leases after which a key is parked: unlimited. */
+  public static final int DEFAULT_MAX_ATTEMPTS = MessagePump.UNLIMITED_FAILURES;
+
+  /** Header carrying the partition key in the delivery's envelope. */
+  public static final String PARTITION_KEY_HEADER = "partitionKey";
+
+  private static final Logger log = LoggerFactory.getLogger(BalancerDriver.class);
+  private static final int MAX_ROUNDS = 8;
+  private static final int REAP_BATCH = 100;
+
+  private final MessageBalancer balancer;
+  private final String group;
+  private final BalancedHandler handler;
+  private final boolean lockPartition;
+  private final Duration leaseDuration;
+  private final Duration reapInterval;
+  private final int maxAttempts;
+  private final String leaseOwner;
+  private final BalancerMetrics metrics;
+  private volatile long nextReap = System.nanoTime();
+
+  private BalancerDriver(Builder b) {
+    this.balancer = b.balancer;
+    this.group = b.balancer.group();
+    this.handler = b.handler;
+    this.lockPartition = b.lockPartition;
+    this.leaseDuration = b.leaseDuration;
+    this.reapInterval = b.reapInterval;
+    this.maxAttempts = b.maxAttempts;
+    this.leaseOwner = b.leaseOwner;
+    this.metrics = b.balancer.metrics();
+  }
+
+  @Override
+  public String name() {
+    return "balancer";
+  }
+
+  /** True when at most one message per key is in flight. */
+  public boolean lockPartition() {
+    return lockPartition;
+  }
+
+  /** The default lease of a hand-off. */
+  public Duration leaseDuration() {
+    return leaseDuration;
+  }
+
+  @Override
+  public List<Delivery> acquire(Tx tx, int max) throws SQLException {
+    long start = System.nanoTime();
+    DSLContext dsl = tx.dsl();
+    reapIfDue(dsl);
+    List<Delivery> out = new ArrayList<>(max);
+    for (int round = 0; round < MAX_ROUNDS && out.size() < max; round++) {
+      boolean skipped =
+          lockPartition ? acquireLocked(dsl, max - out.size(), out) : acquireFree(tx, max, out);
+      if (!skipped) {
+        break;
+      }
+    }
+    metrics.storage("acquire", System.nanoTime() - start);
+    return out;
+  }
+
+  /** One round with lockPartition; true when it skipped empty keys (worth another round). */
+  private boolean acquireLocked(DSLContext dsl, int max, List<Delivery> out) {
+    DeliveryQueries.Acquired a = DeliveryQueries.acquireLocked(dsl, group, max);
+    for (Claim c : a.claims()) {
+      out.add(delivery(c));
+    }
+    for (DeliveryQueries.EmptyKey e : a.empty()) {
+      DeliveryQueries.deleteIfEmpty(dsl, group, e.key());
+    }
+    return !a.empty().isEmpty();
+  }
+
+  /**
+   * One round without lockPartition: rotate keys on a short transaction of its own (committed at
+   * once, so other processes see the new order), then lock each key's first free message here.
+   */
+  private boolean acquireFree(Tx tx, int max, List<Delivery> out) throws SQLException {
+    List<Record2<String, Long>> keys;
+    try (Connection c = balancer.dataSource().getConnection()) {
+      c.setAutoCommit(true);
+      keys = DeliveryQueries.rotateKeys(Tx.of(c).dsl(), group, max - out.size());
+    }
+    boolean skipped = false;
+    for (Record2<String, Long> k : keys) {
+      Claim claim = DeliveryQueries.lockFirstFreeMessage(tx.dsl(), group, k.value1(), k.value2());
+      if (claim != null) {
+        out.add(delivery(claim));
+      } else {
+        skipped = true;
+        if (DeliveryQueries.isEmpty(tx.dsl(), group, k.value1())) {
+          DeliveryQueries.deleteIfEmpty(tx.dsl(), group, k.value1());
+        }
+      }
+    }
+    return skipped && !keys.isEmpty();
+  }
+
+  private void reapIfDue(DSLContext dsl) {
+    long now = System.nanoTime();
+    if (now - nextReap < 0) {
+      return;
+    }
+    nextReap = now + reapInterval.toNanos();
+    List<LeaseQueries.Expired> expired = LeaseQueries.reap(dsl, group, REAP_BATCH);
+    if (expired.isEmpty()) {
+      return;
+    }
+    metrics.leasesExpired(expired.size());
+    for (LeaseQueries.Expired e : expired) {
+      if (e.attempts() >= maxAttempts) {
+        String reason = "hand-off lease expired " + e.attempts() + " times";
+        LeaseQueries.parkExpired(dsl, e, reason);
+        log.warn("balancer {}: key {} parked: {}", group, e.key(), reason);
+      }
+    }
+    log.info("balancer {}: {} expired hand-off leases freed", group, expired.size());
+  }
+
+  private Delivery delivery(Claim c) {
+    Envelope envelope =
+        new Envelope(
+            Long.toString(c.messageId()),
+            group,
+            null,
+            null,
+            c.receivedAt().toInstant(),
+            Map.of(PARTITION_KEY_HEADER, c.key()),
+            c.content());
+    return new Delivery(envelope, c.failures(), null, c);
+  }
+
+  @Override
+  public Outcome handle(Tx tx, Delivery delivery) throws Exception {
+    Claim c = (Claim) delivery.driverState();
+    BalancedMessage message =
+        new BalancedMessage(
+            c.messageId(),
+            group,
+            c.key(),
+            c.content(),
+            c.propertiesJson(),
+            c.receivedAt().toInstant(),
+            c.attempts(),
+            c.failures(),
+            c.token());
+    long start = System.nanoTime();
+    Result result;
+    try {
+      result = handler.handle(message, tx);
+    } catch (Exception | Error e) {
+      metrics.handled("exception", System.nanoTime() - start);
+      throw e;
+    }
+    if (result == null) {
+      result = Result.failed("the handler returned no result");
+    }
+    metrics.handled(result.getClass().getSimpleName(), System.nanoTime() - start);
+    try {
+      return record(tx.dsl(), c, result);
+    } catch (DataAccessException e) {
+      SQLException sql = e.getCause(SQLException.class);
+      throw sql != null ? sql : e;
+    }
+  }
+
+  private Outcome record(DSLContext dsl, Claim c, Result result) {
+    if (result instanceof Result.Ok) {
+      metrics.removed(DeliveryQueries.deleteMessage(dsl, c.messageId()));
+      if (c.failures() > 0) {
+        DeliveryQueries.clearFailures(dsl, group, c.key());
+      }
+      DeliveryQueries.deleteIfEmpty(dsl, group, c.key());
+      return Outcome.HANDLED;
+    }
+    if (result instanceof Result.Requeue r) {
+      if (r.propertiesJson() != null) {
+        DeliveryQueries.replaceProperties(dsl, c.messageId(), r.propertiesJson());
+      }
+      return Outcome.HANDLED;
+    }
+    if (result instanceof Result.Handoff h) {
+      if (!lockPartition) {
+        return Outcome.failed(
+            new IllegalStateException("Handoff needs lockPartition(true): a lease blocks its key"));
+      }
+      DeliveryQueries.lease(dsl, c, leaseOwner, h.lease() == null ? leaseDuration : h.lease());
+      return Outcome.HANDLED;
+    }
+    if (result instanceof Result.Busy b) {
+      return Outcome.busy(b.reason());
+    }
+    return Outcome.failed(((Result.Failed) result).cause());
+  }
+
+  @Override
+  public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) {
+    DeliveryQueries.postpone(
+        tx.dsl(), (Claim) delivery.driverState(), failures, delay, lockPartition);
+  }
+
+  @Override
+  public void park(Tx tx, Delivery delivery, int failures, String reason) {
+    DeliveryQueries.park(tx.dsl(), (Claim) delivery.driverState(), failures, reason, lockPartition);
+  }
+
+  /**
+   * Builds a {@link BalancerDriver}; setters reject bad values with an {@link
+   * IllegalArgumentException} naming the option.
+   */
+  public static final class Builder {
+    private final MessageBalancer balancer;
+    private final BalancedHandler handler;
+    private boolean lockPartition = DEFAULT_LOCK_PARTITION;
+    private Duration leaseDuration = DEFAULT_LEASE_DURATION;
+    private Duration reapInterval = DEFAULT_REAP_INTERVAL;
+    private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
+    private String leaseOwner = defaultOwner();
+
+    Builder(MessageBalancer balancer, BalancedHandler handler) {
+      this.balancer = balancer;
+      this.handler = handler;
+    }
+
+    /**
+     * With true (the default) at most one message per key is in flight across every process; with
+     * false several messages of a key may run at once (no order within the key; fairness holds; the
+     * pool needs one spare connection for acquisition; {@link Result.Handoff} is refused).
+     */
+    public Builder lockPartition(boolean lockPartition) {
+      this.lockPartition = lockPartition;
+      return this;
+    }
+
+    /** How long a hand-off blocks its key without a confirm; positive. Default 5 minutes. */
+    public Builder leaseDuration(Duration leaseDuration) {
+      this.leaseDuration = Balancer.checkPositive("leaseDuration", leaseDuration);
+      return this;
+    }
+
+    /** How often this driver looks for expired leases; positive. Default 1 second. */
+    public Builder reapInterval(Duration reapInterval) {
+      this.reapInterval = Balancer.checkPositive("reapInterval", reapInterval);
+      return this;
+    }
+
+    /** Expired leases of one message after which its key is parked (≥ 1). Default unlimited. */
+    public Builder maxAttempts(int maxAttempts) {
+      if (maxAttempts < 1) {
+        throw new IllegalArgumentException("maxAttempts must be >= 1: " + maxAttempts);
+      }
+      this.maxAttempts = maxAttempts;
+      return this;
+    }
+
+    /** The owner recorded on leases (for operators). Default {@code pid@host}. */
+    public Builder leaseOwner(String leaseOwner) {
+      this.leaseOwner = Balancer.checkName("leaseOwner", leaseOwner);
+      return this;
+    }
+
+    /** The driver. */
+    public BalancerDriver build() {
+      Objects.requireNonNull(handler, "handler");
+      return new BalancerDriver(this);
+    }
+
+    private static String defaultOwner() {
+      String host;
+      try {
+        host = java.net.InetAddress.getLocalHost().getHostName();
+      } catch (java.io.IOException | RuntimeException e) {
+        host = "localhost";
+      }
+      return ProcessHandle.current().pid() + "@" + host;
+    }
+  }
+}

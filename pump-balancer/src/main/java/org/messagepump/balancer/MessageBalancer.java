@@ -1,0 +1,319 @@
+package org.messagepump.balancer;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.function.Function;
+import javax.sql.DataSource;
+import org.jooq.DSLContext;
+import org.messagepump.balancer.internal.BalancerMetrics;
+import org.messagepump.balancer.internal.Json;
+import org.messagepump.balancer.internal.LeaseQueries;
+import org.messagepump.balancer.internal.StoreQueries;
+import org.messagepump.balancer.internal.Transactions;
+
+/**
+ * One partition group: stores messages by partition key, answers introspection from the database
+ * (true for the whole cluster), confirms hand-offs, and builds the {@link BalancerDriver} a {@link
+ * org.messagepump.core.MessagePump} runs. The name is kept from
+ * {@code @targetprocess/balancer-core}.
+ *
+ * <pre>{@code
+ * MessageBalancer tenant = MessageBalancer.builder(dataSource, "tenant-a").build();
+ * long id = tenant.storeMessage("account-7", bytes, Map.of("retry", 0));
+ * }</pre>
+ */
+public final class MessageBalancer {
+
+  /** Default largest content accepted by {@code storeMessage}: 1 MiB. */
+  public static final int DEFAULT_MAX_CONTENT_BYTES = 1 << 20;
+
+  /** Largest partition key and group name, in characters. */
+  public static final int MAX_NAME_LENGTH = 512;
+
+  private static final String EMPTY_OBJECT = "{}";
+
+  private final DataSource dataSource;
+  private final String group;
+  private final int maxContentBytes;
+  private final BalancerMetrics metrics;
+
+  private MessageBalancer(Builder b) {
+    this.dataSource = b.dataSource;
+    this.group = b.group;
+    this.maxContentBytes = b.maxContentBytes;
+    this.metrics = new BalancerMetrics(b.meterRegistry, group, this::stats);
+  }
+
+  /** A builder for the partition group {@code group} stored in {@code dataSource}. */
+  public static Builder builder(DataSource dataSource, String group) {
+    return new Builder(dataSource, group);
+  }
+
+  /** The group with default options. */
+  public static MessageBalancer create(DataSource dataSource, String group) {
+    return builder(dataSource, group).build();
+  }
+
+  /** The partition group's name. */
+  public String group() {
+    return group;
+  }
+
+  /** The data source messages are stored in. */
+  public DataSource dataSource() {
+    return dataSource;
+  }
+
+  /** The largest content accepted, in bytes. */
+  public int maxContentBytes() {
+    return maxContentBytes;
+  }
+
+  /** Stores a message with empty properties in its own transaction and returns its id. */
+  public long storeMessage(String partitionKey, byte[] content) {
+    return storeMessage(partitionKey, content, EMPTY_OBJECT);
+  }
+
+  /** Stores a message whose properties are a map (written as a JSON object). */
+  public long storeMessage(String partitionKey, byte[] content, Map<String, ?> properties) {
+    if (properties == null) {
+      throw new IllegalArgumentException("properties must not be null");
+    }
+    return storeMessage(partitionKey, content, Json.write(properties));
+  }
+
+  /**
+   * Stores a message in its own transaction and returns its id.
+   *
+   * @param propertiesJson a JSON object, or {@code null} for {@code {}}
+   * @throws IllegalArgumentException on a null or blank key, null or too large content, or
+   *     properties that are not a JSON object; nothing is stored then
+   */
+  public long storeMessage(String partitionKey, byte[] content, String propertiesJson) {
+    String props = validate(partitionKey, content, propertiesJson);
+    return timed(
+        "store",
+        () ->
+            Transactions.inNew(
+                dataSource,
+                "storing a message",
+                dsl -> StoreQueries.store(dsl, group, partitionKey, content, props)));
+  }
+
+  /**
+   * Stores a message inside the caller's transaction on {@code connection} (autocommit off; it is
+   * visible to consumers when the caller commits) and returns its id. Storing holds a lock that
+   * makes other producers of the same key wait until the caller's transaction ends.
+   */
+  public long storeMessage(
+      Connection connection, String partitionKey, byte[] content, String propertiesJson) {
+    Objects.requireNonNull(connection, "connection");
+    String props = validate(partitionKey, content, propertiesJson);
+    return timed(
+        "store",
+        () ->
+            Transactions.inCaller(
+                connection,
+                "storing a message",
+                dsl -> StoreQueries.store(dsl, group, partitionKey, content, props)));
+  }
+
+  private String validate(String partitionKey, byte[] content, String propertiesJson) {
+    Balancer.checkName("partitionKey", partitionKey);
+    if (content == null) {
+      throw new IllegalArgumentException("content must not be null");
+    }
+    if (content.length > maxContentBytes) {
+      throw new IllegalArgumentException(
+          "content is " + content.length + " bytes, more than maxContentBytes " + maxContentBytes);
+    }
+    return propertiesJson == null ? EMPTY_OBJECT : Json.object(propertiesJson, "properties");
+  }
+
+  /** Keys of this group that have messages or a lease (the whole cluster's view). */
+  public long partitionCount() {
+    return read("counting partitions", dsl -> StoreQueries.partitionCount(dsl, group));
+  }
+
+  /** Messages stored in this group, waiting or in flight. */
+  public long messageCount() {
+    return read("counting messages", dsl -> StoreQueries.messageCount(dsl, group));
+  }
+
+  /** Keys of this group in rotation order: the next to be served first. */
+  public List<String> partitionKeys() {
+    return read("listing partitions", dsl -> StoreQueries.partitionKeys(dsl, group));
+  }
+
+  /** One key's figures, or empty when the key has no messages and no lease. */
+  public Optional<PartitionStats> partitionStats(String partitionKey) {
+    Balancer.checkName("partitionKey", partitionKey);
+    return Optional.ofNullable(
+        read(
+            "reading partition stats",
+            dsl -> StoreQueries.partitionStats(dsl, group, partitionKey)));
+  }
+
+  /** This group's figures: keys, messages, leases, parked keys, oldest message age. */
+  public GroupStats stats() {
+    List<GroupStats> all = read("reading group stats", dsl -> StoreQueries.groups(dsl, group));
+    return all.isEmpty() ? new GroupStats(group, 0, 0, 0, 0, Duration.ZERO) : all.get(0);
+  }
+
+  /** Parked keys of this group with the reason each was parked, oldest first. */
+  public Map<String, String> parkedKeys() {
+    return read("listing parked keys", dsl -> StoreQueries.parkedKeys(dsl, group));
+  }
+
+  /** Puts a parked key back into the rotation with no failures; false when it was not parked. */
+  public boolean unpark(String partitionKey) {
+    Balancer.checkName("partitionKey", partitionKey);
+    return Transactions.inNew(
+        dataSource, "unparking a key", dsl -> StoreQueries.unpark(dsl, group, partitionKey));
+  }
+
+  /**
+   * Confirms a handed-off message from any process: removes it and frees its key. A token that no
+   * longer holds the lease is rejected ({@link LeaseResult#STALE_TOKEN}) and nothing changes.
+   */
+  public LeaseResult confirm(long messageId, UUID token) {
+    Objects.requireNonNull(token, "token");
+    return timed(
+        "confirm",
+        () ->
+            counted(
+                "confirm",
+                Transactions.inNew(
+                    dataSource,
+                    "confirming a message",
+                    dsl -> LeaseQueries.confirm(dsl, messageId, token))));
+  }
+
+  /** Like {@link #confirm(long, UUID)}, inside the caller's transaction on {@code connection}. */
+  public LeaseResult confirm(Connection connection, long messageId, UUID token) {
+    Objects.requireNonNull(connection, "connection");
+    Objects.requireNonNull(token, "token");
+    return timed(
+        "confirm",
+        () ->
+            counted(
+                "confirm",
+                Transactions.inCaller(
+                    connection,
+                    "confirming a message",
+                    dsl -> LeaseQueries.confirm(dsl, messageId, token))));
+  }
+
+  /** Moves a lease's expiry to {@code duration} from now by the database clock. */
+  public LeaseResult extendLease(long messageId, UUID token, Duration duration) {
+    Objects.requireNonNull(token, "token");
+    Balancer.checkPositive("duration", duration);
+    return timed(
+        "extend",
+        () ->
+            counted(
+                "extend",
+                Transactions.inNew(
+                    dataSource,
+                    "extending a lease",
+                    dsl -> LeaseQueries.extend(dsl, messageId, token, duration))));
+  }
+
+  /** Ends a lease and puts the message back at the front of its key, the key at the back. */
+  public LeaseResult requeue(long messageId, UUID token) {
+    return requeue(messageId, token, null);
+  }
+
+  /** Like {@link #requeue(long, UUID)}, replacing the properties with a JSON object. */
+  public LeaseResult requeue(long messageId, UUID token, String propertiesJson) {
+    Objects.requireNonNull(token, "token");
+    String props = propertiesJson == null ? null : Json.object(propertiesJson, "properties");
+    return timed(
+        "requeue",
+        () ->
+            counted(
+                "requeue",
+                Transactions.inNew(
+                    dataSource,
+                    "requeueing a message",
+                    dsl -> LeaseQueries.requeue(dsl, messageId, token, props))));
+  }
+
+  /** A builder for the driver that hands this group's messages to {@code handler}. */
+  public BalancerDriver.Builder driver(BalancedHandler handler) {
+    return new BalancerDriver.Builder(this, Objects.requireNonNull(handler, "handler"));
+  }
+
+  BalancerMetrics metrics() {
+    return metrics;
+  }
+
+  private LeaseResult counted(String operation, LeaseQueries.Applied applied) {
+    metrics.leaseOperation(operation, applied.result().name());
+    if (applied.endToEnd() != null) {
+      metrics.removed(applied.endToEnd());
+    }
+    return applied.result();
+  }
+
+  private <T> T read(String doing, Function<DSLContext, T> query) {
+    return Transactions.inNew(dataSource, doing, query);
+  }
+
+  private <T> T timed(String operation, java.util.function.Supplier<T> work) {
+    long start = System.nanoTime();
+    try {
+      return work.get();
+    } finally {
+      metrics.storage(operation, System.nanoTime() - start);
+    }
+  }
+
+  /**
+   * Builds a {@link MessageBalancer}; setters reject bad values with an {@link
+   * IllegalArgumentException} naming the option.
+   */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private final String group;
+    private int maxContentBytes = DEFAULT_MAX_CONTENT_BYTES;
+    private MeterRegistry meterRegistry;
+
+    private Builder(DataSource dataSource, String group) {
+      if (dataSource == null) {
+        throw new IllegalArgumentException("dataSource must not be null");
+      }
+      this.dataSource = dataSource;
+      this.group = Balancer.checkName("group", group);
+    }
+
+    /** Largest content {@code storeMessage} accepts, in bytes (≥ 1). Default 1 MiB. */
+    public Builder maxContentBytes(int maxContentBytes) {
+      if (maxContentBytes < 1) {
+        throw new IllegalArgumentException("maxContentBytes must be >= 1: " + maxContentBytes);
+      }
+      this.maxContentBytes = maxContentBytes;
+      return this;
+    }
+
+    /** Where to register the {@code messagepump.balancer.*} meters; none by default. */
+    public Builder meterRegistry(MeterRegistry meterRegistry) {
+      if (meterRegistry == null) {
+        throw new IllegalArgumentException("meterRegistry must not be null");
+      }
+      this.meterRegistry = meterRegistry;
+      return this;
+    }
+
+    /** The group's balancer. */
+    public MessageBalancer build() {
+      return new MessageBalancer(this);
+    }
+  }
+}

@@ -1,0 +1,126 @@
+package org.messagepump.balancer.internal;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import org.messagepump.balancer.GroupStats;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@code messagepump.balancer.*} meters of one group. Gauges read the database, at most once
+ * per {@link #GAUGE_REFRESH} per group (a scrape never runs more than one query).
+ */
+public final class BalancerMetrics {
+
+  /** How long gauge readings are reused. */
+  public static final Duration GAUGE_REFRESH = Duration.ofSeconds(5);
+
+  private static final Logger log = LoggerFactory.getLogger(BalancerMetrics.class);
+
+  private final MeterRegistry registry;
+  private final String group;
+  private final Timer endToEnd;
+  private volatile GroupStats last;
+  private volatile long lastRead;
+
+  /** Meters for {@code group} in {@code registry} (none kept when it is null). */
+  public BalancerMetrics(MeterRegistry registry, String group, Supplier<GroupStats> stats) {
+    this.registry = registry == null ? new CompositeMeterRegistry() : registry;
+    this.group = group;
+    this.endToEnd =
+        Timer.builder("messagepump.balancer.end_to_end.duration")
+            .description("From stored to removed (Ok or confirm), by the database clock")
+            .tags("group", group)
+            .register(this.registry);
+    if (registry != null) {
+      gauge("messagepump.balancer.partitions", "Keys with messages", stats, s -> s.partitions());
+      gauge("messagepump.balancer.messages", "Messages stored", stats, s -> s.messages());
+      gauge("messagepump.balancer.leases", "Keys with a hand-off lease", stats, s -> s.leases());
+      gauge("messagepump.balancer.parked", "Parked keys", stats, s -> s.parked());
+      gauge(
+          "messagepump.balancer.oldest.age",
+          "Age of the oldest message in seconds (the oldest of every key)",
+          stats,
+          s -> s.oldestAge().toMillis() / 1000.0);
+    }
+  }
+
+  private void gauge(
+      String name,
+      String description,
+      Supplier<GroupStats> stats,
+      java.util.function.ToDoubleFunction<GroupStats> value) {
+    Gauge.builder(name, () -> value.applyAsDouble(read(stats)))
+        .description(description)
+        .tags("group", group)
+        .register(registry);
+  }
+
+  private GroupStats read(Supplier<GroupStats> stats) {
+    long now = System.nanoTime();
+    GroupStats s = last;
+    if (s == null || now - lastRead > GAUGE_REFRESH.toNanos()) {
+      try {
+        s = stats.get();
+        last = s;
+        lastRead = now;
+      } catch (RuntimeException e) {
+        log.debug("balancer {}: reading gauges failed: {}", group, e.getMessage());
+        if (s == null) {
+          return new GroupStats(group, 0, 0, 0, 0, Duration.ZERO);
+        }
+      }
+    }
+    return s;
+  }
+
+  /** Records how long a storage operation took. */
+  public void storage(String operation, long nanos) {
+    Timer.builder("messagepump.balancer.storage.duration")
+        .description("Time of balancer storage operations")
+        .tags("group", group, "operation", operation)
+        .register(registry)
+        .record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /** Records a handler's duration and result. */
+  public void handled(String result, long nanos) {
+    Timer.builder("messagepump.balancer.handler.duration")
+        .description("Time the balanced handler ran, by result")
+        .tags("group", group, "result", result.toLowerCase(Locale.ROOT))
+        .register(registry)
+        .record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /** Records the end-to-end age of a removed message. */
+  public void removed(Duration age) {
+    if (age != null) {
+      endToEnd.record(age);
+    }
+  }
+
+  /** Counts a lease operation by result. */
+  public void leaseOperation(String operation, String result) {
+    Counter.builder("messagepump.balancer.lease.operations")
+        .description("Confirm, extend and requeue of hand-offs by result")
+        .tags("group", group, "operation", operation, "result", result.toLowerCase(Locale.ROOT))
+        .register(registry)
+        .increment();
+  }
+
+  /** Counts leases the reaper ended. */
+  public void leasesExpired(int n) {
+    Counter.builder("messagepump.balancer.leases.expired")
+        .description("Hand-off leases that expired and were reaped")
+        .tags("group", group)
+        .register(registry)
+        .increment(n);
+  }
+}

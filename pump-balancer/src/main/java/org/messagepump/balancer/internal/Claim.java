@@ -1,0 +1,31 @@
+package org.messagepump.balancer.internal;
+
+import java.time.OffsetDateTime;
+import java.util.UUID;
+
+/**
+ * What acquisition learned about one delivery, kept as the delivery's driver state.
+ *
+ * @param group the partition group
+ * @param key the partition key
+ * @param oldRotation the key's rotation before acquisition moved it to the back (a postponed key
+ *     gets it back, so it keeps its place)
+ * @param messageId the head message
+ * @param content the message content
+ * @param propertiesJson its properties
+ * @param receivedAt when it was stored
+ * @param attempts expired leases so far
+ * @param failures the key's failures
+ * @param token the hand-off token of this delivery
+ */
+public record Claim(
+    String group,
+    String key,
+    long oldRotation,
+    long messageId,
+    byte[] content,
+    String propertiesJson,
+    OffsetDateTime receivedAt,
+    int attempts,
+    int failures,
+    UUID token) {}

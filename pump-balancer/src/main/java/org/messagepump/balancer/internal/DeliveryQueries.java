@@ -1,0 +1,281 @@
+package org.messagepump.balancer.internal;
+
+import static org.messagepump.balancer.internal.Schema.clock;
+import static org.messagepump.balancer.internal.Schema.clockPlus;
+
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.jooq.Condition;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.JSONB;
+import org.jooq.Record;
+import org.jooq.Record2;
+import org.jooq.Table;
+import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
+import org.messagepump.balancer.internal.Schema.M;
+import org.messagepump.balancer.internal.Schema.P;
+
+/** The SQL of acquisition and of the bookkeeping after a handler ran. */
+public final class DeliveryQueries {
+
+  private static final Field<String> C_GROUP = DSL.field(DSL.name("c", "c_group"), String.class);
+  private static final Field<String> C_KEY = DSL.field(DSL.name("c", "c_key"), String.class);
+  private static final Field<Long> C_ROTATION = DSL.field(DSL.name("c", "c_rotation"), Long.class);
+  private static final Field<Long> C_LEASED = DSL.field(DSL.name("c", "c_leased"), Long.class);
+  private static final Field<Long> H_ID = DSL.field(DSL.name("h", "h_id"), Long.class);
+  private static final Field<byte[]> H_CONTENT =
+      DSL.field(DSL.name("h", "h_content"), SQLDataType.BLOB);
+  private static final Field<JSONB> H_PROPERTIES =
+      DSL.field(DSL.name("h", "h_properties"), SQLDataType.JSONB);
+  private static final Field<OffsetDateTime> H_RECEIVED =
+      DSL.field(DSL.name("h", "h_received"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+  private static final Field<Integer> H_ATTEMPTS =
+      DSL.field(DSL.name("h", "h_attempts"), Integer.class);
+
+  private DeliveryQueries() {}
+
+  /** A key acquisition found without a message (to be deleted if it is really empty). */
+  public record EmptyKey(String key, long oldRotation) {}
+
+  /** The result of one acquisition statement: claims with a head message, and empty keys. */
+  public record Acquired(List<Claim> claims, List<EmptyKey> empty) {}
+
+  /** The key-row condition of one key. */
+  public static Condition key(String group, String key) {
+    return P.GROUP.eq(group).and(P.KEY.eq(key));
+  }
+
+  /** Ready keys of a group: no lease, not parked, due. */
+  private static Condition ready(String group) {
+    return P.GROUP
+        .eq(group)
+        .and(P.LEASE_MESSAGE_ID.isNull())
+        .and(P.PARKED_AT.isNull())
+        .and(P.RESUME_AT.le(clock()));
+  }
+
+  /**
+   * The one acquisition statement: the {@code max} ready keys of the group with the lowest
+   * rotation, locked {@code FOR NO KEY UPDATE SKIP LOCKED}, moved to the back of the rotation, each
+   * joined to its head message ({@code ORDER BY id LIMIT 1}).
+   */
+  public static Acquired acquireLocked(DSLContext dsl, String group, int max) {
+    Table<?> c =
+        DSL.select(P.GROUP.as("c_group"), P.KEY.as("c_key"), P.ROTATION.as("c_rotation"))
+            .from(P.T)
+            .where(ready(group))
+            .orderBy(P.ROTATION)
+            .limit(max)
+            .forNoKeyUpdate()
+            .skipLocked()
+            .asTable("c");
+    Table<?> h =
+        DSL.lateral(
+                DSL.select(
+                        M.ID.as("h_id"),
+                        M.CONTENT.as("h_content"),
+                        M.PROPERTIES.as("h_properties"),
+                        M.RECEIVED_AT.as("h_received"),
+                        M.ATTEMPTS.as("h_attempts"))
+                    .from(M.T)
+                    .where(M.GROUP.eq(C_GROUP))
+                    .and(M.KEY.eq(C_KEY))
+                    .orderBy(M.ID)
+                    .limit(1))
+            .asTable("h");
+    var rows =
+        dsl.update(P.T)
+            .set(P.ROTATION, Schema.ROTATION.nextval())
+            .from(c.leftJoin(h).on(DSL.trueCondition()))
+            .where(P.GROUP.eq(C_GROUP))
+            .and(P.KEY.eq(C_KEY))
+            .returningResult(
+                C_KEY,
+                C_ROTATION,
+                P.FAILURES,
+                H_ID,
+                H_CONTENT,
+                H_PROPERTIES,
+                H_RECEIVED,
+                H_ATTEMPTS)
+            .fetch();
+    List<Claim> claims = new ArrayList<>(rows.size());
+    List<EmptyKey> empty = new ArrayList<>();
+    for (Record r : rows) {
+      String key = r.get(C_KEY);
+      long rotation = r.get(C_ROTATION);
+      Long id = r.get(H_ID);
+      if (id == null) {
+        empty.add(new EmptyKey(key, rotation));
+        continue;
+      }
+      claims.add(
+          new Claim(
+              group,
+              key,
+              rotation,
+              id,
+              r.get(H_CONTENT),
+              r.get(H_PROPERTIES).data(),
+              r.get(H_RECEIVED),
+              r.get(H_ATTEMPTS),
+              r.get(P.FAILURES),
+              UUID.randomUUID()));
+    }
+    claims.sort((a, b) -> Long.compare(a.oldRotation(), b.oldRotation()));
+    return new Acquired(claims, empty);
+  }
+
+  /**
+   * Without {@code lockPartition}, step one (on its own short transaction): the {@code max} ready
+   * keys with the lowest rotation, moved to the back and committed at once, so other processes see
+   * the new order while the messages are handled.
+   */
+  public static List<Record2<String, Long>> rotateKeys(DSLContext dsl, String group, int max) {
+    Table<?> c =
+        DSL.select(P.GROUP.as("c_group"), P.KEY.as("c_key"), P.ROTATION.as("c_rotation"))
+            .from(P.T)
+            .where(ready(group))
+            .orderBy(P.ROTATION)
+            .limit(max)
+            .forNoKeyUpdate()
+            .skipLocked()
+            .asTable("c");
+    return dsl.update(P.T)
+        .set(P.ROTATION, Schema.ROTATION.nextval())
+        .from(c)
+        .where(P.GROUP.eq(C_GROUP))
+        .and(P.KEY.eq(C_KEY))
+        .returningResult(C_KEY, C_ROTATION)
+        .fetch();
+  }
+
+  /**
+   * Without {@code lockPartition}, step two (in the pump's transaction): the first message of a key
+   * that no other transaction holds, locked {@code FOR UPDATE SKIP LOCKED}; {@code null} when every
+   * message of the key is in flight or the key is empty.
+   */
+  public static Claim lockFirstFreeMessage(
+      DSLContext dsl, String group, String key, long oldRotation) {
+    Record r =
+        dsl.select(M.ID, M.CONTENT, M.PROPERTIES, M.RECEIVED_AT, M.ATTEMPTS)
+            .from(M.T)
+            .where(M.GROUP.eq(group))
+            .and(M.KEY.eq(key))
+            .orderBy(M.ID)
+            .limit(1)
+            .forUpdate()
+            .skipLocked()
+            .fetchOne();
+    if (r == null) {
+      return null;
+    }
+    Integer failures = dsl.select(P.FAILURES).from(P.T).where(key(group, key)).fetchOne(P.FAILURES);
+    return new Claim(
+        group,
+        key,
+        oldRotation,
+        r.get(M.ID),
+        r.get(M.CONTENT),
+        r.get(M.PROPERTIES).data(),
+        r.get(M.RECEIVED_AT),
+        r.get(M.ATTEMPTS),
+        failures == null ? 0 : failures,
+        UUID.randomUUID());
+  }
+
+  /** True when the key has no message at all (committed or ours). */
+  public static boolean isEmpty(DSLContext dsl, String group, String key) {
+    return !dsl.fetchExists(DSL.selectOne().from(M.T).where(M.GROUP.eq(group)).and(M.KEY.eq(key)));
+  }
+
+  /**
+   * Deletes the key row when the key has no message and no lease. It first takes the row {@code FOR
+   * UPDATE SKIP LOCKED}, which conflicts with the {@code FOR KEY SHARE} every producer holds while
+   * it stores: a producer in progress makes this skip (its message will need the row); a producer
+   * arriving later waits for our commit and then creates a new row. The emptiness check is a new
+   * statement, so it sees every message committed before the lock.
+   */
+  public static boolean deleteIfEmpty(DSLContext dsl, String group, String key) {
+    Record locked =
+        dsl.selectOne()
+            .from(P.T)
+            .where(key(group, key))
+            .and(P.LEASE_MESSAGE_ID.isNull())
+            .forUpdate()
+            .skipLocked()
+            .fetchOne();
+    if (locked == null) {
+      return false;
+    }
+    return dsl.deleteFrom(P.T)
+            .where(key(group, key))
+            .and(P.LEASE_MESSAGE_ID.isNull())
+            .andNotExists(DSL.selectOne().from(M.T).where(M.GROUP.eq(group)).and(M.KEY.eq(key)))
+            .execute()
+        == 1;
+  }
+
+  /** Deletes a handled message; returns its end-to-end age by the database clock, or null. */
+  public static Duration deleteMessage(DSLContext dsl, long id) {
+    Record2<OffsetDateTime, OffsetDateTime> r =
+        dsl.deleteFrom(M.T).where(M.ID.eq(id)).returningResult(M.RECEIVED_AT, clock()).fetchOne();
+    return r == null ? null : Duration.between(r.value1(), r.value2());
+  }
+
+  /** Resets the key's failures after a success. */
+  public static void clearFailures(DSLContext dsl, String group, String key) {
+    dsl.update(P.T)
+        .set(P.FAILURES, 0)
+        .set(P.RESUME_AT, clock())
+        .where(key(group, key))
+        .and(P.FAILURES.ne(0))
+        .execute();
+  }
+
+  /** Replaces a message's properties. */
+  public static void replaceProperties(DSLContext dsl, long id, String propertiesJson) {
+    dsl.update(M.T).set(M.PROPERTIES, JSONB.valueOf(propertiesJson)).where(M.ID.eq(id)).execute();
+  }
+
+  /** Writes the hand-off lease on the key: it stays blocked until confirm, requeue or expiry. */
+  public static void lease(DSLContext dsl, Claim claim, String owner, Duration duration) {
+    dsl.update(P.T)
+        .set(P.LEASE_MESSAGE_ID, claim.messageId())
+        .set(P.LEASE_TOKEN, claim.token())
+        .set(P.LEASE_OWNER, owner)
+        .set(P.LEASE_UNTIL, clockPlus(duration))
+        .set(P.FAILURES, 0)
+        .where(key(claim.group(), claim.key()))
+        .execute();
+  }
+
+  /** Postpones the key by {@code delay}; with {@code keepPlace} it gets its old rotation back. */
+  public static void postpone(
+      DSLContext dsl, Claim claim, int failures, Duration delay, boolean keepPlace) {
+    var update = dsl.update(P.T).set(P.FAILURES, failures).set(P.RESUME_AT, clockPlus(delay));
+    if (keepPlace) {
+      update = update.set(P.ROTATION, claim.oldRotation());
+    }
+    update.where(key(claim.group(), claim.key())).execute();
+  }
+
+  /** Parks the key: it is not delivered until it is unparked. */
+  public static void park(
+      DSLContext dsl, Claim claim, int failures, String reason, boolean keepPlace) {
+    var update =
+        dsl.update(P.T)
+            .set(P.FAILURES, failures)
+            .set(P.PARKED_AT, clock())
+            .set(P.PARKED_REASON, reason);
+    if (keepPlace) {
+      update = update.set(P.ROTATION, claim.oldRotation());
+    }
+    update.where(key(claim.group(), claim.key())).execute();
+  }
+}

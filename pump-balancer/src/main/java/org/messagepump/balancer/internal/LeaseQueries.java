@@ -1,0 +1,190 @@
+package org.messagepump.balancer.internal;
+
+import static org.messagepump.balancer.internal.Schema.clock;
+import static org.messagepump.balancer.internal.Schema.clockPlus;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.JSONB;
+import org.jooq.Record;
+import org.jooq.Record2;
+import org.jooq.Record3;
+import org.jooq.Table;
+import org.jooq.impl.DSL;
+import org.messagepump.balancer.LeaseResult;
+import org.messagepump.balancer.internal.Schema.M;
+import org.messagepump.balancer.internal.Schema.P;
+
+/** The SQL of hand-off leases: confirm, extend, requeue, and the reaper of expired leases. */
+public final class LeaseQueries {
+
+  private static final Field<String> C_GROUP = DSL.field(DSL.name("c", "c_group"), String.class);
+  private static final Field<String> C_KEY = DSL.field(DSL.name("c", "c_key"), String.class);
+  private static final Field<Long> C_MESSAGE = DSL.field(DSL.name("c", "c_message"), Long.class);
+
+  private LeaseQueries() {}
+
+  /** A lease the reaper ended: the key and message, and the message's attempts now. */
+  public record Expired(String group, String key, long messageId, int attempts) {}
+
+  /** The outcome of a lease operation plus, for confirm, the message's end-to-end age. */
+  public record Applied(LeaseResult result, String group, Duration endToEnd) {}
+
+  /** A locked lease (group and key) or the reason there is none ({@code rejection}). */
+  private record Lease(LeaseResult rejection, String group, String key) {
+    static Lease rejected(LeaseResult r) {
+      return new Lease(r, null, null);
+    }
+  }
+
+  /**
+   * Locks the key row of {@code messageId} if it still holds the lease with {@code token}; returns
+   * the group and key, or the rejection.
+   */
+  private static Lease lockLease(DSLContext dsl, long messageId, UUID token) {
+    Record2<String, String> m =
+        dsl.select(M.GROUP, M.KEY).from(M.T).where(M.ID.eq(messageId)).fetchOne();
+    if (m == null) {
+      return Lease.rejected(LeaseResult.UNKNOWN_MESSAGE);
+    }
+    var leased =
+        P.GROUP
+            .eq(m.value1())
+            .and(P.KEY.eq(m.value2()))
+            .and(P.LEASE_MESSAGE_ID.eq(messageId))
+            .and(P.LEASE_TOKEN.eq(token));
+    // Cheap rejection without waiting for locks: the lease is not (any more) ours.
+    if (!dsl.fetchExists(DSL.selectOne().from(P.T).where(leased))) {
+      return Lease.rejected(staleOrGone(dsl, messageId));
+    }
+    // The reaper or another confirm may hold the row; wait, then re-check the lease.
+    if (dsl.selectOne().from(P.T).where(leased).forNoKeyUpdate().fetchOne() == null) {
+      return Lease.rejected(staleOrGone(dsl, messageId));
+    }
+    return new Lease(null, m.value1(), m.value2());
+  }
+
+  private static LeaseResult staleOrGone(DSLContext dsl, long messageId) {
+    return dsl.fetchExists(DSL.selectOne().from(M.T).where(M.ID.eq(messageId)))
+        ? LeaseResult.STALE_TOKEN
+        : LeaseResult.UNKNOWN_MESSAGE;
+  }
+
+  /** Confirms a handed-off message: deletes it, frees its key (deleting the key row if empty). */
+  public static Applied confirm(DSLContext dsl, long messageId, UUID token) {
+    Lease m = lockLease(dsl, messageId, token);
+    if (m.rejection() != null) {
+      return new Applied(m.rejection(), null, null);
+    }
+    Duration age = DeliveryQueries.deleteMessage(dsl, messageId);
+    clearLease(dsl, m.group(), m.key(), false).execute();
+    DeliveryQueries.deleteIfEmpty(dsl, m.group(), m.key());
+    return new Applied(LeaseResult.APPLIED, m.group(), age);
+  }
+
+  /** Moves a lease's expiry to {@code duration} from now (database clock). */
+  public static Applied extend(DSLContext dsl, long messageId, UUID token, Duration duration) {
+    Lease m = lockLease(dsl, messageId, token);
+    if (m.rejection() != null) {
+      return new Applied(m.rejection(), null, null);
+    }
+    dsl.update(P.T)
+        .set(P.LEASE_UNTIL, clockPlus(duration))
+        .where(DeliveryQueries.key(m.group(), m.key()))
+        .execute();
+    return new Applied(LeaseResult.APPLIED, m.group(), null);
+  }
+
+  /**
+   * Ends a lease without removing the message: it stays at the front of its key, the key goes to
+   * the back of the rotation, and {@code propertiesJson} replaces its properties unless null.
+   */
+  public static Applied requeue(DSLContext dsl, long messageId, UUID token, String propertiesJson) {
+    Lease m = lockLease(dsl, messageId, token);
+    if (m.rejection() != null) {
+      return new Applied(m.rejection(), null, null);
+    }
+    clearLease(dsl, m.group(), m.key(), true).execute();
+    if (propertiesJson != null) {
+      dsl.update(M.T)
+          .set(M.PROPERTIES, JSONB.valueOf(propertiesJson))
+          .where(M.ID.eq(messageId))
+          .execute();
+    }
+    return new Applied(LeaseResult.APPLIED, m.group(), null);
+  }
+
+  private static org.jooq.UpdateConditionStep<?> clearLease(
+      DSLContext dsl, String group, String key, boolean toBack) {
+    var update =
+        dsl.update(P.T)
+            .set(P.LEASE_MESSAGE_ID, (Long) null)
+            .set(P.LEASE_TOKEN, (UUID) null)
+            .set(P.LEASE_OWNER, (String) null)
+            .set(P.LEASE_UNTIL, (java.time.OffsetDateTime) null);
+    if (toBack) {
+      update = update.set(P.ROTATION, Schema.ROTATION.nextval());
+    }
+    return update.where(DeliveryQueries.key(group, key));
+  }
+
+  /**
+   * The reaper: ends up to {@code limit} expired leases of the group ({@code FOR UPDATE SKIP
+   * LOCKED}, so processes never reap the same lease and a confirm holding the row wins), counting
+   * an attempt on each message. One indexed statement for the keys, one for the messages.
+   */
+  public static List<Expired> reap(DSLContext dsl, String group, int limit) {
+    Table<?> c =
+        DSL.select(P.GROUP.as("c_group"), P.KEY.as("c_key"), P.LEASE_MESSAGE_ID.as("c_message"))
+            .from(P.T)
+            .where(P.GROUP.eq(group))
+            .and(P.LEASE_MESSAGE_ID.isNotNull())
+            .and(P.LEASE_UNTIL.lt(clock()))
+            .orderBy(P.LEASE_UNTIL)
+            .limit(limit)
+            .forUpdate()
+            .skipLocked()
+            .asTable("c");
+    var keys =
+        dsl.update(P.T)
+            .set(P.LEASE_MESSAGE_ID, (Long) null)
+            .set(P.LEASE_TOKEN, (UUID) null)
+            .set(P.LEASE_OWNER, (String) null)
+            .set(P.LEASE_UNTIL, (java.time.OffsetDateTime) null)
+            .from(c)
+            .where(P.GROUP.eq(C_GROUP))
+            .and(P.KEY.eq(C_KEY))
+            .returningResult(C_KEY, C_MESSAGE)
+            .fetch();
+    if (keys.isEmpty()) {
+      return List.of();
+    }
+    List<Long> ids = new ArrayList<>(keys.size());
+    for (Record r : keys) {
+      ids.add(r.get(C_MESSAGE));
+    }
+    List<Expired> expired = new ArrayList<>(keys.size());
+    for (Record3<Long, String, Integer> r :
+        dsl.update(M.T)
+            .set(M.ATTEMPTS, M.ATTEMPTS.plus(1))
+            .where(M.ID.in(ids))
+            .returningResult(M.ID, M.KEY, M.ATTEMPTS)
+            .fetch()) {
+      expired.add(new Expired(group, r.value2(), r.value1(), r.value3()));
+    }
+    return expired;
+  }
+
+  /** Parks a key whose message's lease expired too often. */
+  public static void parkExpired(DSLContext dsl, Expired e, String reason) {
+    dsl.update(P.T)
+        .set(P.PARKED_AT, clock())
+        .set(P.PARKED_REASON, reason)
+        .where(DeliveryQueries.key(e.group(), e.key()))
+        .execute();
+  }
+}

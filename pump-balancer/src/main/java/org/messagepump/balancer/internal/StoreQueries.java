@@ -1,0 +1,201 @@
+package org.messagepump.balancer.internal;
+
+import static org.messagepump.balancer.internal.Schema.clock;
+
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.jooq.DSLContext;
+import org.jooq.JSONB;
+import org.jooq.Record;
+import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
+import org.messagepump.balancer.GroupStats;
+import org.messagepump.balancer.PartitionStats;
+import org.messagepump.balancer.internal.Schema.M;
+import org.messagepump.balancer.internal.Schema.P;
+
+/** The SQL of storing messages and of introspection. */
+public final class StoreQueries {
+
+  private static final int MAX_KEY_ROW_ATTEMPTS = 100;
+
+  private StoreQueries() {}
+
+  /**
+   * Stores one message and returns its id. First a transaction-scoped advisory lock on the key
+   * serializes the key's producers (ids commit in key order, so a later id is never visible before
+   * an earlier one); then the key row is locked {@code FOR KEY SHARE} (created at the back of the
+   * rotation if missing), which keeps a consumer from deleting it as empty but does not wait for a
+   * consumer handling the key; then the message is inserted.
+   */
+  public static long store(
+      DSLContext dsl, String group, String key, byte[] content, String propertiesJson) {
+    dsl.select(
+            DSL.function(
+                "pg_advisory_xact_lock",
+                SQLDataType.OTHER,
+                DSL.function(
+                    "hashtextextended",
+                    SQLDataType.BIGINT,
+                    DSL.val(group.length() + ":" + group + "/" + key),
+                    DSL.val(0x62616c616e636572L))))
+        .fetch();
+    for (int attempt = 0; ; attempt++) {
+      if (dsl.selectOne().from(P.T).where(DeliveryQueries.key(group, key)).forKeyShare().fetchOne()
+          != null) {
+        break;
+      }
+      if (attempt >= MAX_KEY_ROW_ATTEMPTS) {
+        throw new IllegalStateException("could not create the row of key " + key);
+      }
+      dsl.insertInto(P.T, P.GROUP, P.KEY, P.ROTATION)
+          .values(DSL.val(group), DSL.val(key), Schema.ROTATION.nextval())
+          .onConflictDoNothing()
+          .execute();
+    }
+    return dsl.insertInto(M.T, M.GROUP, M.KEY, M.CONTENT, M.PROPERTIES)
+        .values(group, key, content, JSONB.valueOf(propertiesJson))
+        .returningResult(M.ID)
+        .fetchOne()
+        .value1();
+  }
+
+  /** Keys of the group. */
+  public static long partitionCount(DSLContext dsl, String group) {
+    return dsl.fetchCount(P.T, P.GROUP.eq(group));
+  }
+
+  /** Messages of the group. */
+  public static long messageCount(DSLContext dsl, String group) {
+    return dsl.fetchCount(M.T, M.GROUP.eq(group));
+  }
+
+  /** Keys of the group in rotation order (the next to be served first). */
+  public static List<String> partitionKeys(DSLContext dsl, String group) {
+    return dsl.select(P.KEY).from(P.T).where(P.GROUP.eq(group)).orderBy(P.ROTATION).fetch(P.KEY);
+  }
+
+  /** Parked keys of the group with their reasons. */
+  public static Map<String, String> parkedKeys(DSLContext dsl, String group) {
+    Map<String, String> parked = new LinkedHashMap<>();
+    for (Record r :
+        dsl.select(P.KEY, P.PARKED_REASON)
+            .from(P.T)
+            .where(P.GROUP.eq(group))
+            .and(P.PARKED_AT.isNotNull())
+            .orderBy(P.PARKED_AT)
+            .fetch()) {
+      parked.put(r.get(P.KEY), r.get(P.PARKED_REASON));
+    }
+    return parked;
+  }
+
+  /** Unparks a key: failures reset, due now. */
+  public static boolean unpark(DSLContext dsl, String group, String key) {
+    return dsl.update(P.T)
+            .setNull(P.PARKED_AT)
+            .setNull(P.PARKED_REASON)
+            .set(P.FAILURES, 0)
+            .set(P.RESUME_AT, clock())
+            .where(DeliveryQueries.key(group, key))
+            .and(P.PARKED_AT.isNotNull())
+            .execute()
+        == 1;
+  }
+
+  /**
+   * One key's figures; {@code null} when the key has no row. "Locked" probes the row {@code FOR
+   * SHARE SKIP LOCKED}: that conflicts with a consumer's lock but not with a producer's.
+   */
+  public static PartitionStats partitionStats(DSLContext dsl, String group, String key) {
+    Record p =
+        dsl.select(
+                P.LEASE_MESSAGE_ID,
+                P.LEASE_UNTIL,
+                P.FAILURES,
+                P.RESUME_AT,
+                P.PARKED_REASON,
+                clock())
+            .from(P.T)
+            .where(DeliveryQueries.key(group, key))
+            .fetchOne();
+    if (p == null) {
+      return null;
+    }
+    boolean free =
+        dsl.selectOne()
+                .from(P.T)
+                .where(DeliveryQueries.key(group, key))
+                .forShare()
+                .skipLocked()
+                .fetchOne()
+            != null;
+    Record m =
+        dsl.select(DSL.count(), DSL.min(M.RECEIVED_AT))
+            .from(M.T)
+            .where(M.GROUP.eq(group))
+            .and(M.KEY.eq(key))
+            .fetchOne();
+    OffsetDateTime now = p.get(clock());
+    OffsetDateTime resumeAt = p.get(P.RESUME_AT);
+    OffsetDateTime leaseUntil = p.get(P.LEASE_UNTIL);
+    return new PartitionStats(
+        key,
+        m.get(0, Long.class),
+        !free,
+        p.get(P.LEASE_MESSAGE_ID),
+        leaseUntil == null ? null : leaseUntil.toInstant(),
+        p.get(P.FAILURES),
+        resumeAt == null || !resumeAt.isAfter(now) ? null : resumeAt.toInstant(),
+        p.get(P.PARKED_REASON),
+        age(m.get(1, OffsetDateTime.class), now));
+  }
+
+  /** Figures of every group that has keys or messages, by group name. */
+  public static List<GroupStats> groups(DSLContext dsl, String onlyGroup) {
+    var pq =
+        dsl.select(
+                P.GROUP,
+                DSL.count(),
+                DSL.count(P.LEASE_MESSAGE_ID),
+                DSL.count(P.PARKED_AT),
+                clock())
+            .from(P.T);
+    var mq = dsl.select(M.GROUP, DSL.count(), DSL.min(M.RECEIVED_AT)).from(M.T);
+    var partitions =
+        (onlyGroup == null ? pq.groupBy(P.GROUP) : pq.where(P.GROUP.eq(onlyGroup)).groupBy(P.GROUP))
+            .fetch();
+    var messages =
+        (onlyGroup == null ? mq.groupBy(M.GROUP) : mq.where(M.GROUP.eq(onlyGroup)).groupBy(M.GROUP))
+            .fetch();
+    OffsetDateTime now = dsl.select(clock()).fetchOne().value1();
+    Map<String, long[]> counts = new java.util.TreeMap<>();
+    Map<String, OffsetDateTime> oldest = new LinkedHashMap<>();
+    for (Record r : partitions) {
+      long[] c = counts.computeIfAbsent(r.get(P.GROUP), g -> new long[4]);
+      c[0] = r.get(1, Long.class);
+      c[2] = r.get(2, Long.class);
+      c[3] = r.get(3, Long.class);
+    }
+    for (Record r : messages) {
+      long[] c = counts.computeIfAbsent(r.get(M.GROUP), g -> new long[4]);
+      c[1] = r.get(1, Long.class);
+      oldest.put(r.get(M.GROUP), r.get(2, OffsetDateTime.class));
+    }
+    List<GroupStats> out = new ArrayList<>(counts.size());
+    counts.forEach(
+        (g, c) -> out.add(new GroupStats(g, c[0], c[1], c[2], c[3], age(oldest.get(g), now))));
+    return out;
+  }
+
+  private static Duration age(OffsetDateTime oldest, OffsetDateTime now) {
+    if (oldest == null || now == null || oldest.isAfter(now)) {
+      return Duration.ZERO;
+    }
+    return Duration.between(oldest, now);
+  }
+}
