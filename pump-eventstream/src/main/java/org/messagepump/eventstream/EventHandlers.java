@@ -232,7 +232,7 @@ public final class EventHandlers {
 
   private static Checkpoint checkpoint(String handlerKey, Record r) {
     boolean tracked = r.get(Checkpoints.HANDLER_KEY) != null;
-        return new Checkpoint(
+    return new Checkpoint(
         handlerKey,
         r.get(Streams.ID),
         tracked ? r.get(Checkpoints.OFFSET) : 0,
