@@ -25,7 +25,7 @@ CREATE TABLE balancer.partitions (
     partition_key    text        NOT NULL,
     rotation         bigint      NOT NULL,
     failures         integer     NOT NULL DEFAULT 0,
-    resume_at        timestamptz NOT NULL DEFAULT '-infinity',
+    resume_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
     lease_message_id bigint,
     lease_token      uuid,
     lease_owner      text,

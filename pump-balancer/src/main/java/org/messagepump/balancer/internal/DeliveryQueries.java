@@ -14,6 +14,7 @@ import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Record;
 import org.jooq.Record2;
+import org.jooq.ResultQuery;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
@@ -65,45 +66,7 @@ public final class DeliveryQueries {
    * joined to its head message ({@code ORDER BY id LIMIT 1}).
    */
   public static Acquired acquireLocked(DSLContext dsl, String group, int max) {
-    Table<?> c =
-        DSL.select(P.GROUP.as("c_group"), P.KEY.as("c_key"), P.ROTATION.as("c_rotation"))
-            .from(P.T)
-            .where(ready(group))
-            .orderBy(P.ROTATION)
-            .limit(max)
-            .forNoKeyUpdate()
-            .skipLocked()
-            .asTable("c");
-    Table<?> h =
-        DSL.lateral(
-                DSL.select(
-                        M.ID.as("h_id"),
-                        M.CONTENT.as("h_content"),
-                        M.PROPERTIES.as("h_properties"),
-                        M.RECEIVED_AT.as("h_received"),
-                        M.ATTEMPTS.as("h_attempts"))
-                    .from(M.T)
-                    .where(M.GROUP.eq(C_GROUP))
-                    .and(M.KEY.eq(C_KEY))
-                    .orderBy(M.ID)
-                    .limit(1))
-            .asTable("h");
-    var rows =
-        dsl.update(P.T)
-            .set(P.ROTATION, Schema.ROTATION.nextval())
-            .from(c.leftJoin(h).on(DSL.trueCondition()))
-            .where(P.GROUP.eq(C_GROUP))
-            .and(P.KEY.eq(C_KEY))
-            .returningResult(
-                C_KEY,
-                C_ROTATION,
-                P.FAILURES,
-                H_ID,
-                H_CONTENT,
-                H_PROPERTIES,
-                H_RECEIVED,
-                H_ATTEMPTS)
-            .fetch();
+    var rows = acquireQuery(dsl, group, max).fetch();
     List<Claim> claims = new ArrayList<>(rows.size());
     List<EmptyKey> empty = new ArrayList<>();
     for (Record r : rows) {
@@ -129,6 +92,49 @@ public final class DeliveryQueries {
     }
     claims.sort((a, b) -> Long.compare(a.oldRotation(), b.oldRotation()));
     return new Acquired(claims, empty);
+  }
+
+  /** The acquisition statement (see {@link #acquireLocked}). */
+  public static ResultQuery<?> acquireQuery(DSLContext dsl, String group, int max) {
+    Table<?> c =
+        DSL.select(P.GROUP.as("c_group"), P.KEY.as("c_key"), P.ROTATION.as("c_rotation"))
+            .from(P.T)
+            .where(ready(group))
+            .orderBy(P.ROTATION)
+            .limit(max)
+            .forNoKeyUpdate()
+            .skipLocked()
+            .asTable("c");
+    Table<?> h =
+        DSL.lateral(
+                DSL.select(
+                        M.ID.as("h_id"),
+                        M.CONTENT.as("h_content"),
+                        M.PROPERTIES.as("h_properties"),
+                        M.RECEIVED_AT.as("h_received"),
+                        M.ATTEMPTS.as("h_attempts"))
+                    .from(M.T)
+                    .where(M.GROUP.eq(C_GROUP))
+                    .and(M.KEY.eq(C_KEY))
+                    .orderBy(M.ID)
+                    .limit(1))
+            .asTable("h");
+    return dsl.update(P.T)
+        .set(P.ROTATION, Schema.ROTATION.nextval())
+        .from(c.leftJoin(h).on(DSL.trueCondition()))
+        .where(P.GROUP.eq(C_GROUP))
+        .and(P.KEY.eq(C_KEY))
+        .returningResult(
+            C_KEY, C_ROTATION, P.FAILURES, H_ID, H_CONTENT, H_PROPERTIES, H_RECEIVED, H_ATTEMPTS);
+  }
+
+  /** A rendered statement with its bind values (for EXPLAIN in tests and operators' tools). */
+  public record Rendered(String sql, List<Object> binds) {}
+
+  /** The acquisition statement as SQL with bind values. */
+  public static Rendered acquireSql(DSLContext dsl, String group, int max) {
+    ResultQuery<?> q = acquireQuery(dsl, group, max);
+    return new Rendered(dsl.render(q), q.getBindValues());
   }
 
   /**

@@ -1,0 +1,272 @@
+package org.messagepump.balancer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.testkit.PostgresExtension;
+import org.messagepump.testkit.TestDatabase;
+
+@ExtendWith(PostgresExtension.class)
+class BalancerBasicsIT {
+
+  @BeforeAll
+  static void migrate(DataSource ds) {
+    Balancer.migrate(ds);
+    Balancer.migrate(ds); // idempotent
+  }
+
+  private static byte[] bytes(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void storesAndIntrospectsFromTheDatabase(DataSource ds) {
+    MessageBalancer b = MessageBalancer.create(ds, "intro");
+    long first = b.storeMessage("a", bytes("1"), Map.of("retry", 0));
+    long second = b.storeMessage("a", bytes("2"));
+    b.storeMessage("b", bytes("3"), "{\"x\": [1, 2]}");
+
+    assertThat(second).isGreaterThan(first);
+    assertThat(b.partitionCount()).isEqualTo(2);
+    assertThat(b.messageCount()).isEqualTo(3);
+    assertThat(b.partitionKeys()).containsExactly("a", "b");
+    PartitionStats a = b.partitionStats("a").orElseThrow();
+    assertThat(a.messageCount()).isEqualTo(2);
+    assertThat(a.inFlight()).isFalse();
+    assertThat(a.failures()).isZero();
+    assertThat(a.oldestAge().isNegative()).isFalse();
+    assertThat(b.partitionStats("nope")).isEmpty();
+    GroupStats g = b.stats();
+    assertThat(g.partitions()).isEqualTo(2);
+    assertThat(g.messages()).isEqualTo(3);
+    assertThat(Balancer.groups(ds)).extracting(GroupStats::group).contains("intro");
+    // Another group is separate.
+    assertThat(MessageBalancer.create(ds, "intro-other").messageCount()).isZero();
+  }
+
+  @Test
+  void badInputIsRejectedAndNothingIsStored(TestDatabase db) {
+    MessageBalancer b = MessageBalancer.builder(db.dataSource(), "bad").maxContentBytes(4).build();
+    assertThatThrownBy(() -> b.storeMessage(null, bytes("x")))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("partitionKey");
+    assertThatThrownBy(() -> b.storeMessage("  ", bytes("x")))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("partitionKey");
+    assertThatThrownBy(() -> b.storeMessage("k", null))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("content");
+    assertThatThrownBy(() -> b.storeMessage("k", bytes("12345")))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("maxContentBytes");
+    assertThatThrownBy(() -> b.storeMessage("k", bytes("x"), "[1]"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("JSON object");
+    assertThatThrownBy(() -> b.storeMessage("k", bytes("x"), "{not json"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("JSON object");
+    assertThatThrownBy(() -> MessageBalancer.builder(db.dataSource(), " "))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("group");
+    assertThatThrownBy(() -> MessageBalancer.builder(db.dataSource(), "g").maxContentBytes(0))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("maxContentBytes");
+    assertThatThrownBy(
+            () -> b.driver((m, tx) -> Result.ok()).leaseDuration(java.time.Duration.ZERO))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("leaseDuration");
+    assertThat(b.messageCount()).isZero();
+    assertThat(
+            db.queryLong("SELECT count(*) FROM balancer.partitions WHERE partition_group = 'bad'"))
+        .isZero();
+  }
+
+  @Test
+  void storesInsideTheCallersTransaction(DataSource ds) throws Exception {
+    MessageBalancer b = MessageBalancer.create(ds, "caller-tx");
+    try (Connection c = ds.getConnection()) {
+      c.setAutoCommit(false);
+      b.storeMessage(c, "k", bytes("rolled back"), null);
+      c.rollback();
+      long id = b.storeMessage(c, "k", bytes("kept"), "{}");
+      assertThat(b.messageCount()).isZero(); // not committed yet
+      c.commit();
+      assertThat(id).isPositive();
+    }
+    assertThat(b.messageCount()).isEqualTo(1);
+  }
+
+  @Test
+  void okRequeueBusyFailedAndParking(DataSource ds) throws Exception {
+    MessageBalancer b = MessageBalancer.create(ds, "results");
+    b.storeMessage("k", bytes("m1"), Map.of("retry", 0));
+    b.storeMessage("k", bytes("m2"));
+    b.storeMessage("other", bytes("o1"));
+    List<String> seen = new ArrayList<>();
+    java.util.concurrent.atomic.AtomicInteger m2Calls =
+        new java.util.concurrent.atomic.AtomicInteger();
+    BalancerDriver driver =
+        b.driver(
+                (m, tx) -> {
+                  String body = new String(m.content(), StandardCharsets.UTF_8);
+                  seen.add(body + "@" + m.properties().get("retry"));
+                  int retry = ((Number) m.properties().getOrDefault("retry", 0)).intValue();
+                  if (body.equals("m1") && retry < 2) {
+                    return Result.requeue(Map.of("retry", retry + 1));
+                  }
+                  if (body.equals("m2")) {
+                    int call = m2Calls.incrementAndGet();
+                    if (call == 1) {
+                      assertThat(m.failures()).isZero();
+                      return Result.busy("not now");
+                    }
+                    if (call == 2) {
+                      assertThat(m.failures()).isZero(); // Busy counts no failure
+                      return Result.failed("boom");
+                    }
+                    assertThat(m.failures()).isEqualTo(1);
+                  }
+                  return Result.ok();
+                })
+            .build();
+    // m1 requeued twice (the key goes to the back each time: "other" is served in between).
+    for (int i = 0; i < 20 && b.messageCount() > 0; i++) {
+      Steps.step(ds, driver);
+    }
+    assertThat(b.messageCount()).isZero();
+    assertThat(b.partitionCount()).isZero();
+    assertThat(seen).startsWith("m1@0", "o1@null", "m1@1", "m1@2");
+    assertThat(m2Calls).hasValue(3);
+  }
+
+  @Test
+  void aKeyIsParkedAfterMaxFailuresAndOthersGoOn(TestDatabase db) throws Exception {
+    DataSource ds = db.dataSource();
+    MessageBalancer b = MessageBalancer.create(ds, "parking");
+    b.storeMessage("bad", bytes("x"));
+    b.storeMessage("good", bytes("y"));
+    BalancerDriver driver =
+        b.driver(
+                (m, tx) -> {
+                  if (m.partitionKey().equals("bad")) {
+                    throw new IllegalStateException("always fails");
+                  }
+                  return Result.ok();
+                })
+            .build();
+    try (var pump =
+        org.messagepump.core.MessagePump.builder(ds)
+            .name("parking")
+            .driver(driver)
+            .workers(2)
+            .pollInterval(java.time.Duration.ofMillis(20))
+            .backoff(java.time.Duration.ofMillis(10), java.time.Duration.ofMillis(20))
+            .maxFailures(3)
+            .build()) {
+      pump.start();
+      org.awaitility.Awaitility.await()
+          .atMost(java.time.Duration.ofSeconds(60))
+          .until(() -> b.parkedKeys().containsKey("bad"));
+    }
+    assertThat(b.parkedKeys().get("bad")).contains("always fails");
+    assertThat(b.partitionStats("bad").orElseThrow().failures()).isEqualTo(3);
+    assertThat(b.partitionStats("good")).isEmpty();
+    assertThat(b.stats().parked()).isEqualTo(1);
+    assertThat(b.unpark("bad")).isTrue();
+    assertThat(b.parkedKeys()).isEmpty();
+    assertThat(b.partitionStats("bad").orElseThrow().failures()).isZero();
+  }
+
+  @Test
+  void acquisitionIsOneIndexedStatement(TestDatabase db) throws Exception {
+    DataSource ds = db.dataSource();
+    // Many keys and messages, then the plan of the acquisition statement: index scans on the ready
+    // index and the message order index, no sequential scan, no sort of a whole key.
+    db.execute(
+        "INSERT INTO balancer.partitions (partition_group, partition_key, rotation)"
+            + " SELECT 'explain', 'k' || i, nextval('balancer.rotation')"
+            + " FROM generate_series(1, 20000) i");
+    db.execute(
+        "INSERT INTO balancer.messages (partition_group, partition_key, content)"
+            + " SELECT 'explain', 'k' || (i % 20000), '\\x00'::bytea"
+            + " FROM generate_series(1, 100000) i");
+    db.execute("ANALYZE balancer.partitions");
+    db.execute("ANALYZE balancer.messages");
+    MessageBalancer b = MessageBalancer.create(ds, "explain");
+    BalancerDriver driver = b.driver((m, tx) -> Result.ok()).build();
+    // Capture the statement jOOQ renders by running the same query through EXPLAIN.
+    String plan;
+    try (Connection c = ds.getConnection()) {
+      c.setAutoCommit(false);
+      var tx = org.messagepump.core.spi.Tx.of(c);
+      var dsl = tx.dsl();
+      var rendered =
+          org.messagepump.balancer.internal.DeliveryQueries.acquireSql(dsl, "explain", 1);
+      StringBuilder sb = new StringBuilder();
+      try (var ps = c.prepareStatement("EXPLAIN (ANALYZE, COSTS OFF) " + rendered.sql())) {
+        for (int i = 0; i < rendered.binds().size(); i++) {
+          ps.setObject(i + 1, rendered.binds().get(i));
+        }
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            sb.append(rs.getString(1)).append('\n');
+          }
+        }
+      }
+      c.rollback();
+      plan = sb.toString();
+    }
+    assertThat(plan).contains("partitions_ready").contains("messages_key_order");
+    assertThat(plan).doesNotContain("Seq Scan").doesNotContain("Sort");
+    try (Steps.Open o = Steps.acquire(ds, driver, 1)) {
+      assertThat(o.deliveries()).hasSize(1);
+    }
+  }
+
+  @Test
+  void metersAreRegistered(DataSource ds) throws Exception {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    MessageBalancer b = MessageBalancer.builder(ds, "metered").meterRegistry(registry).build();
+    b.storeMessage("k", bytes("x"));
+    b.storeMessage("k", bytes("y"));
+    assertThat(
+            registry.get("messagepump.balancer.messages").tag("group", "metered").gauge().value())
+        .isEqualTo(2.0);
+    BalancerDriver driver = b.driver((m, tx) -> Result.ok()).build();
+    Steps.step(ds, driver);
+    assertThat(
+            registry
+                .get("messagepump.balancer.end_to_end.duration")
+                .tag("group", "metered")
+                .timer()
+                .count())
+        .isEqualTo(1);
+    assertThat(
+            registry
+                .get("messagepump.balancer.handler.duration")
+                .tag("result", "ok")
+                .timer()
+                .count())
+        .isEqualTo(1);
+    assertThat(
+            registry
+                .get("messagepump.balancer.storage.duration")
+                .tag("operation", "store")
+                .timer()
+                .count())
+        .isEqualTo(2);
+    assertThat(registry.get("messagepump.balancer.partitions").gauge().value()).isEqualTo(1.0);
+    assertThat(registry.get("messagepump.balancer.oldest.age").gauge().value()).isNotNegative();
+  }
+}
