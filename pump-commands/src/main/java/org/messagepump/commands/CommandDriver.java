@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.DeadLetterQueries;
 import org.messagepump.core.UndecodableMessageException;
@@ -21,11 +22,11 @@ import org.messagepump.core.spi.Outcome;
 import org.messagepump.core.spi.Tx;
 
 /**
- * The {@link Driver} of the command queue: acquires the oldest due commands of the types its
- * handlers cover ({@code FOR UPDATE SKIP LOCKED}, so pumps with different or overlapping types
- * share one table safely), runs the handler in the delivery's transaction and deletes the command
- * on success, postpones it with the database clock, and parks it into the dead letters past {@code
- * maxFailures}.
+ * The {@link Driver} of the command queue: acquires due commands of the types its handlers cover
+ * (oldest first within a type, the types taking turns to be served first) ({@code FOR UPDATE SKIP
+ * LOCKED}, so pumps with different or overlapping types share one table safely), runs the handler
+ * in the delivery's transaction and deletes the command on success, postpones it with the database
+ * clock, and parks it into the dead letters past {@code maxFailures}.
  *
  * <pre>{@code
  * MessagePump pump = MessagePump.builder(dataSource)
@@ -47,6 +48,7 @@ public final class CommandDriver implements Driver {
   private final Map<String, Route> routes;
   private final List<String> types;
   private final Counter parked;
+  private final AtomicInteger turn = new AtomicInteger();
 
   private CommandDriver(CommandQueue queue, Map<String, Route> routes) {
     this.queue = queue;
@@ -110,7 +112,21 @@ public final class CommandDriver implements Driver {
     if (max < 1) {
       return List.of();
     }
-    return new ArrayList<>(CommandQueries.fetchDue(tx.dsl(), types, max));
+    return new ArrayList<>(CommandQueries.fetchDue(tx.dsl(), rotated(), max));
+  }
+
+  /** The types, starting one further at each call: each type gets its turn to be scanned first. */
+  private List<String> rotated() {
+    int k = types.size();
+    if (k == 1) {
+      return types;
+    }
+    int start = Math.floorMod(turn.getAndIncrement(), k);
+    List<String> out = new ArrayList<>(k);
+    for (int i = 0; i < k; i++) {
+      out.add(types.get((start + i) % k));
+    }
+    return out;
   }
 
   /**

@@ -29,6 +29,7 @@ import org.jooq.Select;
 import org.jooq.SelectField;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
 import org.messagepump.commands.QueueDepth;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.spi.Delivery;
@@ -51,31 +52,28 @@ public final class CommandQueries {
   private CommandQueries() {}
 
   /**
-   * The acquire statement: the {@code max} oldest due commands of {@code types}, row-locked with
-   * {@code SKIP LOCKED}. One type: one index range scan on {@code (message_type, deliver_at)}.
-   * Several types: one such scan per type, each limited to {@code max} and locking only the rows it
-   * reads, merged by {@code deliver_at} — so the cost depends on {@code max} and the number of
-   * types, never on the backlog. A transaction may hold the lock of up to {@code types − 1} rows it
-   * does not return (the heads of the other types' scans); other workers skip them until it ends.
+   * The acquire statement: up to {@code max} due commands of {@code types}, row-locked with {@code
+   * SKIP LOCKED}, oldest first within a type. One type: one index range scan on {@code
+   * (message_type, deliver_at)}. Several types: a lateral join over the type names, one such scan
+   * per type, taken in the order given until {@code max} rows are found — the scans run lazily, so
+   * only returned rows are locked, and the cost depends on {@code max} and the number of types,
+   * never on the backlog. The caller rotates the order of the types between calls for fairness.
    */
   public static ResultQuery<Record> acquire(DSLContext dsl, List<String> types, int max) {
     if (types.size() == 1) {
-      return headOf(dsl, types.get(0), max);
+      return headOf(dsl, DSL.val(types.get(0)), max);
     }
-    Select<Record> union = null;
-    for (String type : types) {
-      Select<Record> branch = headOf(dsl, type, max);
-      union = union == null ? branch : union.unionAll(branch);
-    }
-    Table<?> due = union.asTable("due");
+    Table<?> names = DSL.unnest(DSL.val(types.toArray(String[]::new))).as("t", "type");
+    Field<String> name = DSL.field(DSL.name("t", "type"), SQLDataType.CLOB);
+    Table<?> due = DSL.lateral(headOf(dsl, name, max).asTable("due"));
     List<SelectField<?>> fields = new ArrayList<>();
     for (Field<?> f : COLUMNS) {
       fields.add(due.field(f.getName()));
     }
-    return dsl.select(fields).from(due).orderBy(due.field(DELIVER_AT.getName())).limit(max);
+    return dsl.select(fields).from(names).crossJoin(due).limit(max);
   }
 
-  private static Select<Record> headOf(DSLContext dsl, String type, int max) {
+  private static Select<Record> headOf(DSLContext dsl, Field<String> type, int max) {
     return dsl.select(COLUMNS)
         .from(COMMANDS)
         .where(MESSAGE_TYPE.eq(type))
