@@ -1,0 +1,123 @@
+package org.messagepump.cli;
+
+import java.io.PrintWriter;
+import java.util.UUID;
+import java.util.concurrent.Callable;
+import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.GroupStats;
+import org.messagepump.balancer.LeaseResult;
+import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.balancer.PartitionStats;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/** {@code pump balancer stats|confirm|requeue}: partition groups and hand-off leases. */
+@Command(
+    name = "balancer",
+    mixinStandardHelpOptions = true,
+    description = "Partition group statistics; confirm or requeue handed-off messages.",
+    subcommands = {BalancerCommand.Stats.class, BalancerCommand.Confirm.class, BalancerCommand.Requeue.class})
+final class BalancerCommand implements Runnable {
+
+  @Override
+  public void run() {
+    throw new CliException("say stats, confirm or requeue", 2);
+  }
+
+  @Command(name = "stats", mixinStandardHelpOptions = true, description = "Per group, or per key of one group.")
+  static final class Stats implements Callable<Integer> {
+    @Mixin DatabaseOptions db;
+
+    @Option(names = "--group", description = "Show the keys of this group.")
+    String group;
+
+    @Option(names = "--limit", defaultValue = "50", description = "At most this many keys (default ${DEFAULT-VALUE}).")
+    int limit;
+
+    @Spec CommandSpec spec;
+
+    @Override
+    public Integer call() {
+      try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+        PrintWriter out = spec.commandLine().getOut();
+        if (group == null) {
+          Table t = new Table("group", "partitions", "messages", "leases", "parked", "oldest (s)");
+          for (GroupStats g : Balancer.groups(database.dataSource())) {
+            t.row(g.group(), g.partitions(), g.messages(), g.leases(), g.parked(),
+                g.oldestAge() == null ? 0 : g.oldestAge().toSeconds());
+          }
+          t.print(out);
+          return 0;
+        }
+        MessageBalancer balancer = MessageBalancer.create(database.dataSource(), group);
+        Table t = new Table("key", "messages", "in flight", "leased message", "failures", "parked");
+        for (String key : balancer.partitionKeys().stream().limit(limit).toList()) {
+          PartitionStats s = balancer.partitionStats(key).orElse(null);
+          if (s != null) {
+            t.row(key, s.messageCount(), s.inFlight() ? "yes" : "", s.leasedMessageId(), s.failures(),
+                s.parked() ? "yes" : "");
+          }
+        }
+        t.print(out);
+        out.printf("%d partitions, %d messages%n", balancer.partitionCount(), balancer.messageCount());
+      }
+      return 0;
+    }
+  }
+
+  @Command(name = "confirm", mixinStandardHelpOptions = true, description = "Confirm a handed-off message (removes it, frees its key).")
+  static final class Confirm implements Callable<Integer> {
+    @Mixin DatabaseOptions db;
+
+    @Parameters(index = "0", paramLabel = "MESSAGE_ID")
+    long messageId;
+
+    @Parameters(index = "1", paramLabel = "TOKEN")
+    UUID token;
+
+    @Spec CommandSpec spec;
+
+    @Override
+    public Integer call() {
+      try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+        return lease(spec, "confirmed", Balancer.confirm(database.dataSource(), messageId, token), messageId);
+      }
+    }
+  }
+
+  @Command(name = "requeue", mixinStandardHelpOptions = true, description = "Give a handed-off message back to its key (delivered again).")
+  static final class Requeue implements Callable<Integer> {
+    @Mixin DatabaseOptions db;
+
+    @Parameters(index = "0", paramLabel = "MESSAGE_ID")
+    long messageId;
+
+    @Parameters(index = "1", paramLabel = "TOKEN")
+    UUID token;
+
+    @Spec CommandSpec spec;
+
+    @Override
+    public Integer call() {
+      try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+        return lease(spec, "requeued", Balancer.requeue(database.dataSource(), messageId, token, null), messageId);
+      }
+    }
+  }
+
+  private static int lease(CommandSpec spec, String verb, LeaseResult result, long messageId) {
+    switch (result) {
+      case APPLIED:
+        spec.commandLine().getOut().printf("%s message %d%n", verb, messageId);
+        return 0;
+      case STALE_TOKEN:
+        throw new CliException("message " + messageId + ": the token is stale (the lease expired and was handed off again)", 1);
+      default:
+        throw new CliException("message " + messageId + ": no such handed-off message", 1);
+    }
+  }
+}

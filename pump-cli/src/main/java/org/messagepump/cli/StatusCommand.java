@@ -1,0 +1,152 @@
+package org.messagepump.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import javax.sql.DataSource;
+import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.GroupStats;
+import org.messagepump.commands.QueueDepth;
+import org.messagepump.eventstream.Checkpoint;
+import org.messagepump.eventstream.EventHandlers;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code pump status}: what waits, what lags and what is parked, for every driver. */
+@Command(
+    name = "status",
+    mixinStandardHelpOptions = true,
+    description = "Queue depth, dead letters, handler lag and parked streams, balancer groups.")
+final class StatusCommand implements Callable<Integer> {
+
+  @Mixin DatabaseOptions db;
+
+  @Option(names = "--json", description = "Print one JSON document instead of tables.")
+  boolean json;
+
+  @Spec CommandSpec spec;
+
+  @Override
+  public Integer call() throws Exception {
+    try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+      Map<String, Object> status = read(database.dataSource());
+      PrintWriter out = spec.commandLine().getOut();
+      if (json) {
+        out.println(
+            new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(status));
+      } else {
+        print(out, status);
+      }
+    }
+    return 0;
+  }
+
+  /** The status as plain maps and lists (what {@code --json} prints). */
+  static Map<String, Object> read(DataSource ds) {
+    Map<String, Object> status = new LinkedHashMap<>();
+    QueueDepth depth = Stores.commands(ds).depth();
+    Map<String, Object> byType = new LinkedHashMap<>();
+    depth
+        .byType()
+        .forEach(
+            (type, d) ->
+                byType.put(
+                    type, Map.of("due", d.due(), "delayed", d.delayed(), "deadLetters", d.deadLetters())));
+    Map<String, Object> commands = new LinkedHashMap<>();
+    commands.put("due", depth.due());
+    commands.put("delayed", depth.delayed());
+    commands.put("deadLetters", depth.deadLetters());
+    commands.put("byType", byType);
+    status.put("commands", commands);
+
+    EventHandlers handlers = Stores.events(ds).handlers();
+    List<Object> eventHandlers = new ArrayList<>();
+    for (String key : handlers.handlerKeys()) {
+      List<Object> streams = new ArrayList<>();
+      long lag = 0;
+      long parked = 0;
+      long failures = 0;
+      for (Checkpoint c : handlers.checkpoints(key)) {
+        lag += c.lag();
+        parked += c.parked() ? 1 : 0;
+        failures += c.failures();
+        Map<String, Object> s = new LinkedHashMap<>();
+        s.put("streamId", c.streamId());
+        s.put("checkpoint", c.offset());
+        s.put("streamEnd", c.streamNextOffset());
+        s.put("lag", c.lag());
+        s.put("failures", c.failures());
+        s.put("parked", c.parked());
+        if (c.parked()) {
+          s.put("parkedReason", c.parkedReason());
+        }
+        streams.add(s);
+      }
+      Map<String, Object> h = new LinkedHashMap<>();
+      h.put("handlerKey", key);
+      h.put("lag", lag);
+      h.put("parkedStreams", parked);
+      h.put("failures", failures);
+      h.put("streams", streams);
+      eventHandlers.add(h);
+    }
+    status.put("eventHandlers", eventHandlers);
+
+    List<Object> groups = new ArrayList<>();
+    for (GroupStats g : Balancer.groups(ds)) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("group", g.group());
+      m.put("partitions", g.partitions());
+      m.put("messages", g.messages());
+      m.put("inFlightLeases", g.leases());
+      m.put("parkedPartitions", g.parked());
+      m.put("oldestMessageAgeSeconds", g.oldestAge() == null ? 0.0 : g.oldestAge().toMillis() / 1000.0);
+      groups.add(m);
+    }
+    status.put("balancer", groups);
+    return status;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static void print(PrintWriter out, Map<String, Object> status) {
+    Map<String, Object> commands = (Map<String, Object>) status.get("commands");
+    out.printf(
+        "Commands: %s due, %s delayed, %s dead letters%n",
+        commands.get("due"), commands.get("delayed"), commands.get("deadLetters"));
+    Table types = new Table("type", "due", "delayed", "dead letters");
+    ((Map<String, Map<String, Object>>) commands.get("byType"))
+        .forEach((t, d) -> types.row(t, d.get("due"), d.get("delayed"), d.get("deadLetters")));
+    types.print(out);
+    out.println();
+    out.println("Event handlers:");
+    Table handlers = new Table("handler", "stream", "checkpoint", "end", "lag", "failures", "parked");
+    for (Object o : (List<Object>) status.get("eventHandlers")) {
+      Map<String, Object> h = (Map<String, Object>) o;
+      for (Object so : (List<Object>) h.get("streams")) {
+        Map<String, Object> s = (Map<String, Object>) so;
+        handlers.row(
+            h.get("handlerKey"), s.get("streamId"), s.get("checkpoint"), s.get("streamEnd"),
+            s.get("lag"), s.get("failures"), Boolean.TRUE.equals(s.get("parked")) ? "yes" : "");
+      }
+    }
+    handlers.print(out);
+    out.println();
+    out.println("Balancer groups:");
+    Table groups = new Table("group", "partitions", "messages", "leases", "parked", "oldest (s)");
+    for (Object o : (List<Object>) status.get("balancer")) {
+      Map<String, Object> g = (Map<String, Object>) o;
+      groups.row(
+          g.get("group"), g.get("partitions"), g.get("messages"), g.get("inFlightLeases"),
+          g.get("parkedPartitions"), g.get("oldestMessageAgeSeconds"));
+    }
+    groups.print(out);
+  }
+}

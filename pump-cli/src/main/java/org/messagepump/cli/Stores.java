@@ -1,0 +1,26 @@
+package org.messagepump.cli;
+
+import javax.sql.DataSource;
+import org.messagepump.commands.CommandQueue;
+import org.messagepump.core.JsonMessageCodec;
+import org.messagepump.core.MessageTypes;
+import org.messagepump.eventstream.EventStore;
+
+/**
+ * The stores the operational commands read. They never decode payloads, so an empty type
+ * registry is enough: operations work on any database whatever its message classes.
+ */
+final class Stores {
+
+  private static final JsonMessageCodec NO_TYPES = JsonMessageCodec.of(MessageTypes.builder().build());
+
+  private Stores() {}
+
+  static CommandQueue commands(DataSource ds) {
+    return CommandQueue.create(ds, NO_TYPES);
+  }
+
+  static EventStore events(DataSource ds) {
+    return EventStore.create(ds, NO_TYPES);
+  }
+}
