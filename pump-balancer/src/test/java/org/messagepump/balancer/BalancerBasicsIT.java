@@ -226,6 +226,7 @@ class BalancerBasicsIT {
       }
       c.rollback();
       plan = sb.toString();
+      System.out.println("ACQUIRE PLAN\n" + rendered.sql() + "\n" + plan);
     }
     assertThat(plan).contains("partitions_ready").contains("messages_key_order");
     assertThat(plan).doesNotContain("Seq Scan").doesNotContain("Sort");

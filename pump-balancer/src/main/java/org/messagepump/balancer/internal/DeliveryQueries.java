@@ -117,7 +117,11 @@ public final class DeliveryQueries {
                     .where(M.GROUP.eq(C_GROUP))
                     .and(M.KEY.eq(C_KEY))
                     .orderBy(M.ID)
-                    .limit(1))
+                    .limit(1)
+                    // Locking the head re-reads it after the key lock was granted: a head that
+                    // the previous holder deleted (committed after this statement's snapshot) is
+                    // skipped, and a requeue's new properties are seen.
+                    .forUpdate())
             .asTable("h");
     return dsl.update(P.T)
         .set(P.ROTATION, Schema.ROTATION.nextval())
