@@ -1,7 +1,9 @@
 package org.messagepump.commands;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
@@ -19,12 +21,21 @@ public final class DeadLetters {
   /** Most dead letters one {@link #list} call returns. */
   public static final int MAX_LIST_LIMIT = 10_000;
 
+  /** How often the {@code messagepump.commands.deadletters} gauge re-counts, at most. */
+  public static final Duration GAUGE_REFRESH = Duration.ofSeconds(10);
+
   private final DataSource dataSource;
   private final Counter retried;
   private final Counter discarded;
+  private final Object gaugeLock = new Object();
+  private long gaugeReadAt;
+  private double gaugeValue = Double.NaN;
 
   DeadLetters(DataSource dataSource, MeterRegistry registry) {
     this.dataSource = dataSource;
+    Gauge.builder("messagepump.commands.deadletters", this, DeadLetters::gaugeValue)
+        .description("Parked commands (counted at most every 10 s, when the meter is read)")
+        .register(registry);
     this.retried =
         Counter.builder("messagepump.commands.deadletters.retried")
             .description("Dead letters moved back into the queue")
@@ -115,6 +126,22 @@ public final class DeadLetters {
             tx -> DeadLetterQueries.discard(tx.dsl(), DeadLetterQueries.ofType(type)));
     discarded.increment(n);
     return n;
+  }
+
+  /** The dead-letter count for the gauge, re-read at most every {@link #GAUGE_REFRESH}. */
+  private double gaugeValue() {
+    synchronized (gaugeLock) {
+      long now = System.nanoTime();
+      if (gaugeReadAt == 0 || now - gaugeReadAt >= GAUGE_REFRESH.toNanos()) {
+        gaugeReadAt = now;
+        try {
+          gaugeValue = count();
+        } catch (RuntimeException e) {
+          gaugeValue = Double.NaN;
+        }
+      }
+      return gaugeValue;
+    }
   }
 
   private static void id(UUID messageId) {

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 import static org.messagepump.commands.Fixtures.count;
 import static org.messagepump.commands.Fixtures.pending;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -67,12 +68,14 @@ class PoisonIT {
   }
 
   private CommandQueue queue;
+  private SimpleMeterRegistry registry;
   private final AtomicInteger handled = new AtomicInteger();
 
   @BeforeEach
   void setUp(DataSource ds) {
     CommandQueue.migrate(ds);
-    queue = CommandQueue.create(ds, new HalfRenamedCodec());
+    registry = new SimpleMeterRegistry();
+    queue = CommandQueue.builder(ds).codec(new HalfRenamedCodec()).meterRegistry(registry).build();
     Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
     handled.set(0);
   }
@@ -133,6 +136,15 @@ class PoisonIT {
     assertThat(c.failures()).isEqualTo(3);
     assertThat(c.lastError()).contains("UnknownMessageTypeException").contains("legacy.Old");
     assertThat(a.envelope().payload()).isEqualTo(bytes("not json"));
+    assertThat(registry.get("messagepump.commands.parked").counter().count()).isEqualTo(3.0);
+    assertThat(registry.get("messagepump.commands.deadletters").gauge().value()).isEqualTo(3.0);
+    assertThat(
+            registry
+                .get("messagepump.commands.enqueued")
+                .tag("result", "enqueued")
+                .counter()
+                .count())
+        .isEqualTo(83.0);
   }
 
   @Test
