@@ -42,7 +42,7 @@ final class BalancerCommand implements Runnable {
 
     @Override
     public Integer call() {
-      try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+      try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         PrintWriter out = spec.commandLine().getOut();
         if (group == null) {
           Table t = new Table("group", "partitions", "messages", "leases", "parked", "oldest (s)");
@@ -83,7 +83,7 @@ final class BalancerCommand implements Runnable {
 
     @Override
     public Integer call() {
-      try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+      try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         return lease(spec, "confirmed", Balancer.confirm(database.dataSource(), messageId, token), messageId);
       }
     }
@@ -103,7 +103,7 @@ final class BalancerCommand implements Runnable {
 
     @Override
     public Integer call() {
-      try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+      try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         return lease(spec, "requeued", Balancer.requeue(database.dataSource(), messageId, token, null), messageId);
       }
     }

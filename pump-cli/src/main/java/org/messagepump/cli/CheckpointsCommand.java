@@ -40,7 +40,7 @@ final class CheckpointsCommand implements Runnable {
 
     @Override
     public Integer call() {
-      try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+      try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         EventHandlers handlers = Stores.events(database.dataSource()).handlers();
         List<String> keys = handler == null ? handlers.handlerKeys() : List.of(handler);
         Table t = new Table("handler", "stream", "checkpoint", "end", "lag", "failures", "parked");
@@ -68,7 +68,7 @@ final class CheckpointsCommand implements Runnable {
 
     @Override
     public Integer call() {
-      try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+      try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         int n = Stores.events(database.dataSource()).handlers().reset(handler);
         spec.commandLine().getOut().printf("reset %s on %d stream%s%n", handler, n, n == 1 ? "" : "s");
       }
@@ -99,7 +99,7 @@ final class CheckpointsCommand implements Runnable {
       if (expected < 0 || offset < 0) {
         throw new CliException("--expected and --offset must not be negative", 2);
       }
-      try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+      try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         Stores.events(database.dataSource()).handlers().setCheckpoint(handler, stream, expected, offset);
         spec.commandLine().getOut().printf("%s on stream %d: %d -> %d%n", handler, stream, expected, offset);
       }
@@ -121,7 +121,7 @@ final class CheckpointsCommand implements Runnable {
 
     @Override
     public Integer call() {
-      try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+      try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         EventHandlers handlers = Stores.events(database.dataSource()).handlers();
         int n = stream == null ? handlers.resumeAll(handler) : (handlers.resume(handler, stream) ? 1 : 0);
         spec.commandLine().getOut().printf("resumed %d stream%s%n", n, n == 1 ? "" : "s");

@@ -59,7 +59,7 @@ final class DeadLettersCommand implements Runnable {
       if (limit < 1) {
         throw new CliException("--limit must be >= 1: " + limit, 2);
       }
-      try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+      try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         DeadLetters letters = Stores.commands(database.dataSource()).deadLetters();
         List<DeadLetter> list = type == null ? letters.list(limit) : letters.list(type, limit);
         Table t = new Table("message id", "type", "failures", "parked at", "last error");
@@ -85,7 +85,7 @@ final class DeadLettersCommand implements Runnable {
 
     @Override
     public Integer call() {
-      try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+      try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         DeadLetters letters = Stores.commands(database.dataSource()).deadLetters();
         return report(spec, "retried", target.messageId != null
             ? (letters.retry(target.messageId) ? 1 : 0)
@@ -105,7 +105,7 @@ final class DeadLettersCommand implements Runnable {
 
     @Override
     public Integer call() {
-      try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+      try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         DeadLetters letters = Stores.commands(database.dataSource()).deadLetters();
         return report(spec, "discarded", target.messageId != null
             ? (letters.discard(target.messageId) ? 1 : 0)

@@ -34,7 +34,7 @@ final class MigrateCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+    try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
       for (Schema s : Schema.values()) {
         if (only == null || only == s) {
           migrate(database.dataSource(), s);

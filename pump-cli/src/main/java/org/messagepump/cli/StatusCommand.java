@@ -36,7 +36,7 @@ final class StatusCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    try (Database database = Database.open(db, false, 2, spec.commandLine().getErr())) {
+    try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
       Map<String, Object> status = read(database.dataSource());
       PrintWriter out = spec.commandLine().getOut();
       if (json) {

@@ -1,0 +1,203 @@
+package org.messagepump.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.sql.Connection;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.EnqueueOptions;
+import org.messagepump.testkit.PostgresExtension;
+import org.messagepump.testkit.TestDatabase;
+
+@ExtendWith(PostgresExtension.class)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class PumpCliIT {
+
+  record Result(int code, String out, String err) {}
+
+  private static TestDatabase db;
+
+  @BeforeAll
+  static void database(TestDatabase database) {
+    db = database;
+  }
+
+  private static Result run(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    int code = PumpCli.execute(new PrintWriter(out), new PrintWriter(err), args);
+    return new Result(code, out.toString(), err.toString());
+  }
+
+  private static Result runOnDb(String... args) {
+    List<String> all = new ArrayList<>(List.of(args));
+    all.add("--jdbc-url=" + db.jdbcUrl());
+    all.add("--user=" + db.server().user());
+    all.add("--password=" + db.server().password());
+    return run(all.toArray(String[]::new));
+  }
+
+  @Test
+  @Order(1)
+  void migrateCreatesEverySchemaAndIsIdempotent() {
+    Result r = runOnDb("migrate");
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out()).contains("migrated commands", "migrated eventstream", "migrated balancer");
+    assertThat(db.queryLong(
+            "SELECT count(*) FROM information_schema.schemata"
+                + " WHERE schema_name IN ('commandqueue', 'eventstream', 'balancer')"))
+        .isEqualTo(3);
+    assertThat(runOnDb("migrate", "--only", "balancer").code()).isZero();
+  }
+
+  @Test
+  @Order(2)
+  void demoFinishesWithItsInvariantsHolding() {
+    Result r = runOnDb("demo", "--messages", "500");
+    assertThat(r.code()).as(r.out() + r.err()).isZero();
+    assertThat(r.out()).contains("All invariants hold.").doesNotContain("FAILED");
+    // What the demo says it did is in the database.
+    assertThat(db.queryLong("SELECT count(DISTINCT order_id) FROM demo.orders_view")).isEqualTo(495);
+    assertThat(db.queryLong("SELECT count(*) FROM commandqueue.dead_letters")).isEqualTo(5);
+  }
+
+  @Test
+  @Order(3)
+  void statusJsonMatchesTheDatabase() throws Exception {
+    CommandQueue queue = Stores.commands(db.dataSource());
+    queue.enqueueRaw("ops.Probe", "{}".getBytes(), EnqueueOptions.defaults());
+    queue.enqueueRaw("ops.Probe", "{}".getBytes(), EnqueueOptions.defaults().withDelay(java.time.Duration.ofHours(1)));
+    MessageBalancer.create(db.dataSource(), "ops-group").storeMessage("k1", new byte[] {1});
+    Result r = runOnDb("status", "--json");
+    assertThat(r.code()).as(r.err()).isZero();
+    JsonNode status = new ObjectMapper().readTree(r.out());
+    JsonNode probe = status.path("commands").path("byType").path("ops.Probe");
+    assertThat(probe.path("due").asLong()).isEqualTo(1);
+    assertThat(probe.path("delayed").asLong()).isEqualTo(1);
+    assertThat(status.path("commands").path("deadLetters").asLong()).isEqualTo(5);
+    List<String> handlers = new ArrayList<>();
+    status.path("eventHandlers").forEach(h -> handlers.add(h.path("handlerKey").asText()));
+    assertThat(handlers).contains(DemoScenario.VIEW_HANDLER, DemoScenario.TOTALS_HANDLER);
+    status.path("eventHandlers").forEach(h -> assertThat(h.path("lag").asLong()).isZero());
+    JsonNode group = null;
+    for (JsonNode g : status.path("balancer")) {
+      if (g.path("group").asText().equals("ops-group")) {
+        group = g;
+      }
+    }
+    assertThat(group).isNotNull();
+    assertThat(group.path("partitions").asLong()).isEqualTo(1);
+    assertThat(group.path("messages").asLong()).isEqualTo(1);
+    Result text = runOnDb("status");
+    assertThat(text.code()).isZero();
+    assertThat(text.out()).contains("ops.Probe", "ops-group", DemoScenario.VIEW_HANDLER);
+  }
+
+  @Test
+  @Order(4)
+  void deadLetterOperationsChangeWhatTheySay() {
+    Result list = runOnDb("dead-letters", "list");
+    assertThat(list.code()).as(list.err()).isZero();
+    assertThat(list.out()).contains("demo.PlaceOrder", "payment declined", "5 shown, 5 in all");
+    String id = firstDeadLetterId();
+    Result retry = runOnDb("dead-letters", "retry", id);
+    assertThat(retry.code()).as(retry.err()).isZero();
+    assertThat(retry.out()).contains("retried 1 dead letter");
+    assertThat(db.queryLong("SELECT count(*) FROM commandqueue.dead_letters")).isEqualTo(4);
+    assertThat(db.queryLong("SELECT count(*) FROM commandqueue.commands WHERE message_id = '" + id + "'"))
+        .isOne();
+    Result discard = runOnDb("dead-letters", "discard", "--all-of-type", "demo.PlaceOrder");
+    assertThat(discard.code()).isZero();
+    assertThat(discard.out()).contains("discarded 4 dead letters");
+    assertThat(db.queryLong("SELECT count(*) FROM commandqueue.dead_letters")).isZero();
+    Result missing = runOnDb("dead-letters", "retry", UUID.randomUUID().toString());
+    assertThat(missing.code()).isEqualTo(1);
+    assertThat(missing.err()).contains("no dead letter");
+  }
+
+  @Test
+  @Order(5)
+  void checkpointOperationsChangeWhatTheySay() {
+    long streams = db.queryLong("SELECT count(*) FROM eventstream.handler_checkpoints WHERE handler_key = '"
+        + DemoScenario.VIEW_HANDLER + "'");
+    Result reset = runOnDb("checkpoints", "reset", "--handler", DemoScenario.VIEW_HANDLER);
+    assertThat(reset.code()).as(reset.err()).isZero();
+    assertThat(reset.out()).contains("reset " + DemoScenario.VIEW_HANDLER + " on " + streams);
+    assertThat(db.queryLong("SELECT max(checkpoint_offset) FROM eventstream.handler_checkpoints WHERE handler_key = '"
+        + DemoScenario.VIEW_HANDLER + "'")).isZero();
+    long stream = db.queryLong("SELECT min(stream_id) FROM eventstream.handler_checkpoints WHERE handler_key = '"
+        + DemoScenario.VIEW_HANDLER + "'");
+    Result set = runOnDb("checkpoints", "set", "--handler", DemoScenario.VIEW_HANDLER,
+        "--stream", Long.toString(stream), "--expected", "0", "--offset", "1");
+    assertThat(set.code()).as(set.err()).isZero();
+    assertThat(db.queryLong("SELECT checkpoint_offset FROM eventstream.handler_checkpoints WHERE handler_key = '"
+        + DemoScenario.VIEW_HANDLER + "' AND stream_id = " + stream)).isOne();
+    Result conflict = runOnDb("checkpoints", "set", "--handler", DemoScenario.VIEW_HANDLER,
+        "--stream", Long.toString(stream), "--expected", "0", "--offset", "2");
+    assertThat(conflict.code()).isEqualTo(1);
+    Result show = runOnDb("checkpoints", "show", "--handler", DemoScenario.VIEW_HANDLER);
+    assertThat(show.code()).isZero();
+    assertThat(show.out()).contains(DemoScenario.VIEW_HANDLER);
+  }
+
+  @Test
+  @Order(6)
+  void balancerOperationsChangeWhatTheySay() {
+    Result stats = runOnDb("balancer", "stats");
+    assertThat(stats.code()).as(stats.err()).isZero();
+    assertThat(stats.out()).contains("ops-group");
+    Result keys = runOnDb("balancer", "stats", "--group", "ops-group");
+    assertThat(keys.out()).contains("k1", "1 partitions, 1 messages");
+    Result stale = runOnDb("balancer", "confirm", "12345", UUID.randomUUID().toString());
+    assertThat(stale.code()).isEqualTo(1);
+    assertThat(stale.err()).contains("12345");
+  }
+
+  @Test
+  void badArgumentsExitTwoWithUsage() {
+    Result unknown = run("frobnicate");
+    assertThat(unknown.code()).isEqualTo(2);
+    assertThat(unknown.err()).contains("Unmatched argument", "frobnicate");
+    Result noUrl = run("status");
+    assertThat(noUrl.code()).isEqualTo(2);
+    assertThat(noUrl.err()).contains("--jdbc-url is required");
+    assertThat(run("demo", "--messages", "0").code()).isEqualTo(2);
+    assertThat(run("demo", "--messages", "many").code()).isEqualTo(2);
+    assertThat(run("migrate", "--only", "nothing", "--jdbc-url=jdbc:postgresql://localhost:1/x").code())
+        .isEqualTo(2);
+  }
+
+  @Test
+  void anUnreachableDatabaseIsOneLineAndExitOne() {
+    Result r = run("status", "--jdbc-url=jdbc:postgresql://127.0.0.1:1/nowhere", "--user=x");
+    assertThat(r.code()).isEqualTo(1);
+    assertThat(r.err().strip().lines().count()).isEqualTo(1);
+    assertThat(r.err()).contains("cannot reach the database");
+    Result verbose = run("status", "--jdbc-url=jdbc:postgresql://127.0.0.1:1/nowhere", "--verbose");
+    assertThat(verbose.err()).contains("at org.");
+  }
+
+  private static String firstDeadLetterId() {
+    try (Connection c = db.dataSource().getConnection();
+        var s = c.createStatement();
+        var rs = s.executeQuery("SELECT message_id FROM commandqueue.dead_letters ORDER BY message_id LIMIT 1")) {
+      rs.next();
+      return rs.getString(1);
+    } catch (java.sql.SQLException e) {
+      throw new AssertionError(e);
+    }
+  }
+}
