@@ -22,6 +22,8 @@ import org.messagepump.core.spi.Tx;
 import org.messagepump.eventstream.internal.CheckpointQueries;
 import org.messagepump.eventstream.internal.CheckpointQueries.Claim;
 import org.messagepump.eventstream.internal.HandlerLock;
+import org.messagepump.eventstream.internal.StreamRun;
+import org.messagepump.eventstream.internal.StreamRun.Step;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,6 +49,12 @@ public final class EventDriver implements Driver {
   /** Default time acquisition waits for the handler lock under {@link Concurrency#MINIMAL}. */
   public static final Duration DEFAULT_HANDLER_LOCK_WAIT = Duration.ofSeconds(1);
 
+  /**
+   * Default time an acquisition that found every stream with a backlog held waits for one of them
+   * (typically the handler's own delivery about to commit) before the pump idles.
+   */
+  public static final Duration DEFAULT_HANDOFF_WAIT = Duration.ofMillis(500);
+
   /** Default number of streams one acquisition may look at before it gives up for this poll. */
   public static final int DEFAULT_STREAMS_PER_POLL = 64;
 
@@ -56,9 +64,6 @@ public final class EventDriver implements Driver {
   private static final Pattern HANDLER_KEY = Pattern.compile("[A-Za-z0-9_.:/-]+");
   private static final int UNTRACKED_CANDIDATES = 8;
   private static final Logger log = LoggerFactory.getLogger(EventDriver.class);
-
-  /** What acquire hands to handle, postpone and park. */
-  private record State(Claim claim, StoredEvent event) {}
 
   /** A registered handler, either kind, answering the projection's next offset. */
   private interface Invocation {
@@ -71,6 +76,7 @@ public final class EventDriver implements Driver {
   private final Concurrency concurrency;
   private final Duration handlerLockWait;
   private final int streamsPerPoll;
+  private final Duration handoffWait;
   private final CheckpointQueries queries;
   private final HandlerLock handlerLock;
   private final Counter conflicts;
@@ -83,6 +89,7 @@ public final class EventDriver implements Driver {
     this.concurrency = b.concurrency;
     this.handlerLockWait = b.handlerLockWait;
     this.streamsPerPoll = b.streamsPerPoll;
+    this.handoffWait = b.handoffWait;
     this.queries = new CheckpointQueries(handlerKey, b.handlers.keySet());
     this.handlerLock = new HandlerLock(handlerKey);
     this.conflicts = counter(b.meterRegistry, "messagepump.eventstream.checkpoint.conflicts");
@@ -121,10 +128,11 @@ public final class EventDriver implements Driver {
   }
 
   /**
-   * Claims up to {@code max} streams (at most one delivery per stream, so order within a stream is
-   * kept): first a stream the handler does not track yet, else the due tracked stream with the
-   * largest backlog, locked {@code SKIP LOCKED}. A claimed stream with no event of the handler's
-   * types has its checkpoint advanced to its committed end, and the next stream is tried.
+   * Claims streams until it holds up to {@code max} events: first a stream the handler does not
+   * track yet, else the due tracked stream with the largest backlog, locked {@code SKIP LOCKED};
+   * from each, the next events of the handler's types in offset order (handled in that order, a
+   * failed one stops the rest of its stream). A claimed stream with no event of the handler's types
+   * has its checkpoint advanced to its committed end, and the next stream is tried.
    */
   @Override
   public List<Delivery> acquire(Tx tx, int max) throws SQLException {
@@ -148,34 +156,58 @@ public final class EventDriver implements Driver {
         break;
       }
       claimed.add(claim.streamId());
-      StoredEvent event = queries.firstEvent(dsl, claim);
-      if (event != null) {
-        deliveries.add(delivery(claim, event));
-      } else if (claim.nextOffset() > claim.checkpoint()) {
-        // Nothing for this handler below the committed end: do not claim the stream again until
-        // it grows. Uncommitted events lie at or above nextOffset, so none is skipped.
-        queries.setOffset(dsl, claim.streamId(), claim.checkpoint(), claim.nextOffset());
+      take(tx, claim, max - deliveries.size(), deliveries);
+    }
+    if (deliveries.isEmpty() && !handoffWait.isZero() && claimed.size() < streamsPerPoll) {
+      // Every stream with a backlog is held, most likely by a delivery of this handler about to
+      // commit: wait briefly for one rather than make the pump sleep a whole poll interval.
+      Claim claim =
+          HandlerLock.waiting(tx, handoffWait, () -> queries.waitForTracked(dsl, claimed));
+      if (claim != null) {
+        take(tx, claim, max, deliveries);
       }
     }
     return deliveries;
   }
 
-  private static Delivery delivery(Claim claim, StoredEvent event) {
-    return new Delivery(
-        event.envelope(),
-        claim.failures(),
-        new DeliveryStream(Long.toString(claim.streamId()), event.offset(), claim.checkpoint()),
-        new State(claim, event));
+  /** Turns a claim into deliveries, or advances an irrelevant stream's checkpoint to its end. */
+  private void take(Tx tx, Claim claim, int limit, List<Delivery> deliveries) {
+    List<StoredEvent> events = queries.nextEvents(tx.dsl(), claim, limit);
+    if (events.isEmpty()) {
+      if (claim.nextOffset() > claim.checkpoint()) {
+        // Nothing for this handler below the committed end: do not claim the stream again until
+        // it grows. Uncommitted events lie at or above nextOffset, so none is skipped.
+        queries.setOffset(tx.dsl(), claim.streamId(), claim.checkpoint(), claim.nextOffset());
+      }
+      return;
+    }
+    StreamRun run = new StreamRun(claim);
+    long expected = claim.checkpoint();
+    String streamId = Long.toString(claim.streamId());
+    for (StoredEvent event : events) {
+      deliveries.add(
+          new Delivery(
+              event.envelope(),
+              expected == claim.checkpoint() ? claim.failures() : 0,
+              new DeliveryStream(streamId, event.offset(), expected),
+              new Step(run, event, expected)));
+      expected = event.offset() + 1;
+    }
   }
 
   /**
    * Decodes the event, runs its handler and advances the checkpoint to offset + 1; a projection
    * answering another offset sets the checkpoint there. An undecodable payload or a throwing
-   * handler fails the delivery.
+   * handler fails the delivery; an event whose predecessor in the same batch was not handled is
+   * Busy (it comes again with the next acquisition of its stream).
    */
   @Override
   public Outcome handle(Tx tx, Delivery delivery) throws Exception {
-    State state = state(delivery);
+    Step step = step(delivery);
+    StreamRun run = step.run();
+    if (!step.isNext()) {
+      return Outcome.busy("an earlier event of stream " + run.streamId() + " was not handled");
+    }
     if (concurrency == Concurrency.MINIMAL && !handlerLock.tryLock(tx)) {
       return Outcome.busy("handler '" + handlerKey + "' is handling another event");
     }
@@ -186,11 +218,10 @@ public final class EventDriver implements Driver {
               "handler '" + handlerKey + "' has no handler for type " + delivery.messageType()));
     }
     Object event = codec.decode(delivery.messageType(), delivery.envelope().payload());
-    Claim claim = state.claim();
     EventContext context =
-        new EventContext(tx, handlerKey, state.event(), claim.checkpoint(), delivery.attempt());
+        new EventContext(tx, handlerKey, step.event(), run.checkpoint(), delivery.attempt());
     long next = handler.invoke(context, event);
-    long expected = state.event().offset() + 1;
+    long expected = step.event().offset() + 1;
     if (next != expected) {
       if (next < 0) {
         return Outcome.failed(
@@ -203,34 +234,46 @@ public final class EventDriver implements Driver {
           "{}: optimistic concurrency conflict on stream {}: expected checkpoint {}, handler holds"
               + " {}; setting the checkpoint to {}",
           handlerKey,
-          claim.streamId(),
+          run.streamId(),
           expected,
           next,
           next);
     }
-    queries.setOffset(tx.dsl(), claim.streamId(), claim.checkpoint(), next);
+    queries.setOffset(tx.dsl(), run.streamId(), run.checkpoint(), next);
+    run.moved(next, next == expected);
     return Outcome.HANDLED;
   }
 
-  /** Postpones the delivery's stream for this handler only; the event is not skipped. */
+  /**
+   * Postpones the delivery's stream for this handler only; the event is not skipped. A delivery
+   * left over from an interrupted run is not recorded (its predecessor was).
+   */
   @Override
   public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) {
-    Claim claim = state(delivery).claim();
-    queries.postpone(tx.dsl(), claim.streamId(), claim.checkpoint(), failures, delay);
+    Step step = step(delivery);
+    if (step.isNext()) {
+      StreamRun run = step.run();
+      run.end();
+      queries.postpone(tx.dsl(), run.streamId(), run.checkpoint(), failures, delay);
+    }
   }
 
   /** Parks the delivery's stream for this handler only (see {@link EventHandlers#resume}). */
   @Override
   public void park(Tx tx, Delivery delivery, int failures, String reason) {
-    Claim claim = state(delivery).claim();
-    queries.park(tx.dsl(), claim.streamId(), claim.checkpoint(), failures, reason);
-    if (parked != null) {
-      parked.increment();
+    Step step = step(delivery);
+    if (step.isNext()) {
+      StreamRun run = step.run();
+      run.end();
+      queries.park(tx.dsl(), run.streamId(), run.checkpoint(), failures, reason);
+      if (parked != null) {
+        parked.increment();
+      }
     }
   }
 
-  private State state(Delivery delivery) {
-    if (!(delivery.driverState() instanceof State s)) {
+  private Step step(Delivery delivery) {
+    if (!(delivery.driverState() instanceof Step s)) {
       throw new IllegalArgumentException("delivery was not acquired by this driver: " + delivery);
     }
     return s;
@@ -248,6 +291,7 @@ public final class EventDriver implements Driver {
     private Concurrency concurrency = DEFAULT_CONCURRENCY;
     private Duration handlerLockWait = DEFAULT_HANDLER_LOCK_WAIT;
     private int streamsPerPoll = DEFAULT_STREAMS_PER_POLL;
+    private Duration handoffWait = DEFAULT_HANDOFF_WAIT;
     private MeterRegistry meterRegistry;
 
     private Builder(EventStore store) {
@@ -311,6 +355,18 @@ public final class EventDriver implements Driver {
         throw new IllegalArgumentException("handlerLockWait must be positive: " + handlerLockWait);
       }
       this.handlerLockWait = handlerLockWait;
+      return this;
+    }
+
+    /**
+     * How long an acquisition that finds every stream with a backlog held waits for one (zero: do
+     * not wait, let the pump idle for its poll interval). Default 500 ms.
+     */
+    public Builder handoffWait(Duration handoffWait) {
+      if (handoffWait == null || handoffWait.isNegative()) {
+        throw new IllegalArgumentException("handoffWait must not be negative: " + handoffWait);
+      }
+      this.handoffWait = handoffWait;
       return this;
     }
 

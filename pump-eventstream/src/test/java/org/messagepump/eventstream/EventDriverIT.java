@@ -88,8 +88,8 @@ class EventDriverIT {
     EventDriver driver = recording("h1");
 
     try (OpenTx t = new OpenTx(ds)) {
-      List<Delivery> ds1 = driver.acquire(t.tx, 5);
-      assertThat(ds1).hasSize(1); // one delivery per stream
+      List<Delivery> ds1 = driver.acquire(t.tx, 1);
+      assertThat(ds1).hasSize(1);
       Delivery d = ds1.get(0);
       assertThat(d.stream().streamId()).isEqualTo(Long.toString(r.streamId()));
       assertThat(d.stream().eventOffset()).isZero();
@@ -103,6 +103,53 @@ class EventDriverIT {
     assertThat(seen).containsExactly(r.streamId() + ":0:a", r.streamId() + ":1:b");
     assertThat(checkpoint("h1", r.streamId())).isEqualTo(2);
     assertThat(store.handlers().lag("h1")).isZero();
+  }
+
+  @Test
+  void aBatchTakesConsecutiveEventsOfAStreamAndAFailureStopsTheRest(DataSource ds)
+      throws Exception {
+    AppendResult r =
+        inTx(
+            ds,
+            tx ->
+                store.append(
+                    tx,
+                    List.of(
+                        new OrderPlaced("a", 1),
+                        new Noise(0),
+                        new OrderPlaced("fail", 2),
+                        new OrderPlaced("c", 3))));
+    EventDriver driver =
+        EventDriver.builder(store)
+            .handlerKey("batch")
+            .on(
+                OrderPlaced.class,
+                (ctx, e) -> {
+                  if (e.orderId().equals("fail")) {
+                    throw new IllegalStateException("boom");
+                  }
+                  seen.add(e.orderId());
+                })
+            .build();
+    try (OpenTx t = new OpenTx(ds)) {
+      List<Delivery> batch = driver.acquire(t.tx, 10);
+      assertThat(batch)
+          .extracting(d -> d.stream().eventOffset() + "@" + d.stream().checkpointOffset())
+          .containsExactly("0@0", "2@1", "3@3");
+      assertThat(driver.handle(t.tx, batch.get(0))).isEqualTo(Outcome.HANDLED);
+      assertThatThrownBy(() -> driver.handle(t.tx, batch.get(1))).hasMessageContaining("boom");
+      driver.postpone(t.tx, batch.get(1), 1, Duration.ofMillis(1));
+      // The event after the failed one is not handled, and its postponement records nothing.
+      assertThat(driver.handle(t.tx, batch.get(2))).isInstanceOf(Outcome.Busy.class);
+      driver.postpone(t.tx, batch.get(2), 0, Duration.ofHours(1));
+      t.commit();
+    }
+    assertThat(seen).containsExactly("a");
+    Checkpoint c = store.handlers().checkpoints("batch").get(0);
+    assertThat(c.offset()).isEqualTo(1);
+    assertThat(c.failures()).isEqualTo(1);
+    assertThat(c.resumeAt()).isBefore(java.time.Instant.now().plusSeconds(60));
+    assertThat(r.nextOffset()).isEqualTo(4);
   }
 
   @Test

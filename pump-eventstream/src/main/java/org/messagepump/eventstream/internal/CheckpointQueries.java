@@ -16,7 +16,6 @@ import java.util.List;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
-import org.jooq.Record;
 import org.jooq.Record2;
 import org.jooq.Record4;
 import org.jooq.impl.SQLDataType;
@@ -123,12 +122,24 @@ public final class CheckpointQueries {
    * transactions hold. Returns null when there is none.
    */
   public Claim lockTracked(DSLContext dsl, Collection<Long> exclude) {
+    return lockTracked(dsl, exclude, true);
+  }
+
+  /**
+   * As {@link #lockTracked(DSLContext, Collection)}, but waits for a row another transaction holds
+   * (a delivery of this handler about to commit): used when nothing is free, under a lock timeout.
+   */
+  public Claim waitForTracked(DSLContext dsl, Collection<Long> exclude) {
+    return lockTracked(dsl, exclude, false);
+  }
+
+  private Claim lockTracked(DSLContext dsl, Collection<Long> exclude, boolean skipLocked) {
     Field<Long> next =
         field(
             select(Streams.NEXT_OFFSET)
                 .from(Streams.T)
                 .where(Streams.ID.eq(Checkpoints.STREAM_ID)));
-    Record4<Long, Long, Integer, Long> r =
+    var query =
         dsl.select(Checkpoints.STREAM_ID, Checkpoints.OFFSET, Checkpoints.FAILURES, next)
             .from(Checkpoints.T)
             .where(mine())
@@ -138,17 +149,18 @@ public final class CheckpointQueries {
             .and(exclude.isEmpty() ? noCondition() : Checkpoints.STREAM_ID.notIn(exclude))
             .orderBy(next.minus(Checkpoints.OFFSET).desc())
             .limit(1)
-            .forUpdate()
-            .skipLocked()
-            .fetchOne();
+            .forUpdate();
+    Record4<Long, Long, Integer, Long> r =
+        skipLocked ? query.skipLocked().fetchOne() : query.fetchOne();
     return r == null ? null : new Claim(r.value1(), r.value2(), r.value3(), r.value4());
   }
 
   /**
-   * The first committed event of the handler's types at or after the claim's checkpoint, or null.
-   * The stream's type index answers first when the stream holds nothing relevant past it.
+   * Up to {@code limit} committed events of the handler's types at or after the claim's checkpoint,
+   * in offset order. The stream's type index answers first when the stream holds nothing relevant
+   * past it.
    */
-  public StoredEvent firstEvent(DSLContext dsl, Claim claim) {
+  public List<StoredEvent> nextEvents(DSLContext dsl, Claim claim, int limit) {
     Long latest =
         dsl.select(max(StreamTypes.LATEST_OFFSET))
             .from(StreamTypes.T)
@@ -157,18 +169,16 @@ public final class CheckpointQueries {
             .fetchOne()
             .value1();
     if (latest == null || latest < claim.checkpoint()) {
-      return null;
+      return List.of();
     }
-    Record r =
-        dsl.select(EventRows.COLUMNS)
-            .from(Events.T)
-            .where(Events.STREAM_ID.eq(claim.streamId()))
-            .and(Events.OFFSET.between(claim.checkpoint(), latest))
-            .and(Events.TYPE.in(types))
-            .orderBy(Events.OFFSET)
-            .limit(1)
-            .fetchOne();
-    return r == null ? null : EventRows.toEvent(r);
+    return dsl.select(EventRows.COLUMNS)
+        .from(Events.T)
+        .where(Events.STREAM_ID.eq(claim.streamId()))
+        .and(Events.OFFSET.between(claim.checkpoint(), latest))
+        .and(Events.TYPE.in(types))
+        .orderBy(Events.OFFSET)
+        .limit(limit)
+        .fetch(EventRows::toEvent);
   }
 
   /** Sets a held checkpoint from {@code old} to {@code next} and resets its failures. */

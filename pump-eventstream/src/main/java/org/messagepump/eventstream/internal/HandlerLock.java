@@ -7,6 +7,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Savepoint;
 import java.time.Duration;
+import java.util.function.Supplier;
 import org.jooq.exception.DataAccessException;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.spi.Tx;
@@ -45,6 +46,23 @@ public final class HandlerLock {
     if (tryLock(tx)) {
       return true;
     }
+    Object got =
+        waiting(
+            tx,
+            wait,
+            () ->
+                tx.dsl()
+                    .select(function("pg_advisory_xact_lock", SQLDataType.OTHER, val(key)))
+                    .execute());
+    return got != null;
+  }
+
+  /**
+   * Runs {@code work} with {@code lock_timeout} set to {@code wait} inside a savepoint; returns its
+   * result, or null when a lock wait timed out (the savepoint is rolled back and the transaction
+   * stays usable). The previous lock timeout is restored.
+   */
+  public static <T> T waiting(Tx tx, Duration wait, Supplier<T> work) throws SQLException {
     Connection c = tx.connection();
     Savepoint sp = c.setSavepoint();
     try {
@@ -54,15 +72,15 @@ public final class HandlerLock {
               .fetchOne()
               .value1();
       setLockTimeout(tx, Math.max(1, wait.toMillis()) + "ms");
-      tx.dsl().select(function("pg_advisory_xact_lock", SQLDataType.OTHER, val(key))).execute();
+      T result = work.get();
       setLockTimeout(tx, previous);
       c.releaseSavepoint(sp);
-      return true;
+      return result;
     } catch (DataAccessException e) {
       SQLException sql = e.getCause(SQLException.class);
       if (sql != null && LOCK_NOT_AVAILABLE.equals(sql.getSQLState())) {
         c.rollback(sp); // also undoes the local lock_timeout
-        return false;
+        return null;
       }
       throw e;
     }
