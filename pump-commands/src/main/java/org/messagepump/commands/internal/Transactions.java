@@ -31,7 +31,7 @@ public final class Transactions {
         rollbackQuietly(c);
         throw e;
       } finally {
-        c.setAutoCommit(autoCommit);
+        restoreAutoCommit(c, autoCommit);
       }
     } catch (SQLException e) {
       throw new DatabaseException(doing, e);
@@ -56,6 +56,14 @@ public final class Transactions {
       return new DatabaseException(doing, sql);
     }
     return new DatabaseException(doing, new SQLException(e.getMessage(), e.sqlState(), e));
+  }
+
+  private static void restoreAutoCommit(Connection c, boolean autoCommit) {
+    try {
+      c.setAutoCommit(autoCommit);
+    } catch (SQLException ignored) {
+      // a broken connection: the pool evicts it; the original outcome stands
+    }
   }
 
   private static void rollbackQuietly(Connection c) {
