@@ -63,8 +63,8 @@ class EventStreamsLoadIT {
                 .on(OrderShipped.class, this::record)
                 .on(Noise.class, this::record)
                 .build(),
-            4));
-    pumps.add(pump(ds, builder(store, "placed").on(OrderPlaced.class, this::record).build(), 1));
+            16));
+    pumps.add(pump(ds, builder(store, "placed").on(OrderPlaced.class, this::record).build(), 8));
     pumps.add(
         pump(
             ds,
@@ -77,7 +77,7 @@ class EventStreamsLoadIT {
                       return ctx.nextOffset();
                     })
                 .build(),
-            2));
+            10));
     pumps.forEach(MessagePump::start);
 
     long start = System.nanoTime();
