@@ -19,15 +19,20 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The pump's one acquiring thread: waits for a free worker, opens a transaction, asks the driver
- * for up to {@code batchSize} deliveries and hands the open transaction to that worker. Re-polls at
- * once after a dispatch, waits {@code pollInterval} only when a poll found nothing, and backs off
- * exponentially while acquisition fails.
+ * The pump's one coordinating thread: it waits for a free worker and hands it a poll. The worker
+ * opens a transaction, asks the driver for up to {@code batchSize} deliveries and, if it got any,
+ * handles them in that same transaction. The next poll is handed out at once after a poll that
+ * found work; after a poll that found nothing the dispatcher pauses for {@code pollInterval} (or
+ * until woken); while polls fail it pauses with exponential backoff.
+ *
+ * <p>The acquire round trip runs on the worker's own connection, so polls of different workers
+ * overlap instead of queueing behind one thread, and a transaction is opened only for a free
+ * worker: never more than {@code workers} are open.
  *
  * <p>Why not a Resilience4j circuit breaker or retry for the "database down" state: the dispatcher
- * has exactly one caller and one action (poll again later), the delay must follow the pump's own
- * equal-jitter formula, and a breaker's half-open probing would be one more poll, which is what the
- * backoff already does; a breaker adds state without changing behaviour.
+ * has exactly one action (poll again later), the delay must follow the pump's own equal-jitter
+ * formula, and a breaker's half-open probe would be one more poll, which is what the backoff
+ * already does; a breaker adds state without changing behaviour.
  */
 final class Dispatcher implements Runnable {
 
@@ -44,9 +49,14 @@ final class Dispatcher implements Runnable {
   private final ExecutorService workers;
   private final Semaphore freeWorkers;
   private final Set<Connection> inFlight = ConcurrentHashMap.newKeySet();
+
+  // Pause state, guarded by `signal`.
   private final Object signal = new Object();
+  private long pausedUntil;
+  private long wakes;
+  private int failures;
+  private long degradedSince;
   private volatile boolean running = true;
-  private boolean wakeRequested;
 
   Dispatcher(
       String pump,
@@ -73,73 +83,115 @@ final class Dispatcher implements Runnable {
 
   @Override
   public void run() {
-    int failures = 0;
     while (running) {
       try {
         freeWorkers.acquire();
       } catch (InterruptedException e) {
         break;
       }
-      if (!running) {
+      if (!running || !awaitUnpaused()) {
         freeWorkers.release();
         break;
       }
-      Poll poll = poll();
-      if (poll == Poll.DISPATCHED) {
-        failures = recovered(failures);
-        continue;
+      long wakeMark;
+      synchronized (signal) {
+        wakeMark = wakes;
       }
-      if (poll == Poll.EMPTY) {
-        failures = recovered(failures);
-        pause(pollInterval);
-        continue;
+      try {
+        workers.execute(() -> poll(wakeMark));
+      } catch (RejectedExecutionException e) {
+        freeWorkers.release();
+        break;
       }
-      failures++;
-      pause(backoff.delay(failures, ThreadLocalRandom.current()));
     }
   }
 
-  private enum Poll {
-    DISPATCHED,
-    EMPTY,
-    FAILED
+  /** Waits while paused; false when stopped. */
+  private boolean awaitUnpaused() {
+    synchronized (signal) {
+      while (running) {
+        long left = pausedUntil - System.nanoTime();
+        if (left <= 0) {
+          return true;
+        }
+        try {
+          TimeUnit.NANOSECONDS.timedWait(signal, left);
+        } catch (InterruptedException e) {
+          running = false;
+        }
+      }
+      return false;
+    }
   }
 
-  /** One poll; on return the worker permit is either with a worker task or released. */
-  private Poll poll() {
+  /** One poll on a worker: acquire, then handle what was found; always frees the worker. */
+  private void poll(long wakeMark) {
     long start = System.nanoTime();
     Connection c = null;
     try {
       c = dataSource.getConnection();
+      inFlight.add(c);
       c.setAutoCommit(false);
       List<Delivery> deliveries = driver.acquire(Tx.of(c), batchSize);
       metrics.acquired(System.nanoTime() - start);
       if (deliveries.isEmpty()) {
         c.commit(); // a driver may write while acquiring (e.g. advance a checkpoint to the end)
-        close(c);
-        freeWorkers.release();
-        return Poll.EMPTY;
+        foundNothing(wakeMark);
+        return;
       }
-      Connection connection = c;
-      inFlight.add(connection);
-      try {
-        workers.execute(() -> work(connection, deliveries));
-      } catch (RejectedExecutionException e) {
-        inFlight.remove(connection);
-        throw e;
-      }
-      return Poll.DISPATCHED;
+      foundWork();
+      runner.run(c, deliveries);
     } catch (SQLException | RuntimeException e) {
       metrics.acquired(System.nanoTime() - start);
       if (c != null) {
         DeliveryRunner.rollbackQuietly(c);
+      }
+      if (running) {
+        pollFailed(e);
+      }
+    } finally {
+      if (c != null) {
+        inFlight.remove(c);
         close(c);
       }
       freeWorkers.release();
-      if (!running) {
-        return Poll.EMPTY;
+    }
+  }
+
+  private void foundNothing(long wakeMark) {
+    synchronized (signal) {
+      recovered();
+      // A wake that came while this poll ran may be for work it could not see yet: no pause then.
+      if (wakes == wakeMark) {
+        pausedUntil = Math.max(pausedUntil, System.nanoTime() + pollInterval.toNanos());
       }
-      metrics.acquisitionFailed();
+    }
+  }
+
+  private void foundWork() {
+    synchronized (signal) {
+      recovered();
+    }
+  }
+
+  private void recovered() {
+    if (degradedSince != 0) {
+      log.info(
+          "{}: acquisition works again after {} ms and {} failed polls",
+          pump,
+          TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - degradedSince),
+          failures);
+      degradedSince = 0;
+    }
+    failures = 0;
+  }
+
+  private void pollFailed(Exception e) {
+    metrics.acquisitionFailed();
+    synchronized (signal) {
+      failures++;
+      pausedUntil =
+          System.nanoTime() + backoff.delay(failures, ThreadLocalRandom.current()).toNanos();
       if (degradedSince == 0) {
         degradedSince = System.nanoTime();
         log.warn(
@@ -150,31 +202,6 @@ final class Dispatcher implements Runnable {
       } else {
         log.debug("{}: acquisition still failing: {}", pump, DeliveryRunner.describe(e));
       }
-      return Poll.FAILED;
-    }
-  }
-
-  private long degradedSince;
-
-  private int recovered(int failures) {
-    if (degradedSince != 0) {
-      log.info(
-          "{}: acquisition works again after {} ms and {} failed polls",
-          pump,
-          TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - degradedSince),
-          failures);
-      degradedSince = 0;
-    }
-    return 0;
-  }
-
-  private void work(Connection connection, List<Delivery> deliveries) {
-    try {
-      runner.run(connection, deliveries);
-    } finally {
-      inFlight.remove(connection);
-      close(connection);
-      freeWorkers.release();
     }
   }
 
@@ -186,43 +213,28 @@ final class Dispatcher implements Runnable {
     }
   }
 
-  /** Waits up to {@code d}, or less when woken or stopped. */
-  private void pause(Duration d) {
-    long deadline = System.nanoTime() + d.toNanos();
-    synchronized (signal) {
-      while (running && !wakeRequested) {
-        long left = deadline - System.nanoTime();
-        if (left <= 0) {
-          break;
-        }
-        try {
-          TimeUnit.NANOSECONDS.timedWait(signal, left);
-        } catch (InterruptedException e) {
-          running = false;
-          break;
-        }
-      }
-      wakeRequested = false;
-    }
-  }
-
-  /** Ends a pause now: there may be work. */
+  /** Ends an idle pause now: there may be work. (A failure backoff does not.) */
   void wake() {
     synchronized (signal) {
-      wakeRequested = true;
+      wakes++;
+      if (failures == 0) {
+        pausedUntil = 0;
+      }
       signal.notifyAll();
     }
   }
 
-  /** Stops acquiring; the running poll, if any, finishes. */
+  /** Stops handing out polls; polls already running finish. */
   void stop() {
-    running = false;
-    wake();
+    synchronized (signal) {
+      running = false;
+      signal.notifyAll();
+    }
   }
 
   /**
-   * Aborts the connections of batches still in flight: their transactions roll back on the server
-   * and the deliveries come back. Used when the grace period is over.
+   * Aborts the connections of polls still in flight: their transactions roll back on the server and
+   * the deliveries come back. Used when the grace period is over.
    */
   int abortInFlight() {
     int n = 0;
