@@ -213,11 +213,18 @@ public final class BalancerDriver implements Driver {
 
   private Outcome record(DSLContext dsl, Claim c, Result result) {
     if (result instanceof Result.Ok) {
-      metrics.removed(DeliveryQueries.deleteMessage(dsl, c.messageId()));
+      DeliveryQueries.Removed removed = DeliveryQueries.deleteMessage(dsl, c.messageId());
+      if (removed != null) {
+        metrics.removed(removed.endToEnd());
+      }
+      if (removed == null || !removed.othersSeen()) {
+        if (DeliveryQueries.deleteIfEmpty(dsl, group, c.key())) {
+          return Outcome.HANDLED;
+        }
+      }
       if (c.failures() > 0) {
         DeliveryQueries.clearFailures(dsl, group, c.key());
       }
-      DeliveryQueries.deleteIfEmpty(dsl, group, c.key());
       return Outcome.HANDLED;
     }
     if (result instanceof Result.Requeue r) {

@@ -63,6 +63,10 @@ final class Steps {
       connection.commit();
     }
 
+    void rollback() throws SQLException {
+      connection.rollback();
+    }
+
     @Override
     public void close() throws SQLException {
       try {

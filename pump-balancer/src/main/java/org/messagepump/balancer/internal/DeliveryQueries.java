@@ -14,6 +14,7 @@ import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Record;
 import org.jooq.Record2;
+import org.jooq.Record3;
 import org.jooq.ResultQuery;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
@@ -231,11 +232,29 @@ public final class DeliveryQueries {
         == 1;
   }
 
-  /** Deletes a handled message; returns its end-to-end age by the database clock, or null. */
-  public static Duration deleteMessage(DSLContext dsl, long id) {
-    Record2<OffsetDateTime, OffsetDateTime> r =
-        dsl.deleteFrom(M.T).where(M.ID.eq(id)).returningResult(M.RECEIVED_AT, clock()).fetchOne();
-    return r == null ? null : Duration.between(r.value1(), r.value2());
+  /** What deleting a handled message learned. */
+  public record Removed(Duration endToEnd, boolean othersSeen) {}
+
+  /**
+   * Deletes a handled message; returns its end-to-end age by the database clock and whether the
+   * statement saw other messages of its key (if not, the caller tries {@link #deleteIfEmpty}, which
+   * re-checks with a fresh snapshot under the row lock), or null when it was gone.
+   */
+  public static Removed deleteMessage(DSLContext dsl, long id) {
+    var others =
+        DSL.field(
+            DSL.exists(
+                DSL.selectOne()
+                    .from(M.T.as("o"))
+                    .where(DSL.field(DSL.name("o", "partition_group")).eq(M.GROUP))
+                    .and(DSL.field(DSL.name("o", "partition_key")).eq(M.KEY))
+                    .and(DSL.field(DSL.name("o", "id"), Long.class).ne(id))));
+    Record3<OffsetDateTime, OffsetDateTime, Boolean> r =
+        dsl.deleteFrom(M.T)
+            .where(M.ID.eq(id))
+            .returningResult(M.RECEIVED_AT, clock(), others)
+            .fetchOne();
+    return r == null ? null : new Removed(Duration.between(r.value1(), r.value2()), r.value3());
   }
 
   /** Resets the key's failures after a success. */

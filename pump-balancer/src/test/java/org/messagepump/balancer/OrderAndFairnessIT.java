@@ -1,0 +1,267 @@
+package org.messagepump.balancer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.core.MessagePump;
+import org.messagepump.testkit.PostgresExtension;
+import org.messagepump.testkit.TestDatabase;
+
+/** Per-key order, exactly once, fairness (race 7) and failures that keep order. */
+@ExtendWith(PostgresExtension.class)
+class OrderAndFairnessIT {
+
+  private static final Duration WAIT = Duration.ofSeconds(180);
+
+  @BeforeAll
+  static void migrate(DataSource ds) {
+    Balancer.migrate(ds);
+  }
+
+  private static byte[] bytes(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static int seq(BalancedMessage m) {
+    return Integer.parseInt(new String(m.content(), StandardCharsets.UTF_8));
+  }
+
+  /** 200 keys × 50 messages, 3 pumps × 4 workers: stored order per key, each exactly once. */
+  @Test
+  void everyKeyIsHandledInStoredOrderExactlyOnce(TestDatabase db) throws Exception {
+    int keys = 200;
+    int perKey = 50;
+    Map<String, List<Integer>> handled = new ConcurrentHashMap<>();
+    Set<Long> ids = ConcurrentHashMap.newKeySet();
+    AtomicInteger duplicates = new AtomicInteger();
+    BalancedHandler handler =
+        (m, tx) -> {
+          if (!ids.add(m.id())) {
+            duplicates.incrementAndGet();
+          }
+          handled.computeIfAbsent(m.partitionKey(), k -> new CopyOnWriteArrayList<>()).add(seq(m));
+          return Result.ok();
+        };
+    List<MessagePump> pumps = new ArrayList<>();
+    try {
+      for (String node : List.of("order-a", "order-b", "order-c")) {
+        DataSource pool = db.newDataSource(node, 6);
+        MessagePump pump =
+            Steps.pump(
+                pool, node, MessageBalancer.create(pool, "order").driver(handler).build(), 4);
+        pumps.add(pump);
+        pump.start();
+      }
+      // Producers store while the pumps run, one transaction per round of all keys.
+      MessageBalancer producer = MessageBalancer.create(db.dataSource(), "order");
+      for (int i = 0; i < perKey; i++) {
+        try (Connection c = db.dataSource().getConnection()) {
+          c.setAutoCommit(false);
+          for (int k = 0; k < keys; k++) {
+            producer.storeMessage(c, "key-" + k, bytes(Integer.toString(i)), null);
+          }
+          c.commit();
+        }
+      }
+      await().atMost(WAIT).until(() -> ids.size() == keys * perKey);
+    } finally {
+      pumps.forEach(MessagePump::close);
+    }
+    assertThat(duplicates).hasValue(0);
+    assertThat(handled).hasSize(keys);
+    List<Integer> expected = new ArrayList<>();
+    for (int i = 0; i < perKey; i++) {
+      expected.add(i);
+    }
+    handled.forEach((key, seen) -> assertThat(seen).as(key).containsExactlyElementsOf(expected));
+    assertThat(db.queryLong("SELECT count(*) FROM balancer.messages")).isZero();
+    assertThat(db.queryLong("SELECT count(*) FROM balancer.partitions")).isZero();
+  }
+
+  /**
+   * Race 7: one hot key with 10,000 messages and 100 cold keys with one each: with one worker,
+   * every cold key is served within the first 101 deliveries.
+   */
+  @Test
+  void coldKeysAreServedWithinOneTurnOfAHotKey(TestDatabase db) throws Exception {
+    DataSource ds = db.dataSource();
+    MessageBalancer b = MessageBalancer.create(ds, "fair");
+    try (Connection c = ds.getConnection()) {
+      c.setAutoCommit(false);
+      for (int i = 0; i < 10_000; i++) {
+        b.storeMessage(c, "hot", bytes(Integer.toString(i)), null);
+      }
+      c.commit();
+    }
+    for (int k = 0; k < 100; k++) {
+      b.storeMessage("cold-" + k, bytes("0"));
+    }
+    List<String> order = new CopyOnWriteArrayList<>();
+    try (MessagePump pump =
+        Steps.pump(
+            ds,
+            "fair",
+            b.driver(
+                    (m, tx) -> {
+                      order.add(m.partitionKey());
+                      return Result.ok();
+                    })
+                .build(),
+            1)) {
+      pump.start();
+      await().atMost(WAIT).until(() -> order.size() >= 150);
+    }
+    Set<String> coldInFirst101 = new HashSet<>();
+    for (String key : order.subList(0, 101)) {
+      if (key.startsWith("cold-")) {
+        coldInFirst101.add(key);
+      }
+    }
+    assertThat(coldInFirst101).hasSize(100);
+    assertThat(order.subList(101, 150)).containsOnly("hot");
+  }
+
+  /**
+   * A new key joins at the back of the rotation, and a key that is busy elsewhere keeps its place:
+   * it is served as soon as it is free.
+   */
+  @Test
+  void newKeysJoinAtTheBackAndABusyKeyKeepsItsPlace(DataSource ds) throws Exception {
+    MessageBalancer b = MessageBalancer.create(ds, "places");
+    b.storeMessage("a", bytes("1"));
+    b.storeMessage("a", bytes("2"));
+    b.storeMessage("b", bytes("1"));
+    b.storeMessage("c", bytes("1"));
+    BalancerDriver driver = b.driver((m, tx) -> Result.ok()).build();
+    try (Steps.Open holdsA = Steps.acquire(ds, driver, 1)) {
+      assertThat(holdsA.key()).isEqualTo("a");
+      b.storeMessage("d", bytes("1")); // joins behind a (moved back), b, c
+      try (Steps.Open other = Steps.acquire(ds, driver, 1)) {
+        assertThat(other.key()).isEqualTo("b");
+        other.handleAll(driver);
+        other.commit();
+      }
+      holdsA.rollback(); // "a" was busy and is released without being served: it keeps its place
+    }
+    List<String> rest = new ArrayList<>();
+    Steps.Open o;
+    while (!(o = Steps.acquire(ds, driver, 1)).deliveries().isEmpty()) {
+      rest.add(o.key());
+      o.handleAll(driver);
+      o.commit();
+      o.close();
+    }
+    o.close();
+    assertThat(rest).containsExactly("a", "c", "d", "a");
+  }
+
+  /** A throwing handler does not let later messages of its key overtake it; other keys go on. */
+  @Test
+  void aThrowingHandlerKeepsItsKeysOrder(DataSource ds) throws Exception {
+    MessageBalancer b = MessageBalancer.create(ds, "throwing");
+    for (int i = 0; i < 3; i++) {
+      b.storeMessage("k", bytes(Integer.toString(i)));
+    }
+    for (int i = 0; i < 5; i++) {
+      b.storeMessage("other", bytes(Integer.toString(i)));
+    }
+    List<String> order = new CopyOnWriteArrayList<>();
+    AtomicInteger throwsLeft = new AtomicInteger(3);
+    try (MessagePump pump =
+        Steps.pump(
+            ds,
+            "throwing",
+            b.driver(
+                    (m, tx) -> {
+                      if (m.partitionKey().equals("k")
+                          && seq(m) == 0
+                          && throwsLeft.getAndDecrement() > 0) {
+                        order.add("k:0!");
+                        throw new IllegalStateException("handler bug");
+                      }
+                      order.add(m.partitionKey() + ":" + seq(m));
+                      return Result.ok();
+                    })
+                .build(),
+            4)) {
+      pump.start();
+      await().atMost(WAIT).until(() -> b.messageCount() == 0);
+    }
+    List<String> k = order.stream().filter(s -> s.startsWith("k:")).toList();
+    assertThat(k).containsExactly("k:0!", "k:0!", "k:0!", "k:0", "k:1", "k:2");
+    // The other key was not held up by k's backoff: it finished before k's message 0 succeeded.
+    assertThat(order.indexOf("other:4")).isLessThan(order.indexOf("k:0"));
+  }
+
+  /** Without lockPartition, messages of one key run in parallel, each exactly once. */
+  @Test
+  void withoutLockPartitionEachMessageIsHandledExactlyOnce(TestDatabase db) throws Exception {
+    MessageBalancer producer = MessageBalancer.create(db.dataSource(), "unlocked");
+    int keys = 4;
+    int perKey = 40;
+    for (int i = 0; i < perKey; i++) {
+      for (int k = 0; k < keys; k++) {
+        producer.storeMessage("k" + k, bytes(Integer.toString(i)));
+      }
+    }
+    Set<Long> ids = ConcurrentHashMap.newKeySet();
+    AtomicInteger duplicates = new AtomicInteger();
+    Map<String, AtomicInteger> running = new ConcurrentHashMap<>();
+    AtomicInteger maxParallel = new AtomicInteger();
+    BalancedHandler handler =
+        (m, tx) -> {
+          int now =
+              running.computeIfAbsent(m.partitionKey(), x -> new AtomicInteger()).incrementAndGet();
+          maxParallel.accumulateAndGet(now, Math::max);
+          try {
+            Thread.sleep(3); // simulated work
+          } finally {
+            running.get(m.partitionKey()).decrementAndGet();
+          }
+          if (!ids.add(m.id())) {
+            duplicates.incrementAndGet();
+          }
+          return Result.ok();
+        };
+    List<MessagePump> pumps = new ArrayList<>();
+    try {
+      for (String node : List.of("unlocked-a", "unlocked-b")) {
+        DataSource pool = db.newDataSource(node, 8);
+        MessagePump pump =
+            Steps.pump(
+                pool,
+                node,
+                MessageBalancer.create(pool, "unlocked")
+                    .driver(handler)
+                    .lockPartition(false)
+                    .build(),
+                4);
+        pumps.add(pump);
+        pump.start();
+      }
+      await().atMost(WAIT).until(() -> ids.size() == keys * perKey);
+      // Key rows left empty by parallel removals are cleaned up by acquisition.
+      await().atMost(WAIT).until(() -> producer.partitionCount() == 0);
+    } finally {
+      pumps.forEach(MessagePump::close);
+    }
+    assertThat(duplicates).hasValue(0);
+    assertThat(maxParallel.get()).isGreaterThan(1);
+    assertThat(producer.messageCount()).isZero();
+  }
+}
