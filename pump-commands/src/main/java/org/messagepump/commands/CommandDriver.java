@@ -112,7 +112,7 @@ public final class CommandDriver implements Driver {
     if (max < 1) {
       return List.of();
     }
-    return new ArrayList<>(CommandQueries.fetchDue(tx.dsl(), rotated(), max));
+    return new ArrayList<>(CommandQueries.claimDue(tx.dsl(), rotated(), max));
   }
 
   /** The types, starting one further at each call: each type gets its turn to be scanned first. */
@@ -131,7 +131,7 @@ public final class CommandDriver implements Driver {
 
   /**
    * Decodes the command (an unknown type or an undecodable payload throws: a counted failure), runs
-   * its handler, and deletes the command.
+   * its handler. Acquire already deleted the command in this transaction.
    */
   @Override
   public Outcome handle(Tx tx, Delivery delivery) throws Exception {
@@ -144,8 +144,7 @@ public final class CommandDriver implements Driver {
     route
         .handler()
         .handle(command, new CommandContext(queue, tx, delivery.envelope(), delivery.attempt()));
-    CommandQueries.delete(tx.dsl(), id(delivery));
-    return Outcome.HANDLED;
+    return Outcome.HANDLED; // acquire already deleted the command in this transaction
   }
 
   private Object decode(Route route, String type, byte[] payload) {
@@ -168,12 +167,12 @@ public final class CommandDriver implements Driver {
 
   @Override
   public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) throws SQLException {
-    CommandQueries.postpone(tx.dsl(), id(delivery), failures, delay);
+    CommandQueries.reinsert(tx.dsl(), delivery, id(delivery), failures, delay);
   }
 
   @Override
   public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
-    DeadLetterQueries.park(tx.dsl(), id(delivery), failures, reason);
+    DeadLetterQueries.parkClaimed(tx.dsl(), delivery.envelope(), id(delivery), failures, reason);
     parked.increment();
   }
 

@@ -24,7 +24,6 @@ import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Record;
 import org.jooq.Record3;
-import org.jooq.ResultQuery;
 import org.jooq.Select;
 import org.jooq.SelectField;
 import org.jooq.Table;
@@ -59,7 +58,7 @@ public final class CommandQueries {
    * only returned rows are locked, and the cost depends on {@code max} and the number of types,
    * never on the backlog. The caller rotates the order of the types between calls for fairness.
    */
-  public static ResultQuery<Record> acquire(DSLContext dsl, List<String> types, int max) {
+  public static Select<Record> acquire(DSLContext dsl, List<String> types, int max) {
     if (types.size() == 1) {
       return headOf(dsl, DSL.val(types.get(0)), max);
     }
@@ -84,10 +83,57 @@ public final class CommandQueries {
         .skipLocked();
   }
 
-  /** Runs the acquire statement and maps the rows to deliveries. */
-  public static List<Delivery> fetchDue(DSLContext dsl, List<String> types, int max) {
+  /**
+   * Claims up to {@code max} due commands in one round trip: the acquire statement's rows are
+   * deleted and returned ({@code DELETE … WHERE message_id IN (acquire) RETURNING …}). The delete
+   * is the success bookkeeping, done up front: it commits with the handler's writes, a rollback (or
+   * a dead connection) brings the commands back, and a postponement re-inserts the row in the same
+   * transaction. Oldest first within a type.
+   */
+  public static List<Delivery> claimDue(DSLContext dsl, List<String> types, int max) {
+    Table<?> claim = acquire(dsl, types, max).asTable("claim");
+    List<Record> rows =
+        new ArrayList<>(
+            dsl.deleteFrom(COMMANDS)
+                .where(
+                    MESSAGE_ID.in(
+                        dsl.select(claim.field(MESSAGE_ID.getName(), UUID.class)).from(claim)))
+                .returning(COLUMNS)
+                .fetch());
+    rows.sort(java.util.Comparator.comparing(r -> r.get(DELIVER_AT)));
+    return toDeliveries(rows);
+  }
+
+  /** Puts a claimed command back with a new failure count, due {@code delay} from now. */
+  public static void reinsert(DSLContext dsl, Delivery d, UUID id, int failures, Duration delay) {
+    Envelope e = d.envelope();
+    dsl.insertInto(COMMANDS)
+        .columns(
+            MESSAGE_ID,
+            MESSAGE_TYPE,
+            CORRELATION_ID,
+            CAUSATION_ID,
+            HEADERS,
+            PAYLOAD,
+            FAILURES,
+            ENQUEUED_AT,
+            DELIVER_AT)
+        .values(
+            DSL.val(id, MESSAGE_ID),
+            DSL.val(e.type(), MESSAGE_TYPE),
+            DSL.val(e.correlationId(), CORRELATION_ID),
+            DSL.val(e.causationId(), CAUSATION_ID),
+            DSL.val(HeadersJson.write(e.headers()), HEADERS),
+            DSL.val(e.payload(), PAYLOAD),
+            DSL.val(failures, FAILURES),
+            DSL.val(e.createdAt(), ENQUEUED_AT),
+            Enqueuer.deliverAt(delay, null))
+        .execute();
+  }
+
+  private static List<Delivery> toDeliveries(List<? extends Record> rows) {
     List<Delivery> out = new ArrayList<>();
-    for (Record r : acquire(dsl, types, max).fetch()) {
+    for (Record r : rows) {
       UUID id = r.get(0, UUID.class);
       Envelope e =
           new Envelope(
@@ -101,20 +147,6 @@ public final class CommandQueries {
       out.add(new Delivery(e, r.get(6, Integer.class), null, id));
     }
     return out;
-  }
-
-  /** Deletes a handled command. */
-  public static int delete(DSLContext dsl, UUID id) {
-    return dsl.deleteFrom(COMMANDS).where(MESSAGE_ID.eq(id)).execute();
-  }
-
-  /** Makes a command due {@code delay} from now (database clock) with a new failure count. */
-  public static int postpone(DSLContext dsl, UUID id, int failures, Duration delay) {
-    return dsl.update(COMMANDS)
-        .set(FAILURES, failures)
-        .set(DELIVER_AT, Enqueuer.deliverAt(delay, null))
-        .where(MESSAGE_ID.eq(id))
-        .execute();
   }
 
   /** Per type: due, delayed and dead-letter counts. */

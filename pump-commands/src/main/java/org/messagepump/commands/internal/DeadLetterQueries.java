@@ -30,9 +30,11 @@ public final class DeadLetterQueries {
   private DeadLetterQueries() {}
 
   /** Moves a pending command (locked by the caller) to the dead letters. */
-  public static void park(DSLContext dsl, UUID id, int failures, String reason) {
-    dsl.insertInto(
-            DEAD_LETTERS,
+  /** Parks a claimed command (its row is already deleted) from its envelope. */
+  public static void parkClaimed(
+      DSLContext dsl, org.messagepump.core.Envelope e, UUID id, int failures, String reason) {
+    dsl.insertInto(DEAD_LETTERS)
+        .columns(
             MESSAGE_ID,
             MESSAGE_TYPE,
             CORRELATION_ID,
@@ -43,22 +45,18 @@ public final class DeadLetterQueries {
             LAST_ERROR,
             ENQUEUED_AT,
             PARKED_AT)
-        .select(
-            dsl.select(
-                    MESSAGE_ID,
-                    MESSAGE_TYPE,
-                    CORRELATION_ID,
-                    CAUSATION_ID,
-                    HEADERS,
-                    PAYLOAD,
-                    DSL.val(failures, FAILURES),
-                    DSL.val(reason, LAST_ERROR),
-                    ENQUEUED_AT,
-                    CLOCK_TIMESTAMP)
-                .from(COMMANDS)
-                .where(MESSAGE_ID.eq(id)))
+        .values(
+            DSL.val(id, MESSAGE_ID),
+            DSL.val(e.type(), MESSAGE_TYPE),
+            DSL.val(e.correlationId(), CORRELATION_ID),
+            DSL.val(e.causationId(), CAUSATION_ID),
+            DSL.val(HeadersJson.write(e.headers()), HEADERS),
+            DSL.val(e.payload(), PAYLOAD),
+            DSL.val(failures, FAILURES),
+            DSL.val(reason, LAST_ERROR),
+            DSL.val(e.createdAt(), ENQUEUED_AT),
+            CLOCK_TIMESTAMP)
         .execute();
-    dsl.deleteFrom(COMMANDS).where(MESSAGE_ID.eq(id)).execute();
   }
 
   /** Dead letters, oldest parked first; {@code type} null means all types. */
