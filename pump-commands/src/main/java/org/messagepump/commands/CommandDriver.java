@@ -102,6 +102,12 @@ public final class CommandDriver implements Driver {
     return NAME;
   }
 
+  /** Pumps listen on {@link CommandQueue#WAKE_CHANNEL}, which enqueues signal. */
+  @Override
+  public java.util.Optional<String> wakeChannel() {
+    return java.util.Optional.of(CommandQueue.WAKE_CHANNEL);
+  }
+
   /** The type names this driver acquires, in registration order. */
   public Set<String> types() {
     return routes.keySet();

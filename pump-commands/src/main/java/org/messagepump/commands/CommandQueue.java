@@ -40,6 +40,15 @@ public final class CommandQueue {
 
   private static final Logger log = LoggerFactory.getLogger(CommandQueue.class);
 
+  /**
+   * The NOTIFY channel an enqueue signals (once per transaction) and command pumps listen on, so an
+   * idle pump wakes at once instead of at its next poll.
+   */
+  public static final String WAKE_CHANNEL = "messagepump_commands";
+
+  /** Default for signalling {@link #WAKE_CHANNEL} on enqueue: on. */
+  public static final boolean DEFAULT_NOTIFICATIONS = true;
+
   private final DataSource dataSource;
   private final MessageCodec codec;
   private final int maxPayloadBytes;
@@ -54,7 +63,7 @@ public final class CommandQueue {
     this.dataSource = b.dataSource;
     this.codec = b.codec;
     this.maxPayloadBytes = b.maxPayloadBytes;
-    this.enqueuer = new Enqueuer(codec, maxPayloadBytes);
+    this.enqueuer = new Enqueuer(codec, maxPayloadBytes, b.notifications);
     this.meterRegistry = b.meterRegistry == null ? new CompositeMeterRegistry() : b.meterRegistry;
     this.enqueued =
         Counter.builder("messagepump.commands.enqueued")
@@ -238,6 +247,7 @@ public final class CommandQueue {
   public static final class Builder {
     private final DataSource dataSource;
     private MessageCodec codec;
+    private boolean notifications = DEFAULT_NOTIFICATIONS;
     private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
     private MeterRegistry meterRegistry;
 
@@ -260,6 +270,15 @@ public final class CommandQueue {
         throw new IllegalArgumentException("maxPayloadBytes must be >= 1: " + maxPayloadBytes);
       }
       this.maxPayloadBytes = maxPayloadBytes;
+      return this;
+    }
+
+    /**
+     * Whether an enqueue signals {@link CommandQueue#WAKE_CHANNEL} (PostgreSQL folds the signals of
+     * one transaction into one). Default {@value CommandQueue#DEFAULT_NOTIFICATIONS}.
+     */
+    public Builder notifications(boolean notifications) {
+      this.notifications = notifications;
       return this;
     }
 

@@ -25,6 +25,7 @@ import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.commands.EnqueueResult;
 import org.messagepump.commands.NewCommand;
 import org.messagepump.core.UnknownMessageTypeException;
+import org.messagepump.core.WakeSignal;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.core.spi.Tx;
 
@@ -39,10 +40,12 @@ public final class Enqueuer {
   public static final int ROWS_PER_INSERT = 5000;
 
   private final MessageCodec codec;
+  private final boolean notify;
   private final int maxPayloadBytes;
 
   /** An enqueuer encoding with {@code codec} and refusing payloads over {@code maxPayloadBytes}. */
-  public Enqueuer(MessageCodec codec, int maxPayloadBytes) {
+  public Enqueuer(MessageCodec codec, int maxPayloadBytes, boolean notify) {
+    this.notify = notify;
     this.codec = codec;
     this.maxPayloadBytes = maxPayloadBytes;
   }
@@ -120,6 +123,14 @@ public final class Enqueuer {
     }
     for (int from = 0; from < fresh.size(); from += ROWS_PER_INSERT) {
       insertCommands(dsl, fresh.subList(from, Math.min(fresh.size(), from + ROWS_PER_INSERT)));
+    }
+    if (notify && !fresh.isEmpty()) {
+      try {
+        WakeSignal.send(tx.connection(), CommandQueue.WAKE_CHANNEL);
+      } catch (java.sql.SQLException ex) {
+        throw new org.jooq.exception.DataAccessException(
+            "signalling " + CommandQueue.WAKE_CHANNEL, ex);
+      }
     }
     return Arrays.asList(results);
   }
