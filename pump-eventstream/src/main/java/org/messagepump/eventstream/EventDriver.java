@@ -112,6 +112,12 @@ public final class EventDriver implements Driver {
     return "eventstream";
   }
 
+  /** Event pumps listen on the channel every append signals, so new events wake them at once. */
+  @Override
+  public java.util.Optional<String> wakeChannel() {
+    return java.util.Optional.of(org.messagepump.eventstream.internal.StreamWriter.WAKE_CHANNEL);
+  }
+
   /** The handler key (the stable name checkpoints are kept under). */
   public String handlerKey() {
     return handlerKey;

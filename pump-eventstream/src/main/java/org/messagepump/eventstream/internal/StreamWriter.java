@@ -15,6 +15,7 @@ import org.jooq.DSLContext;
 import org.jooq.InsertValuesStep8;
 import org.jooq.JSONB;
 import org.jooq.Record1;
+import org.jooq.impl.DSL;
 import org.messagepump.core.UnknownMessageTypeException;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.AppendResult;
@@ -36,6 +37,9 @@ import org.messagepump.eventstream.internal.Tables.Streams;
  * event still uncommitted has an offset at or above it.
  */
 public final class StreamWriter {
+
+  /** The NOTIFY channel appends signal and event pumps listen on. */
+  public static final String WAKE_CHANNEL = "messagepump_events";
 
   /** One event, validated and encoded, not yet written. */
   public record Encoded(UUID messageId, String type, byte[] payload) {}
@@ -201,6 +205,8 @@ public final class StreamWriter {
             StreamTypes.LATEST_OFFSET,
             greatest(StreamTypes.LATEST_OFFSET, excluded(StreamTypes.LATEST_OFFSET)))
         .execute();
+    // Wake idle event pumps in every process; PostgreSQL folds the signals of one transaction.
+    dsl.select(DSL.function("pg_notify", Object.class, DSL.val(WAKE_CHANNEL), DSL.val(""))).fetch();
     return new AppendResult(streamId, first, next, ids);
   }
 }
