@@ -4,9 +4,11 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import org.jooq.DSLContext;
 import org.jooq.Record2;
 import org.jooq.exception.DataAccessException;
@@ -95,9 +97,12 @@ public final class BalancerDriver implements Driver {
     DSLContext dsl = tx.dsl();
     reapIfDue(dsl);
     List<Delivery> out = new ArrayList<>(max);
+    Set<String> taken = new HashSet<>();
     for (int round = 0; round < MAX_ROUNDS && out.size() < max; round++) {
       boolean skipped =
-          lockPartition ? acquireLocked(dsl, max - out.size(), out) : acquireFree(tx, max, out);
+          lockPartition
+              ? acquireLocked(dsl, max - out.size(), out, taken)
+              : acquireFree(tx, max, out, taken);
       if (!skipped) {
         break;
       }
@@ -107,12 +112,14 @@ public final class BalancerDriver implements Driver {
   }
 
   /** One round with lockPartition; true when it skipped empty keys (worth another round). */
-  private boolean acquireLocked(DSLContext dsl, int max, List<Delivery> out) {
-    DeliveryQueries.Acquired a = DeliveryQueries.acquireLocked(dsl, group, max);
+  private boolean acquireLocked(DSLContext dsl, int max, List<Delivery> out, Set<String> taken) {
+    DeliveryQueries.Acquired a = DeliveryQueries.acquireLocked(dsl, group, max, taken);
     for (Claim c : a.claims()) {
+      taken.add(c.key());
       out.add(delivery(c));
     }
     for (DeliveryQueries.EmptyKey e : a.empty()) {
+      taken.add(e.key());
       DeliveryQueries.deleteIfEmpty(dsl, group, e.key());
     }
     return !a.empty().isEmpty();
@@ -122,14 +129,16 @@ public final class BalancerDriver implements Driver {
    * One round without lockPartition: rotate keys on a short transaction of its own (committed at
    * once, so other processes see the new order), then lock each key's first free message here.
    */
-  private boolean acquireFree(Tx tx, int max, List<Delivery> out) throws SQLException {
+  private boolean acquireFree(Tx tx, int max, List<Delivery> out, Set<String> taken)
+      throws SQLException {
     List<Record2<String, Long>> keys;
     try (Connection c = balancer.dataSource().getConnection()) {
       c.setAutoCommit(true);
-      keys = DeliveryQueries.rotateKeys(Tx.of(c).dsl(), group, max - out.size());
+      keys = DeliveryQueries.rotateKeys(Tx.of(c).dsl(), group, max - out.size(), taken);
     }
     boolean skipped = false;
     for (Record2<String, Long> k : keys) {
+      taken.add(k.value1());
       Claim claim = DeliveryQueries.lockFirstFreeMessage(tx.dsl(), group, k.value1(), k.value2());
       if (claim != null) {
         out.add(delivery(claim));

@@ -41,7 +41,10 @@ class OrderAndFairnessIT {
     return Integer.parseInt(new String(m.content(), StandardCharsets.UTF_8));
   }
 
-  /** 200 keys × 50 messages, 3 pumps × 4 workers: stored order per key, each exactly once. */
+  /**
+   * 200 keys × 50 messages, 3 pumps × 4 workers (4 deliveries per transaction, so one acquisition
+   * takes several keys at once): stored order per key, each exactly once.
+   */
   @Test
   void everyKeyIsHandledInStoredOrderExactlyOnce(TestDatabase db) throws Exception {
     int keys = 200;
@@ -63,7 +66,7 @@ class OrderAndFairnessIT {
         DataSource pool = db.newDataSource(node, 6);
         MessagePump pump =
             Steps.pump(
-                pool, node, MessageBalancer.create(pool, "order").driver(handler).build(), 4);
+                pool, node, MessageBalancer.create(pool, "order").driver(handler).build(), 4, 4);
         pumps.add(pump);
         pump.start();
       }

@@ -103,10 +103,16 @@ final class Steps {
 
   /** A pump over {@code driver} with quick polling. */
   static MessagePump pump(DataSource ds, String name, Driver driver, int workers) {
+    return pump(ds, name, driver, workers, 1);
+  }
+
+  /** A pump over {@code driver} with quick polling and {@code batchSize} deliveries per tx. */
+  static MessagePump pump(DataSource ds, String name, Driver driver, int workers, int batchSize) {
     return MessagePump.builder(ds)
         .name(name)
         .driver(driver)
         .workers(workers)
+        .batchSize(batchSize)
         .pollInterval(Duration.ofMillis(50))
         .backoff(Duration.ofMillis(20), Duration.ofMillis(200))
         .shutdownGrace(Duration.ofSeconds(5))

@@ -6,6 +6,7 @@ import static org.messagepump.balancer.internal.Schema.clockPlus;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.UUID;
 import org.jooq.Condition;
@@ -52,13 +53,19 @@ public final class DeliveryQueries {
     return P.GROUP.eq(group).and(P.KEY.eq(key));
   }
 
-  /** Ready keys of a group: no lease, not parked, due. */
-  private static Condition ready(String group) {
-    return P.GROUP
-        .eq(group)
-        .and(P.LEASE_MESSAGE_ID.isNull())
-        .and(P.PARKED_AT.isNull())
-        .and(P.RESUME_AT.le(clock()));
+  /**
+   * Ready keys of a group: no lease, not parked, due, and not among {@code taken} — the keys this
+   * acquisition already holds (SKIP LOCKED does not skip rows the transaction itself locks, so a
+   * second round would otherwise return them again).
+   */
+  private static Condition ready(String group, Collection<String> taken) {
+    Condition ready =
+        P.GROUP
+            .eq(group)
+            .and(P.LEASE_MESSAGE_ID.isNull())
+            .and(P.PARKED_AT.isNull())
+            .and(P.RESUME_AT.le(clock()));
+    return taken.isEmpty() ? ready : ready.and(P.KEY.notIn(taken));
   }
 
   /**
@@ -66,8 +73,9 @@ public final class DeliveryQueries {
    * rotation, locked {@code FOR NO KEY UPDATE SKIP LOCKED}, moved to the back of the rotation, each
    * joined to its head message ({@code ORDER BY id LIMIT 1}).
    */
-  public static Acquired acquireLocked(DSLContext dsl, String group, int max) {
-    var rows = acquireQuery(dsl, group, max).fetch();
+  public static Acquired acquireLocked(
+      DSLContext dsl, String group, int max, Collection<String> taken) {
+    var rows = acquireQuery(dsl, group, max, taken).fetch();
     List<Claim> claims = new ArrayList<>(rows.size());
     List<EmptyKey> empty = new ArrayList<>();
     for (Record r : rows) {
@@ -96,11 +104,12 @@ public final class DeliveryQueries {
   }
 
   /** The acquisition statement (see {@link #acquireLocked}). */
-  public static ResultQuery<?> acquireQuery(DSLContext dsl, String group, int max) {
+  public static ResultQuery<?> acquireQuery(
+      DSLContext dsl, String group, int max, Collection<String> taken) {
     Table<?> c =
         DSL.select(P.GROUP.as("c_group"), P.KEY.as("c_key"), P.ROTATION.as("c_rotation"))
             .from(P.T)
-            .where(ready(group))
+            .where(ready(group, taken))
             .orderBy(P.ROTATION)
             .limit(max)
             .forNoKeyUpdate()
@@ -138,7 +147,7 @@ public final class DeliveryQueries {
 
   /** The acquisition statement as SQL with bind values. */
   public static Rendered acquireSql(DSLContext dsl, String group, int max) {
-    ResultQuery<?> q = acquireQuery(dsl, group, max);
+    ResultQuery<?> q = acquireQuery(dsl, group, max, List.of());
     return new Rendered(dsl.render(q), q.getBindValues());
   }
 
@@ -147,11 +156,12 @@ public final class DeliveryQueries {
    * keys with the lowest rotation, moved to the back and committed at once, so other processes see
    * the new order while the messages are handled.
    */
-  public static List<Record2<String, Long>> rotateKeys(DSLContext dsl, String group, int max) {
+  public static List<Record2<String, Long>> rotateKeys(
+      DSLContext dsl, String group, int max, Collection<String> taken) {
     Table<?> c =
         DSL.select(P.GROUP.as("c_group"), P.KEY.as("c_key"), P.ROTATION.as("c_rotation"))
             .from(P.T)
-            .where(ready(group))
+            .where(ready(group, taken))
             .orderBy(P.ROTATION)
             .limit(max)
             .forNoKeyUpdate()
