@@ -106,29 +106,35 @@ public final class CommandQueries {
 
   /** Puts a claimed command back with a new failure count, due {@code delay} from now. */
   public static void reinsert(DSLContext dsl, Delivery d, UUID id, int failures, Duration delay) {
-    Envelope e = d.envelope();
-    dsl.insertInto(COMMANDS)
-        .columns(
-            MESSAGE_ID,
-            MESSAGE_TYPE,
-            CORRELATION_ID,
-            CAUSATION_ID,
-            HEADERS,
-            PAYLOAD,
-            FAILURES,
-            ENQUEUED_AT,
-            DELIVER_AT)
-        .values(
+    List<Field<?>> values = stored(d.envelope(), id);
+    values.add(DSL.val(failures, FAILURES));
+    values.add(Enqueuer.deliverAt(delay, null));
+    dsl.insertInto(COMMANDS, columns(FAILURES, DELIVER_AT)).values(values).execute();
+  }
+
+  /** The columns a command keeps wherever it is stored (pending or dead letter). */
+  static final List<Field<?>> STORED =
+      List.of(
+          MESSAGE_ID, MESSAGE_TYPE, CORRELATION_ID, CAUSATION_ID, HEADERS, PAYLOAD, ENQUEUED_AT);
+
+  /** {@link #STORED} followed by {@code more}. */
+  static List<Field<?>> columns(Field<?>... more) {
+    List<Field<?>> all = new ArrayList<>(STORED);
+    all.addAll(List.of(more));
+    return all;
+  }
+
+  /** Bind values for {@link #STORED}, taken from a claimed command's envelope (a mutable list). */
+  static List<Field<?>> stored(Envelope e, UUID id) {
+    return new ArrayList<>(
+        List.of(
             DSL.val(id, MESSAGE_ID),
             DSL.val(e.type(), MESSAGE_TYPE),
             DSL.val(e.correlationId(), CORRELATION_ID),
             DSL.val(e.causationId(), CAUSATION_ID),
             DSL.val(HeadersJson.write(e.headers()), HEADERS),
             DSL.val(e.payload(), PAYLOAD),
-            DSL.val(failures, FAILURES),
-            DSL.val(e.createdAt(), ENQUEUED_AT),
-            Enqueuer.deliverAt(delay, null))
-        .execute();
+            DSL.val(e.createdAt(), ENQUEUED_AT)));
   }
 
   private static List<Delivery> toDeliveries(List<? extends Record> rows) {

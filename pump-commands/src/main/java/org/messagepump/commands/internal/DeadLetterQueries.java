@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.UUID;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
+import org.jooq.Field;
 import org.jooq.Record;
 import org.jooq.impl.DSL;
 import org.messagepump.commands.DeadLetter;
@@ -29,33 +30,15 @@ public final class DeadLetterQueries {
 
   private DeadLetterQueries() {}
 
-  /** Moves a pending command (locked by the caller) to the dead letters. */
   /** Parks a claimed command (its row is already deleted) from its envelope. */
   public static void parkClaimed(
       DSLContext dsl, org.messagepump.core.Envelope e, UUID id, int failures, String reason) {
-    dsl.insertInto(DEAD_LETTERS)
-        .columns(
-            MESSAGE_ID,
-            MESSAGE_TYPE,
-            CORRELATION_ID,
-            CAUSATION_ID,
-            HEADERS,
-            PAYLOAD,
-            FAILURES,
-            LAST_ERROR,
-            ENQUEUED_AT,
-            PARKED_AT)
-        .values(
-            DSL.val(id, MESSAGE_ID),
-            DSL.val(e.type(), MESSAGE_TYPE),
-            DSL.val(e.correlationId(), CORRELATION_ID),
-            DSL.val(e.causationId(), CAUSATION_ID),
-            DSL.val(HeadersJson.write(e.headers()), HEADERS),
-            DSL.val(e.payload(), PAYLOAD),
-            DSL.val(failures, FAILURES),
-            DSL.val(reason, LAST_ERROR),
-            DSL.val(e.createdAt(), ENQUEUED_AT),
-            CLOCK_TIMESTAMP)
+    List<Field<?>> values = CommandQueries.stored(e, id);
+    values.add(DSL.val(failures, FAILURES));
+    values.add(DSL.val(reason, LAST_ERROR));
+    values.add(CLOCK_TIMESTAMP);
+    dsl.insertInto(DEAD_LETTERS, CommandQueries.columns(FAILURES, LAST_ERROR, PARKED_AT))
+        .values(values)
         .execute();
   }
 
