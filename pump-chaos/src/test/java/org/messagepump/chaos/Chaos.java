@@ -13,9 +13,11 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import javax.sql.DataSource;
+import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueResult;
 import org.messagepump.commands.NewCommand;
+import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.TestDatabase;
 import org.messagepump.testkit.chaos.Ledger;
 import org.messagepump.testkit.chaos.NodeProcess;
@@ -50,6 +52,40 @@ final class Chaos {
         db.server().password(),
         name,
         Integer.toString(workers));
+  }
+
+  /**
+   * A command pump on {@code ds} whose handler records each command in the ledger as {@code node}.
+   */
+  static MessagePump recordingPump(
+      DataSource ds, CommandQueue queue, String node, int workers, int maxFailures) {
+    CommandHandlers handlers =
+        CommandHandlers.builder()
+            .on(
+                Work.class,
+                (w, ctx) ->
+                    Ledger.record(
+                        ctx.tx().connection(), ctx.messageId().toString(), ctx.attempt(), node))
+            .build();
+    return pump(ds, queue.driver(handlers), node, workers, maxFailures);
+  }
+
+  /** A pump with the suite's timings: 100 ms polls, backoff 50 ms to 1 s. */
+  static MessagePump pump(
+      DataSource ds,
+      org.messagepump.core.spi.Driver driver,
+      String node,
+      int workers,
+      int maxFailures) {
+    return MessagePump.builder(ds)
+        .name(node)
+        .driver(driver)
+        .workers(workers)
+        .pollInterval(Duration.ofMillis(100))
+        .backoff(Duration.ofMillis(50), Duration.ofSeconds(1))
+        .maxFailures(maxFailures)
+        .shutdownGrace(Duration.ofSeconds(20))
+        .build();
   }
 
   /** Enqueues {@code Work(from)..Work(to-1)} in one transaction and acknowledges them after. */
