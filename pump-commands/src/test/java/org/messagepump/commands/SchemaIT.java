@@ -87,6 +87,9 @@ class SchemaIT {
         .doesNotContain("Seq Scan")
         .doesNotContain("Sort");
     assertThat(explain(db, one, false)).contains("commands_due").doesNotContain("Seq Scan");
+    // The claim deletes the locked ids by primary key: never a scan of the whole table.
+    String claim = explainClaim(db, three);
+    assertThat(claim).contains("commands_pkey").contains("commands_due").doesNotContain("Seq Scan");
     long bigOne = bufferHits(db, one);
     long bigThree = bufferHits(db, three);
     System.out.println(
@@ -124,6 +127,23 @@ class SchemaIT {
       hits += Long.parseLong(r.group(1));
     }
     return hits;
+  }
+
+  private static String explainClaim(TestDatabase db, List<String> types) throws Exception {
+    try (Connection c = db.dataSource().getConnection()) {
+      c.setAutoCommit(false);
+      String sql = CommandQueries.claim(Tx.of(c).dsl(), types, 4).getSQL(ParamType.INLINED);
+      StringBuilder out = new StringBuilder();
+      try (Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("EXPLAIN (COSTS OFF) " + sql)) {
+        while (rs.next()) {
+          out.append(rs.getString(1)).append('\n');
+        }
+      } finally {
+        c.rollback();
+      }
+      return out.toString();
+    }
   }
 
   private static String explain(TestDatabase db, List<String> types, boolean analyze)

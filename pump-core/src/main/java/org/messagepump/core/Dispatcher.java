@@ -124,8 +124,26 @@ final class Dispatcher implements Runnable {
     }
   }
 
-  /** One poll on a worker: acquire, then handle what was found; always frees the worker. */
+  /**
+   * A worker's turn: poll, handle what was found, and poll again at once on the same thread for as
+   * long as polls find work (no hand-off back and forth per delivery). An empty or failed poll ends
+   * the turn and frees the worker; the dispatcher decides when the next turn starts.
+   */
   private void poll(long wakeMark) {
+    try {
+      long mark = wakeMark;
+      while (running && pollOnce(mark)) {
+        synchronized (signal) {
+          mark = wakes;
+        }
+      }
+    } finally {
+      freeWorkers.release();
+    }
+  }
+
+  /** One poll and its deliveries; true when it found work. */
+  private boolean pollOnce(long wakeMark) {
     long start = System.nanoTime();
     Connection c = null;
     try {
@@ -137,10 +155,11 @@ final class Dispatcher implements Runnable {
       if (deliveries.isEmpty()) {
         c.commit(); // a driver may write while acquiring (e.g. advance a checkpoint to the end)
         foundNothing(wakeMark);
-        return;
+        return false;
       }
       foundWork();
       runner.run(c, deliveries);
+      return true;
     } catch (SQLException | RuntimeException e) {
       metrics.acquired(System.nanoTime() - start);
       if (c != null) {
@@ -149,12 +168,12 @@ final class Dispatcher implements Runnable {
       if (running) {
         pollFailed(e);
       }
+      return false;
     } finally {
       if (c != null) {
         inFlight.remove(c);
         close(c);
       }
-      freeWorkers.release();
     }
   }
 

@@ -91,17 +91,26 @@ public final class CommandQueries {
    * transaction. Oldest first within a type.
    */
   public static List<Delivery> claimDue(DSLContext dsl, List<String> types, int max) {
-    Table<?> claim = acquire(dsl, types, max).asTable("claim");
-    List<Record> rows =
-        new ArrayList<>(
-            dsl.deleteFrom(COMMANDS)
-                .where(
-                    MESSAGE_ID.in(
-                        dsl.select(claim.field(MESSAGE_ID.getName(), UUID.class)).from(claim)))
-                .returning(COLUMNS)
-                .fetch());
+    List<Record> rows = new ArrayList<>(claim(dsl, types, max).fetch());
     rows.sort(java.util.Comparator.comparing(r -> r.get(DELIVER_AT)));
     return toDeliveries(rows);
+  }
+
+  /**
+   * The claim statement. {@code = ANY(ARRAY(acquire))} rather than {@code IN (acquire)}: the locked
+   * ids are computed first and the delete finds them by primary key, where {@code IN} may be
+   * planned as a semi-join scanning the whole table.
+   */
+  public static org.jooq.DeleteResultStep<Record> claim(
+      DSLContext dsl, List<String> types, int max) {
+    Table<?> claim = acquire(dsl, types, max).asTable("claim");
+    return dsl.deleteFrom(COMMANDS)
+        .where(
+            MESSAGE_ID.eq(
+                DSL.any(
+                    DSL.array(
+                        dsl.select(claim.field(MESSAGE_ID.getName(), UUID.class)).from(claim)))))
+        .returning(COLUMNS);
   }
 
   /** Puts a claimed command back with a new failure count, due {@code delay} from now. */
