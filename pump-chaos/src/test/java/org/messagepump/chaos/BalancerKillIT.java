@@ -27,9 +27,9 @@ import org.messagepump.testkit.chaos.Ledger;
 import org.messagepump.testkit.chaos.NodeProcess;
 
 /**
- * Scenario 9 (balancer): kill -9 one of two balancer JVMs again and again while messages of 10
- * keys arrive; every fifth message is handed off downstream and confirmed by the test. Per-key
- * order is kept and no message (hand-off included) is delivered twice.
+ * Scenario 9 (balancer): kill -9 one of two balancer JVMs again and again while messages of 10 keys
+ * arrive; every fifth message is handed off downstream and confirmed by the test. Per-key order is
+ * kept and no message (hand-off included) is delivered twice.
  */
 @Tag("chaos")
 @Tag("chaos-fast")

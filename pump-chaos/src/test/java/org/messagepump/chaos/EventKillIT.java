@@ -98,7 +98,9 @@ class EventKillIT {
     // reported, not asserted: a node only gets a stream once the survivor lets go of one.
   }
 
-  /** Appends Work(from..to-1) round-robin over the streams in one transaction, then acknowledges. */
+  /**
+   * Appends Work(from..to-1) round-robin over the streams in one transaction, then acknowledges.
+   */
   private static void append(
       TestDatabase db, EventStore store, Ledger ledger, List<Long> streams, long from, long to) {
     Map<Long, List<Object>> byStream = new LinkedHashMap<>();

@@ -45,8 +45,7 @@ class TerminateBackendsIT {
 
     List<HikariDataSource> pools = new ArrayList<>();
     List<MessagePump> pumps = new ArrayList<>();
-    BackendTerminator terminator =
-        new BackendTerminator(db.server(), db.name(), "term-node-%");
+    BackendTerminator terminator = new BackendTerminator(db.server(), db.name(), "term-node-%");
     long handledInWindow;
     Instant lastFault;
     try {

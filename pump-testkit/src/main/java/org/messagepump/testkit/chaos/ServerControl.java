@@ -57,10 +57,40 @@ public final class ServerControl {
     }
     try {
       String opts = Files.readString(dir.resolve("postmaster.opts"), StandardCharsets.UTF_8);
-      return new ServerControl(server, dir, parseOpts(opts.strip()));
+      List<String> command = new ArrayList<>(parseOpts(opts.strip()));
+      String[] ids = postmasterIds(dir);
+      if (ids != null && !ids[0].equals("0") && isRoot()) {
+        // The postmaster runs as an unprivileged user (PostgreSQL refuses root): start it as that.
+        command.addAll(
+            0, List.of("setpriv", "--reuid=" + ids[0], "--regid=" + ids[1], "--clear-groups"));
+      }
+      return new ServerControl(server, dir, List.copyOf(command));
     } catch (IOException e) {
       throw new IllegalStateException("chaos: cannot read postmaster.opts in " + dir, e);
     }
+  }
+
+  /** The real uid and gid of the running postmaster, or null when unknown. */
+  private static String[] postmasterIds(Path dir) {
+    try {
+      String pid = Files.readAllLines(dir.resolve("postmaster.pid")).get(0).strip();
+      String uid = null;
+      String gid = null;
+      for (String line : Files.readAllLines(Path.of("/proc", pid, "status"))) {
+        if (line.startsWith("Uid:")) {
+          uid = line.split("\\s+")[1];
+        } else if (line.startsWith("Gid:")) {
+          gid = line.split("\\s+")[1];
+        }
+      }
+      return uid == null || gid == null ? null : new String[] {uid, gid};
+    } catch (IOException | RuntimeException e) {
+      return null;
+    }
+  }
+
+  private static boolean isRoot() {
+    return "root".equals(System.getProperty("user.name"));
   }
 
   /** Splits {@code postmaster.opts}: a binary path, then double-quoted arguments. */
