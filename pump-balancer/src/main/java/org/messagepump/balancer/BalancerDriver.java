@@ -81,6 +81,14 @@ public final class BalancerDriver implements Driver {
     return "balancer";
   }
 
+  /**
+   * Balancer pumps listen on the channel every store signals, so new messages wake them at once.
+   */
+  @Override
+  public java.util.Optional<String> wakeChannel() {
+    return java.util.Optional.of(org.messagepump.balancer.internal.StoreQueries.WAKE_CHANNEL);
+  }
+
   /** True when at most one message per key is in flight. */
   public boolean lockPartition() {
     return lockPartition;

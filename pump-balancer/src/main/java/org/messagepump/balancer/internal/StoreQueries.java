@@ -21,6 +21,9 @@ import org.messagepump.balancer.internal.Schema.P;
 /** The SQL of storing messages and of introspection. */
 public final class StoreQueries {
 
+  /** The NOTIFY channel a store signals and balancer pumps listen on. */
+  public static final String WAKE_CHANNEL = "messagepump_balancer";
+
   private static final int MAX_KEY_ROW_ATTEMPTS = 100;
 
   private StoreQueries() {}
@@ -42,7 +45,9 @@ public final class StoreQueries {
                     "hashtextextended",
                     SQLDataType.BIGINT,
                     DSL.val(group.length() + ":" + group + "/" + key),
-                    DSL.val(0x62616c616e636572L))))
+                    DSL.val(0x62616c616e636572L))),
+            // In the same round trip: wake idle balancer pumps at commit (folded per transaction).
+            DSL.function("pg_notify", SQLDataType.OTHER, DSL.val(WAKE_CHANNEL), DSL.val("")))
         .fetch();
     for (int attempt = 0; ; attempt++) {
       if (dsl.selectOne().from(P.T).where(DeliveryQueries.key(group, key)).forKeyShare().fetchOne()
