@@ -161,7 +161,7 @@ public final class ServerControl {
 
   /** Starts the server again with its recorded command line and waits until it accepts logins. */
   public void start(Duration timeout) {
-    ProcessBuilder pb = new ProcessBuilder(command);
+    ProcessBuilder pb = new ProcessBuilder(launchCommand());
     pb.redirectErrorStream(true);
     pb.redirectOutput(
         ProcessBuilder.Redirect.appendTo(
@@ -188,6 +188,23 @@ public final class ServerControl {
       }
       sleep(50);
     }
+  }
+
+  /**
+   * The recorded command line; as root, inside a new user namespace without a uid mapping
+   * ({@code unshare -U}), where the server's effective uid is not 0 (PostgreSQL refuses to run as
+   * root) while the kernel still checks file access as the data directory's owner. That is how the
+   * embedded server runs as root on the first start too.
+   */
+  private List<String> launchCommand() {
+    boolean root = "root".equals(System.getProperty("user.name"));
+    Path unshare = Path.of("/usr/bin/unshare");
+    if (!root || !Files.isExecutable(unshare)) {
+      return command;
+    }
+    List<String> wrapped = new java.util.ArrayList<>(List.of(unshare.toString(), "-U"));
+    wrapped.addAll(command);
+    return wrapped;
   }
 
   private static boolean running(long pid) {
