@@ -20,7 +20,11 @@ import picocli.CommandLine.Spec;
     name = "balancer",
     mixinStandardHelpOptions = true,
     description = "Partition group statistics; confirm or requeue handed-off messages.",
-    subcommands = {BalancerCommand.Stats.class, BalancerCommand.Confirm.class, BalancerCommand.Requeue.class})
+    subcommands = {
+      BalancerCommand.Stats.class,
+      BalancerCommand.Confirm.class,
+      BalancerCommand.Requeue.class
+    })
 final class BalancerCommand implements Runnable {
 
   @Override
@@ -28,14 +32,20 @@ final class BalancerCommand implements Runnable {
     throw new CliException("say stats, confirm or requeue", 2);
   }
 
-  @Command(name = "stats", mixinStandardHelpOptions = true, description = "Per group, or per key of one group.")
+  @Command(
+      name = "stats",
+      mixinStandardHelpOptions = true,
+      description = "Per group, or per key of one group.")
   static final class Stats implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
     @Option(names = "--group", description = "Show the keys of this group.")
     String group;
 
-    @Option(names = "--limit", defaultValue = "50", description = "At most this many keys (default ${DEFAULT-VALUE}).")
+    @Option(
+        names = "--limit",
+        defaultValue = "50",
+        description = "At most this many keys (default ${DEFAULT-VALUE}).")
     int limit;
 
     @Spec CommandSpec spec;
@@ -47,7 +57,12 @@ final class BalancerCommand implements Runnable {
         if (group == null) {
           Table t = new Table("group", "partitions", "messages", "leases", "parked", "oldest (s)");
           for (GroupStats g : Balancer.groups(database.dataSource())) {
-            t.row(g.group(), g.partitions(), g.messages(), g.leases(), g.parked(),
+            t.row(
+                g.group(),
+                g.partitions(),
+                g.messages(),
+                g.leases(),
+                g.parked(),
                 g.oldestAge() == null ? 0 : g.oldestAge().toSeconds());
           }
           t.print(out);
@@ -58,18 +73,27 @@ final class BalancerCommand implements Runnable {
         for (String key : balancer.partitionKeys().stream().limit(limit).toList()) {
           PartitionStats s = balancer.partitionStats(key).orElse(null);
           if (s != null) {
-            t.row(key, s.messageCount(), s.inFlight() ? "yes" : "", s.leasedMessageId(), s.failures(),
+            t.row(
+                key,
+                s.messageCount(),
+                s.inFlight() ? "yes" : "",
+                s.leasedMessageId(),
+                s.failures(),
                 s.parked() ? "yes" : "");
           }
         }
         t.print(out);
-        out.printf("%d partitions, %d messages%n", balancer.partitionCount(), balancer.messageCount());
+        out.printf(
+            "%d partitions, %d messages%n", balancer.partitionCount(), balancer.messageCount());
       }
       return 0;
     }
   }
 
-  @Command(name = "confirm", mixinStandardHelpOptions = true, description = "Confirm a handed-off message (removes it, frees its key).")
+  @Command(
+      name = "confirm",
+      mixinStandardHelpOptions = true,
+      description = "Confirm a handed-off message (removes it, frees its key).")
   static final class Confirm implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
@@ -84,12 +108,19 @@ final class BalancerCommand implements Runnable {
     @Override
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-        return lease(spec, "confirmed", Balancer.confirm(database.dataSource(), messageId, token), messageId);
+        return lease(
+            spec,
+            "confirmed",
+            Balancer.confirm(database.dataSource(), messageId, token),
+            messageId);
       }
     }
   }
 
-  @Command(name = "requeue", mixinStandardHelpOptions = true, description = "Give a handed-off message back to its key (delivered again).")
+  @Command(
+      name = "requeue",
+      mixinStandardHelpOptions = true,
+      description = "Give a handed-off message back to its key (delivered again).")
   static final class Requeue implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
@@ -104,7 +135,11 @@ final class BalancerCommand implements Runnable {
     @Override
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-        return lease(spec, "requeued", Balancer.requeue(database.dataSource(), messageId, token, null), messageId);
+        return lease(
+            spec,
+            "requeued",
+            Balancer.requeue(database.dataSource(), messageId, token, null),
+            messageId);
       }
     }
   }
@@ -115,7 +150,11 @@ final class BalancerCommand implements Runnable {
         spec.commandLine().getOut().printf("%s message %d%n", verb, messageId);
         return 0;
       case STALE_TOKEN:
-        throw new CliException("message " + messageId + ": the token is stale (the lease expired and was handed off again)", 1);
+        throw new CliException(
+            "message "
+                + messageId
+                + ": the token is stale (the lease expired and was handed off again)",
+            1);
       default:
         throw new CliException("message " + messageId + ": no such handed-off message", 1);
     }

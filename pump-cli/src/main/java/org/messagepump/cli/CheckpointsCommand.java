@@ -29,7 +29,10 @@ final class CheckpointsCommand implements Runnable {
     throw new CliException("say show, reset, set or resume", 2);
   }
 
-  @Command(name = "show", mixinStandardHelpOptions = true, description = "Checkpoints per handler and stream.")
+  @Command(
+      name = "show",
+      mixinStandardHelpOptions = true,
+      description = "Checkpoints per handler and stream.")
   static final class Show implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
@@ -46,7 +49,13 @@ final class CheckpointsCommand implements Runnable {
         Table t = new Table("handler", "stream", "checkpoint", "end", "lag", "failures", "parked");
         for (String key : keys) {
           for (Checkpoint c : handlers.checkpoints(key)) {
-            t.row(key, c.streamId(), c.offset(), c.streamNextOffset(), c.lag(), c.failures(),
+            t.row(
+                key,
+                c.streamId(),
+                c.offset(),
+                c.streamNextOffset(),
+                c.lag(),
+                c.failures(),
                 c.parked() ? "yes: " + DeadLettersCommand.abbreviate(c.parkedReason()) : "");
           }
         }
@@ -57,11 +66,18 @@ final class CheckpointsCommand implements Runnable {
     }
   }
 
-  @Command(name = "reset", mixinStandardHelpOptions = true, description = "Replay a handler from offset 0 on every stream.")
+  @Command(
+      name = "reset",
+      mixinStandardHelpOptions = true,
+      description = "Replay a handler from offset 0 on every stream.")
   static final class Reset implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
-    @Option(names = "--handler", paramLabel = "KEY", required = true, description = "The handler key.")
+    @Option(
+        names = "--handler",
+        paramLabel = "KEY",
+        required = true,
+        description = "The handler key.")
     String handler;
 
     @Spec CommandSpec spec;
@@ -70,17 +86,26 @@ final class CheckpointsCommand implements Runnable {
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         int n = Stores.events(database.dataSource()).handlers().reset(handler);
-        spec.commandLine().getOut().printf("reset %s on %d stream%s%n", handler, n, n == 1 ? "" : "s");
+        spec.commandLine()
+            .getOut()
+            .printf("reset %s on %d stream%s%n", handler, n, n == 1 ? "" : "s");
       }
       return 0;
     }
   }
 
-  @Command(name = "set", mixinStandardHelpOptions = true, description = "Move one stream's checkpoint, guarded by its current value.")
+  @Command(
+      name = "set",
+      mixinStandardHelpOptions = true,
+      description = "Move one stream's checkpoint, guarded by its current value.")
   static final class SetOffset implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
-    @Option(names = "--handler", paramLabel = "KEY", required = true, description = "The handler key.")
+    @Option(
+        names = "--handler",
+        paramLabel = "KEY",
+        required = true,
+        description = "The handler key.")
     String handler;
 
     @Option(names = "--stream", required = true, description = "The stream id.")
@@ -100,18 +125,29 @@ final class CheckpointsCommand implements Runnable {
         throw new CliException("--expected and --offset must not be negative", 2);
       }
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-        Stores.events(database.dataSource()).handlers().setCheckpoint(handler, stream, expected, offset);
-        spec.commandLine().getOut().printf("%s on stream %d: %d -> %d%n", handler, stream, expected, offset);
+        Stores.events(database.dataSource())
+            .handlers()
+            .setCheckpoint(handler, stream, expected, offset);
+        spec.commandLine()
+            .getOut()
+            .printf("%s on stream %d: %d -> %d%n", handler, stream, expected, offset);
       }
       return 0;
     }
   }
 
-  @Command(name = "resume", mixinStandardHelpOptions = true, description = "Resume a handler's parked streams.")
+  @Command(
+      name = "resume",
+      mixinStandardHelpOptions = true,
+      description = "Resume a handler's parked streams.")
   static final class Resume implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
-    @Option(names = "--handler", paramLabel = "KEY", required = true, description = "The handler key.")
+    @Option(
+        names = "--handler",
+        paramLabel = "KEY",
+        required = true,
+        description = "The handler key.")
     String handler;
 
     @Option(names = "--stream", description = "Only this stream (default: every parked stream).")
@@ -123,7 +159,10 @@ final class CheckpointsCommand implements Runnable {
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         EventHandlers handlers = Stores.events(database.dataSource()).handlers();
-        int n = stream == null ? handlers.resumeAll(handler) : (handlers.resume(handler, stream) ? 1 : 0);
+        int n =
+            stream == null
+                ? handlers.resumeAll(handler)
+                : (handlers.resume(handler, stream) ? 1 : 0);
         spec.commandLine().getOut().printf("resumed %d stream%s%n", n, n == 1 ? "" : "s");
       }
       return 0;

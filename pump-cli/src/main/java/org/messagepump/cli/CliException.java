@@ -2,7 +2,9 @@ package org.messagepump.cli;
 
 import org.messagepump.core.PumpException;
 
-/** A failure the CLI reports as one line with an exit code (the stack trace only with --verbose). */
+/**
+ * A failure the CLI reports as one line with an exit code (the stack trace only with --verbose).
+ */
 final class CliException extends PumpException {
 
   private final int exitCode;

@@ -14,8 +14,8 @@ import java.util.stream.Stream;
 import javax.sql.DataSource;
 
 /**
- * The database a command works on: a HikariCP pool on the given URL, or an embedded PostgreSQL in
- * a temporary folder (removed at close) when no URL is given and the command allows it.
+ * The database a command works on: a HikariCP pool on the given URL, or an embedded PostgreSQL in a
+ * temporary folder (removed at close) when no URL is given and the command allows it.
  */
 final class Database implements AutoCloseable {
 
@@ -24,7 +24,8 @@ final class Database implements AutoCloseable {
   private final Path folder;
   private final String description;
 
-  private Database(HikariDataSource pool, EmbeddedPostgres embedded, Path folder, String description) {
+  private Database(
+      HikariDataSource pool, EmbeddedPostgres embedded, Path folder, String description) {
     this.pool = pool;
     this.embedded = embedded;
     this.folder = folder;
@@ -32,9 +33,24 @@ final class Database implements AutoCloseable {
   }
 
   /** Opens the database; with no URL starts an embedded server if {@code embeddedAllowed}. */
-  static Database open(DatabaseOptions options, boolean embeddedAllowed, int poolSize, PrintWriter err) {
+  static Database open(
+      DatabaseOptions options, boolean embeddedAllowed, int poolSize, PrintWriter err) {
+    return open(options, embeddedAllowed, poolSize, err, java.util.Map.of());
+  }
+
+  /** As above; {@code serverConfig} adds settings to an embedded server (ignored for a URL). */
+  static Database open(
+      DatabaseOptions options,
+      boolean embeddedAllowed,
+      int poolSize,
+      PrintWriter err,
+      java.util.Map<String, String> serverConfig) {
     if (options.hasUrl()) {
-      return new Database(pool(options.jdbcUrl, options.user, options.password, poolSize), null, null, options.jdbcUrl);
+      return new Database(
+          pool(options.jdbcUrl, options.user, options.password, poolSize),
+          null,
+          null,
+          options.jdbcUrl);
     }
     if (!embeddedAllowed) {
       throw new CliException("--jdbc-url is required (or set PUMP_JDBC_URL)", 2);
@@ -45,14 +61,16 @@ final class Database implements AutoCloseable {
       folder = Files.createTempDirectory("pump-embedded-pg");
       err.println("pump: starting an embedded PostgreSQL in " + folder + " (removed at exit)");
       err.flush();
-      pg =
+      EmbeddedPostgres.Builder builder =
           EmbeddedPostgres.builder()
               .setDataDirectory(folder.resolve("data"))
               .setCleanDataDirectory(true)
-              .setServerConfig("max_connections", "200")
-              .start();
+              .setServerConfig("max_connections", "200");
+      serverConfig.forEach(builder::setServerConfig);
+      pg = builder.start();
       String url = pg.getJdbcUrl("postgres", "postgres");
-      return new Database(pool(url, "postgres", "postgres", poolSize), pg, folder, "embedded PostgreSQL");
+      return new Database(
+          pool(url, "postgres", "postgres", poolSize), pg, folder, "embedded PostgreSQL");
     } catch (IOException | RuntimeException e) {
       closeEmbedded(pg, folder);
       throw new CliException("could not start the embedded PostgreSQL: " + e.getMessage(), 1, e);
@@ -79,7 +97,8 @@ final class Database implements AutoCloseable {
       return new HikariDataSource(config);
     } catch (HikariPool.PoolInitializationException e) {
       Throwable cause = e.getCause() == null ? e : e.getCause();
-      throw new CliException("cannot reach the database at " + url + ": " + cause.getMessage(), 1, e);
+      throw new CliException(
+          "cannot reach the database at " + url + ": " + cause.getMessage(), 1, e);
     } catch (RuntimeException e) {
       throw new CliException("cannot use the database at " + url + ": " + e.getMessage(), 1, e);
     }

@@ -35,10 +35,16 @@ final class DeadLettersCommand implements Runnable {
 
   /** Which dead letters an operation applies to: one id, or every one of a type. */
   static final class Target {
-    @Parameters(arity = "0..1", paramLabel = "MESSAGE_ID", description = "The dead letter's message id.")
+    @Parameters(
+        arity = "0..1",
+        paramLabel = "MESSAGE_ID",
+        description = "The dead letter's message id.")
     UUID messageId;
 
-    @Option(names = "--all-of-type", paramLabel = "TYPE", description = "Every dead letter of this type.")
+    @Option(
+        names = "--all-of-type",
+        paramLabel = "TYPE",
+        description = "Every dead letter of this type.")
     String type;
   }
 
@@ -49,7 +55,10 @@ final class DeadLettersCommand implements Runnable {
     @Option(names = "--type", description = "Only this command type.")
     String type;
 
-    @Option(names = "--limit", defaultValue = "50", description = "At most this many (default ${DEFAULT-VALUE}).")
+    @Option(
+        names = "--limit",
+        defaultValue = "50",
+        description = "At most this many (default ${DEFAULT-VALUE}).")
     int limit;
 
     @Spec CommandSpec spec;
@@ -68,13 +77,18 @@ final class DeadLettersCommand implements Runnable {
         }
         PrintWriter out = spec.commandLine().getOut();
         t.print(out);
-        out.printf("%d shown, %d in all%n", list.size(), type == null ? letters.count() : letters.count(type));
+        out.printf(
+            "%d shown, %d in all%n",
+            list.size(), type == null ? letters.count() : letters.count(type));
       }
       return 0;
     }
   }
 
-  @Command(name = "retry", mixinStandardHelpOptions = true, description = "Put dead letters back in the queue (failures reset).")
+  @Command(
+      name = "retry",
+      mixinStandardHelpOptions = true,
+      description = "Put dead letters back in the queue (failures reset).")
   static final class Retry implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
@@ -87,14 +101,21 @@ final class DeadLettersCommand implements Runnable {
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         DeadLetters letters = Stores.commands(database.dataSource()).deadLetters();
-        return report(spec, "retried", target.messageId != null
-            ? (letters.retry(target.messageId) ? 1 : 0)
-            : letters.retryAll(target.type), target);
+        return report(
+            spec,
+            "retried",
+            target.messageId != null
+                ? (letters.retry(target.messageId) ? 1 : 0)
+                : letters.retryAll(target.type),
+            target);
       }
     }
   }
 
-  @Command(name = "discard", mixinStandardHelpOptions = true, description = "Delete dead letters for good.")
+  @Command(
+      name = "discard",
+      mixinStandardHelpOptions = true,
+      description = "Delete dead letters for good.")
   static final class Discard implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
@@ -107,9 +128,13 @@ final class DeadLettersCommand implements Runnable {
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         DeadLetters letters = Stores.commands(database.dataSource()).deadLetters();
-        return report(spec, "discarded", target.messageId != null
-            ? (letters.discard(target.messageId) ? 1 : 0)
-            : letters.discardAll(target.type), target);
+        return report(
+            spec,
+            "discarded",
+            target.messageId != null
+                ? (letters.discard(target.messageId) ? 1 : 0)
+                : letters.discardAll(target.type),
+            target);
       }
     }
   }

@@ -30,29 +30,46 @@ final class DemoChecks {
     String like = s.run + "-%";
     try (Connection c = ds.getConnection()) {
       long[] view =
-          longs(c, "SELECT count(*), count(DISTINCT order_id), coalesce(sum(amount), 0) FROM demo.orders_view"
-              + " WHERE order_id LIKE ?", like);
+          longs(
+              c,
+              "SELECT count(*), count(DISTINCT order_id), coalesce(sum(amount), 0) FROM demo.orders_view"
+                  + " WHERE order_id LIKE ?",
+              like);
       result.add(
           "every placed order projected exactly once",
           view[0] == placed && view[1] == placed,
           view[0] + " rows, " + view[1] + " distinct, " + placed + " expected");
       long[] totals =
-          longs(c, "SELECT coalesce(sum(total), 0), coalesce(sum(orders), 0) FROM demo.customer_totals WHERE run = ?", s.run);
+          longs(
+              c,
+              "SELECT coalesce(sum(total), 0), coalesce(sum(orders), 0) FROM demo.customer_totals WHERE run = ?",
+              s.run);
       result.add(
           "own-checkpoint projection matches the read model",
           totals[0] == view[2] && totals[1] == placed,
           "total " + totals[0] + " vs " + view[2] + ", " + totals[1] + " orders");
       long[] sent =
-          longs(c, "SELECT count(*), count(DISTINCT message_id), count(*) FILTER (WHERE via = 'gateway')"
-              + " FROM demo.notifications WHERE run = ?", s.run);
+          longs(
+              c,
+              "SELECT count(*), count(DISTINCT message_id), count(*) FILTER (WHERE via = 'gateway')"
+                  + " FROM demo.notifications WHERE run = ?",
+              s.run);
       result.add(
           "every notification sent exactly once",
           sent[0] == placed && sent[1] == placed,
-          sent[0] + " sent, " + sent[1] + " distinct, " + sent[2] + " through the gateway hand-off");
+          sent[0]
+              + " sent, "
+              + sent[1]
+              + " distinct, "
+              + sent[2]
+              + " through the gateway hand-off");
       long[] inversions =
-          longs(c, "SELECT count(*) FILTER (WHERE inverted) FROM (SELECT message_id < lag(message_id)"
-              + " OVER (PARTITION BY customer ORDER BY seq) AS inverted FROM demo.notifications"
-              + " WHERE run = ?) x", s.run);
+          longs(
+              c,
+              "SELECT count(*) FILTER (WHERE inverted) FROM (SELECT message_id < lag(message_id)"
+                  + " OVER (PARTITION BY customer ORDER BY seq) AS inverted FROM demo.notifications"
+                  + " WHERE run = ?) x",
+              s.run);
       result.add(
           "per-customer order kept",
           inversions[0] == 0,

@@ -37,13 +37,22 @@ final class DemoCommand implements Callable<Integer> {
 
   @Mixin DatabaseOptions db;
 
-  @Option(names = "--messages", defaultValue = "2000", description = "Orders to place (default ${DEFAULT-VALUE}).")
+  @Option(
+      names = "--messages",
+      defaultValue = "1000",
+      description = "Orders to place (default ${DEFAULT-VALUE}).")
   int messages;
 
-  @Option(names = "--workers", defaultValue = "4", description = "Workers of the command and balancer pumps (default ${DEFAULT-VALUE}).")
+  @Option(
+      names = "--workers",
+      defaultValue = "4",
+      description = "Workers of the command and balancer pumps (default ${DEFAULT-VALUE}).")
   int workers;
 
-  @Option(names = "--timeout", defaultValue = "PT5M", description = "Give up after this long (ISO-8601, default ${DEFAULT-VALUE}).")
+  @Option(
+      names = "--timeout",
+      defaultValue = "PT5M",
+      description = "Give up after this long (ISO-8601, default ${DEFAULT-VALUE}).")
   Duration timeout;
 
   @Spec CommandSpec spec;
@@ -68,7 +77,8 @@ final class DemoCommand implements Callable<Integer> {
           scenario.run, database.description(), messages, scenario.customers, workers);
       out.flush();
       SimpleMeterRegistry registry = new SimpleMeterRegistry();
-      CommandQueue queue = CommandQueue.builder(ds).codec(DemoScenario.CODEC).meterRegistry(registry).build();
+      CommandQueue queue =
+          CommandQueue.builder(ds).codec(DemoScenario.CODEC).meterRegistry(registry).build();
       long started = System.nanoTime();
       List<MessagePump> pumps = startPumps(ds, queue, scenario, registry);
       Thread gateway = startGateway(ds, scenario);
@@ -101,29 +111,30 @@ final class DemoCommand implements Callable<Integer> {
     List<MessagePump> pumps = new ArrayList<>();
     CommandHandlers handlers =
         CommandHandlers.builder().on(DemoScenario.PlaceOrder.class, scenario::placeOrder).build();
-    pumps.add(
-        pump(ds, "orders", queue.driver(handlers), workers, registry)
-            .maxFailures(3)
-            .build());
+    pumps.add(pump(ds, "orders", queue.driver(handlers), workers, registry).maxFailures(3).build());
     EventDriver view =
         EventDriver.builder(scenario.events)
             .handlerKey(DemoScenario.VIEW_HANDLER)
             .on(DemoScenario.OrderPlaced.class, scenario::project)
             .concurrency(Concurrency.MAXIMAL)
             .build();
-    pumps.add(pump(ds, "orders-view", view, 2, registry).build());
+    pumps.add(pump(ds, "orders-view", view, 2, registry).batchSize(20).build());
     EventDriver totals =
         EventDriver.builder(scenario.events)
             .handlerKey(DemoScenario.TOTALS_HANDLER)
             .project(DemoScenario.OrderPlaced.class, scenario::total)
             .concurrency(Concurrency.MINIMAL)
             .build();
-    pumps.add(pump(ds, "customer-totals", totals, 1, registry).build());
+    pumps.add(pump(ds, "customer-totals", totals, 1, registry).batchSize(50).build());
     pumps.add(
         pump(
                 ds,
                 "notifications",
-                scenario.notifications.driver(scenario::notify).leaseDuration(Duration.ofSeconds(5)).build(),
+                scenario
+                    .notifications
+                    .driver(scenario::notify)
+                    .leaseDuration(Duration.ofSeconds(5))
+                    .build(),
                 workers,
                 registry)
             .maxFailures(5)
@@ -133,7 +144,11 @@ final class DemoCommand implements Callable<Integer> {
   }
 
   private static MessagePump.Builder pump(
-      DataSource ds, String name, org.messagepump.core.spi.Driver driver, int workers, SimpleMeterRegistry registry) {
+      DataSource ds,
+      String name,
+      org.messagepump.core.spi.Driver driver,
+      int workers,
+      SimpleMeterRegistry registry) {
     return MessagePump.builder(ds)
         .name(name)
         .driver(driver)

@@ -16,7 +16,8 @@ import org.messagepump.eventstream.EventHandlers;
 final class DemoProgress {
 
   private static final String TYPE = "demo.PlaceOrder";
-  private static final List<String> PUMPS = List.of("orders", "orders-view", "customer-totals", "notifications");
+  private static final List<String> PUMPS =
+      List.of("orders", "orders-view", "customer-totals", "notifications");
 
   private final DemoScenario scenario;
   private final CommandQueue queue;
@@ -28,7 +29,11 @@ final class DemoProgress {
   private final long started = System.nanoTime();
 
   DemoProgress(
-      DataSource ds, DemoScenario scenario, CommandQueue queue, MeterRegistry registry, PrintWriter out,
+      DataSource ds,
+      DemoScenario scenario,
+      CommandQueue queue,
+      MeterRegistry registry,
+      PrintWriter out,
       boolean terminal) {
     this.scenario = scenario;
     this.queue = queue;
@@ -68,9 +73,19 @@ final class DemoProgress {
             String.format(
                 "%5.1fs | orders %d/%d (%.0f/s) queued %d | view lag %d | totals lag %d"
                     + " | notifications %d (%.0f/s) waiting %d | in flight %d | retried %d | parked %d",
-                seconds(), handledOrders, scenario.orders, rate("orders"), pending, viewLag, totalsLag,
-                (long) count("notifications", "handled"), rate("notifications"), notes, inFlight(),
-                (long) (sum("failed") + sum("busy")), parked);
+                seconds(),
+                handledOrders,
+                scenario.orders,
+                rate("orders"),
+                pending,
+                viewLag,
+                totalsLag,
+                (long) count("notifications", "handled"),
+                rate("notifications"),
+                notes,
+                inFlight(),
+                (long) (sum("failed") + sum("busy")),
+                parked);
         if (terminal) {
           out.print("\r" + line + "   ");
         } else {
@@ -95,10 +110,20 @@ final class DemoProgress {
   void summary(long tookMs, DemoChecks checks, boolean done) {
     out.println();
     out.printf("Finished in %.1f s%s%n", tookMs / 1000.0, done ? "" : " (timed out)");
-    Table t = new Table("pump", "handled", "busy", "failed (retried)", "parked", "abandoned");
+    Table t =
+        new Table(
+            "pump", "handled", "busy", "failed (retried)", "parked", "abandoned", "mean handle ms");
     for (String pump : PUMPS) {
-      t.row(pump, (long) count(pump, "handled"), (long) count(pump, "busy"), (long) count(pump, "failed"),
-          (long) count(pump, "parked"), (long) count(pump, "abandoned"));
+      io.micrometer.core.instrument.Timer handle =
+          Search.in(registry).name("messagepump.handle.duration").tag("pump", pump).timer();
+      t.row(
+          pump,
+          (long) count(pump, "handled"),
+          (long) count(pump, "busy"),
+          (long) count(pump, "failed"),
+          (long) count(pump, "parked"),
+          (long) count(pump, "abandoned"),
+          handle == null ? "" : String.format("%.2f", handle.mean(TimeUnit.MILLISECONDS)));
     }
     t.print(out);
     out.println();
@@ -136,6 +161,8 @@ final class DemoProgress {
 
   private long inFlight() {
     return Math.round(
-        Search.in(registry).name("messagepump.inflight").gauges().stream().mapToDouble(g -> g.value()).sum());
+        Search.in(registry).name("messagepump.inflight").gauges().stream()
+            .mapToDouble(g -> g.value())
+            .sum());
   }
 }

@@ -8,9 +8,9 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.UUID;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import javax.sql.DataSource;
 import org.messagepump.balancer.BalancedMessage;
@@ -150,10 +150,14 @@ final class DemoScenario {
     Tx tx = ctx.tx();
     events.append(
         tx,
-        List.of(new OrderPlaced(order.orderId(), order.number(), order.customer(), order.amount())));
+        List.of(
+            new OrderPlaced(order.orderId(), order.number(), order.customer(), order.amount())));
     String content = "{\"orderId\":\"" + order.orderId() + "\",\"amount\":" + order.amount() + "}";
     notifications.storeMessage(
-        tx.connection(), order.customer(), content.getBytes(StandardCharsets.UTF_8), "{\"run\":\"" + run + "\"}");
+        tx.connection(),
+        order.customer(),
+        content.getBytes(StandardCharsets.UTF_8),
+        "{\"run\":\"" + run + "\"}");
   }
 
   /** The read model: one row per placed order, written with the checkpoint. */
@@ -184,7 +188,8 @@ final class DemoScenario {
     Connection c = ctx.tx().connection();
     long held = 0;
     try (PreparedStatement ps =
-        c.prepareStatement("SELECT next_offset FROM demo.totals_checkpoint WHERE stream_id = ? FOR UPDATE")) {
+        c.prepareStatement(
+            "SELECT next_offset FROM demo.totals_checkpoint WHERE stream_id = ? FOR UPDATE")) {
       ps.setLong(1, ctx.streamId());
       try (ResultSet rs = ps.executeQuery()) {
         if (rs.next()) {
@@ -228,7 +233,8 @@ final class DemoScenario {
     return Result.ok();
   }
 
-  void recordNotification(Connection c, String customer, long messageId, String via) throws SQLException {
+  void recordNotification(Connection c, String customer, long messageId, String via)
+      throws SQLException {
     try (PreparedStatement ps =
         c.prepareStatement(
             "INSERT INTO demo.notifications (run, customer, message_id, via) VALUES (?, ?, ?, ?)")) {
@@ -239,5 +245,4 @@ final class DemoScenario {
       ps.executeUpdate();
     }
   }
-
 }

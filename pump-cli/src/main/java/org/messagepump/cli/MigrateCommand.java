@@ -7,9 +7,9 @@ import org.messagepump.commands.CommandQueue;
 import org.messagepump.eventstream.EventStore;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code pump migrate}: applies the schemas' Flyway migrations (idempotent). */
 @Command(
@@ -27,7 +27,10 @@ final class MigrateCommand implements Callable<Integer> {
 
   @Mixin DatabaseOptions db;
 
-  @Option(names = "--only", paramLabel = "SCHEMA", description = "Only this schema: ${COMPLETION-CANDIDATES}.")
+  @Option(
+      names = "--only",
+      paramLabel = "SCHEMA",
+      description = "Only this schema: ${COMPLETION-CANDIDATES}.")
   Schema only;
 
   @Spec CommandSpec spec;

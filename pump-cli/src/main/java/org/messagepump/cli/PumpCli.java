@@ -21,6 +21,7 @@ import picocli.CommandLine.Command;
       DeadLettersCommand.class,
       CheckpointsCommand.class,
       BalancerCommand.class,
+      BenchCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class PumpCli implements Runnable {
@@ -33,7 +34,8 @@ public final class PumpCli implements Runnable {
     if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
       System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", verbose ? "info" : "error");
     }
-    System.exit(execute(new PrintWriter(System.out, true), new PrintWriter(System.err, true), args));
+    System.exit(
+        execute(new PrintWriter(System.out, true), new PrintWriter(System.err, true), args));
   }
 
   /**
@@ -71,7 +73,8 @@ public final class PumpCli implements Runnable {
       return e.getMessage();
     }
     String m = e.getMessage();
-    return e.getClass().getSimpleName() + (m == null ? "" : ": " + m.lines().findFirst().orElse(""));
+    return e.getClass().getSimpleName()
+        + (m == null ? "" : ": " + m.lines().findFirst().orElse(""));
   }
 
   @Override

@@ -41,7 +41,9 @@ final class StatusCommand implements Callable<Integer> {
       PrintWriter out = spec.commandLine().getOut();
       if (json) {
         out.println(
-            new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(status));
+            new ObjectMapper()
+                .enable(SerializationFeature.INDENT_OUTPUT)
+                .writeValueAsString(status));
       } else {
         print(out, status);
       }
@@ -59,7 +61,9 @@ final class StatusCommand implements Callable<Integer> {
         .forEach(
             (type, d) ->
                 byType.put(
-                    type, Map.of("due", d.due(), "delayed", d.delayed(), "deadLetters", d.deadLetters())));
+                    type,
+                    Map.of(
+                        "due", d.due(), "delayed", d.delayed(), "deadLetters", d.deadLetters())));
     Map<String, Object> commands = new LinkedHashMap<>();
     commands.put("due", depth.due());
     commands.put("delayed", depth.delayed());
@@ -108,7 +112,9 @@ final class StatusCommand implements Callable<Integer> {
       m.put("messages", g.messages());
       m.put("inFlightLeases", g.leases());
       m.put("parkedPartitions", g.parked());
-      m.put("oldestMessageAgeSeconds", g.oldestAge() == null ? 0.0 : g.oldestAge().toMillis() / 1000.0);
+      m.put(
+          "oldestMessageAgeSeconds",
+          g.oldestAge() == null ? 0.0 : g.oldestAge().toMillis() / 1000.0);
       groups.add(m);
     }
     status.put("balancer", groups);
@@ -127,14 +133,20 @@ final class StatusCommand implements Callable<Integer> {
     types.print(out);
     out.println();
     out.println("Event handlers:");
-    Table handlers = new Table("handler", "stream", "checkpoint", "end", "lag", "failures", "parked");
+    Table handlers =
+        new Table("handler", "stream", "checkpoint", "end", "lag", "failures", "parked");
     for (Object o : (List<Object>) status.get("eventHandlers")) {
       Map<String, Object> h = (Map<String, Object>) o;
       for (Object so : (List<Object>) h.get("streams")) {
         Map<String, Object> s = (Map<String, Object>) so;
         handlers.row(
-            h.get("handlerKey"), s.get("streamId"), s.get("checkpoint"), s.get("streamEnd"),
-            s.get("lag"), s.get("failures"), Boolean.TRUE.equals(s.get("parked")) ? "yes" : "");
+            h.get("handlerKey"),
+            s.get("streamId"),
+            s.get("checkpoint"),
+            s.get("streamEnd"),
+            s.get("lag"),
+            s.get("failures"),
+            Boolean.TRUE.equals(s.get("parked")) ? "yes" : "");
       }
     }
     handlers.print(out);
@@ -144,8 +156,12 @@ final class StatusCommand implements Callable<Integer> {
     for (Object o : (List<Object>) status.get("balancer")) {
       Map<String, Object> g = (Map<String, Object>) o;
       groups.row(
-          g.get("group"), g.get("partitions"), g.get("messages"), g.get("inFlightLeases"),
-          g.get("parkedPartitions"), g.get("oldestMessageAgeSeconds"));
+          g.get("group"),
+          g.get("partitions"),
+          g.get("messages"),
+          g.get("inFlightLeases"),
+          g.get("parkedPartitions"),
+          g.get("oldestMessageAgeSeconds"));
     }
     groups.print(out);
   }

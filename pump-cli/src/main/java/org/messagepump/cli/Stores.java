@@ -7,12 +7,13 @@ import org.messagepump.core.MessageTypes;
 import org.messagepump.eventstream.EventStore;
 
 /**
- * The stores the operational commands read. They never decode payloads, so an empty type
- * registry is enough: operations work on any database whatever its message classes.
+ * The stores the operational commands read. They never decode payloads, so an empty type registry
+ * is enough: operations work on any database whatever its message classes.
  */
 final class Stores {
 
-  private static final JsonMessageCodec NO_TYPES = JsonMessageCodec.of(MessageTypes.builder().build());
+  private static final JsonMessageCodec NO_TYPES =
+      JsonMessageCodec.of(MessageTypes.builder().build());
 
   private Stores() {}
 

@@ -56,9 +56,10 @@ class PumpCliIT {
     Result r = runOnDb("migrate");
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out()).contains("migrated commands", "migrated eventstream", "migrated balancer");
-    assertThat(db.queryLong(
-            "SELECT count(*) FROM information_schema.schemata"
-                + " WHERE schema_name IN ('commandqueue', 'eventstream', 'balancer')"))
+    assertThat(
+            db.queryLong(
+                "SELECT count(*) FROM information_schema.schemata"
+                    + " WHERE schema_name IN ('commandqueue', 'eventstream', 'balancer')"))
         .isEqualTo(3);
     assertThat(runOnDb("migrate", "--only", "balancer").code()).isZero();
   }
@@ -70,7 +71,8 @@ class PumpCliIT {
     assertThat(r.code()).as(r.out() + r.err()).isZero();
     assertThat(r.out()).contains("All invariants hold.").doesNotContain("FAILED");
     // What the demo says it did is in the database.
-    assertThat(db.queryLong("SELECT count(DISTINCT order_id) FROM demo.orders_view")).isEqualTo(495);
+    assertThat(db.queryLong("SELECT count(DISTINCT order_id) FROM demo.orders_view"))
+        .isEqualTo(495);
     assertThat(db.queryLong("SELECT count(*) FROM commandqueue.dead_letters")).isEqualTo(5);
   }
 
@@ -79,7 +81,10 @@ class PumpCliIT {
   void statusJsonMatchesTheDatabase() throws Exception {
     CommandQueue queue = Stores.commands(db.dataSource());
     queue.enqueueRaw("ops.Probe", "{}".getBytes(), EnqueueOptions.defaults());
-    queue.enqueueRaw("ops.Probe", "{}".getBytes(), EnqueueOptions.defaults().withDelay(java.time.Duration.ofHours(1)));
+    queue.enqueueRaw(
+        "ops.Probe",
+        "{}".getBytes(),
+        EnqueueOptions.defaults().withDelay(java.time.Duration.ofHours(1)));
     MessageBalancer.create(db.dataSource(), "ops-group").storeMessage("k1", new byte[] {1});
     Result r = runOnDb("status", "--json");
     assertThat(r.code()).as(r.err()).isZero();
@@ -117,7 +122,9 @@ class PumpCliIT {
     assertThat(retry.code()).as(retry.err()).isZero();
     assertThat(retry.out()).contains("retried 1 dead letter");
     assertThat(db.queryLong("SELECT count(*) FROM commandqueue.dead_letters")).isEqualTo(4);
-    assertThat(db.queryLong("SELECT count(*) FROM commandqueue.commands WHERE message_id = '" + id + "'"))
+    assertThat(
+            db.queryLong(
+                "SELECT count(*) FROM commandqueue.commands WHERE message_id = '" + id + "'"))
         .isOne();
     Result discard = runOnDb("dead-letters", "discard", "--all-of-type", "demo.PlaceOrder");
     assertThat(discard.code()).isZero();
@@ -131,22 +138,57 @@ class PumpCliIT {
   @Test
   @Order(5)
   void checkpointOperationsChangeWhatTheySay() {
-    long streams = db.queryLong("SELECT count(*) FROM eventstream.handler_checkpoints WHERE handler_key = '"
-        + DemoScenario.VIEW_HANDLER + "'");
+    long streams =
+        db.queryLong(
+            "SELECT count(*) FROM eventstream.handler_checkpoints WHERE handler_key = '"
+                + DemoScenario.VIEW_HANDLER
+                + "'");
     Result reset = runOnDb("checkpoints", "reset", "--handler", DemoScenario.VIEW_HANDLER);
     assertThat(reset.code()).as(reset.err()).isZero();
     assertThat(reset.out()).contains("reset " + DemoScenario.VIEW_HANDLER + " on " + streams);
-    assertThat(db.queryLong("SELECT max(checkpoint_offset) FROM eventstream.handler_checkpoints WHERE handler_key = '"
-        + DemoScenario.VIEW_HANDLER + "'")).isZero();
-    long stream = db.queryLong("SELECT min(stream_id) FROM eventstream.handler_checkpoints WHERE handler_key = '"
-        + DemoScenario.VIEW_HANDLER + "'");
-    Result set = runOnDb("checkpoints", "set", "--handler", DemoScenario.VIEW_HANDLER,
-        "--stream", Long.toString(stream), "--expected", "0", "--offset", "1");
+    assertThat(
+            db.queryLong(
+                "SELECT max(checkpoint_offset) FROM eventstream.handler_checkpoints WHERE handler_key = '"
+                    + DemoScenario.VIEW_HANDLER
+                    + "'"))
+        .isZero();
+    long stream =
+        db.queryLong(
+            "SELECT min(stream_id) FROM eventstream.handler_checkpoints WHERE handler_key = '"
+                + DemoScenario.VIEW_HANDLER
+                + "'");
+    Result set =
+        runOnDb(
+            "checkpoints",
+            "set",
+            "--handler",
+            DemoScenario.VIEW_HANDLER,
+            "--stream",
+            Long.toString(stream),
+            "--expected",
+            "0",
+            "--offset",
+            "1");
     assertThat(set.code()).as(set.err()).isZero();
-    assertThat(db.queryLong("SELECT checkpoint_offset FROM eventstream.handler_checkpoints WHERE handler_key = '"
-        + DemoScenario.VIEW_HANDLER + "' AND stream_id = " + stream)).isOne();
-    Result conflict = runOnDb("checkpoints", "set", "--handler", DemoScenario.VIEW_HANDLER,
-        "--stream", Long.toString(stream), "--expected", "0", "--offset", "2");
+    assertThat(
+            db.queryLong(
+                "SELECT checkpoint_offset FROM eventstream.handler_checkpoints WHERE handler_key = '"
+                    + DemoScenario.VIEW_HANDLER
+                    + "' AND stream_id = "
+                    + stream))
+        .isOne();
+    Result conflict =
+        runOnDb(
+            "checkpoints",
+            "set",
+            "--handler",
+            DemoScenario.VIEW_HANDLER,
+            "--stream",
+            Long.toString(stream),
+            "--expected",
+            "0",
+            "--offset",
+            "2");
     assertThat(conflict.code()).isEqualTo(1);
     Result show = runOnDb("checkpoints", "show", "--handler", DemoScenario.VIEW_HANDLER);
     assertThat(show.code()).isZero();
@@ -176,7 +218,9 @@ class PumpCliIT {
     assertThat(noUrl.err()).contains("--jdbc-url is required");
     assertThat(run("demo", "--messages", "0").code()).isEqualTo(2);
     assertThat(run("demo", "--messages", "many").code()).isEqualTo(2);
-    assertThat(run("migrate", "--only", "nothing", "--jdbc-url=jdbc:postgresql://localhost:1/x").code())
+    assertThat(
+            run("migrate", "--only", "nothing", "--jdbc-url=jdbc:postgresql://localhost:1/x")
+                .code())
         .isEqualTo(2);
   }
 
@@ -193,7 +237,9 @@ class PumpCliIT {
   private static String firstDeadLetterId() {
     try (Connection c = db.dataSource().getConnection();
         var s = c.createStatement();
-        var rs = s.executeQuery("SELECT message_id FROM commandqueue.dead_letters ORDER BY message_id LIMIT 1")) {
+        var rs =
+            s.executeQuery(
+                "SELECT message_id FROM commandqueue.dead_letters ORDER BY message_id LIMIT 1")) {
       rs.next();
       return rs.getString(1);
     } catch (java.sql.SQLException e) {

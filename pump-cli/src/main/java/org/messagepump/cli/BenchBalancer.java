@@ -1,0 +1,102 @@
+package org.messagepump.cli;
+
+import java.nio.ByteBuffer;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
+import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.balancer.Result;
+import org.messagepump.core.MessagePump;
+
+/** Balancer figures: drain rate, per-key order violations, fairness (Jain's index). */
+final class BenchBalancer {
+
+  /** The outcome of one drain. */
+  record Drain(double perSecond, long orderViolations, double jain) {}
+
+  private final DataSource ds;
+
+  BenchBalancer(DataSource ds) {
+    this.ds = ds;
+  }
+
+  /**
+   * Stores {@code n} messages over {@code keys} keys (message i → key i % keys) in one transaction.
+   */
+  void fill(String group, int n, int keys) throws Exception {
+    MessageBalancer balancer = MessageBalancer.create(ds, group);
+    try (Connection c = ds.getConnection()) {
+      c.setAutoCommit(false);
+      for (int i = 0; i < n; i++) {
+        byte[] content = ByteBuffer.allocate(8).putLong(i).array();
+        balancer.storeMessage(c, "k" + (i % keys), content, "{}");
+        if (i % 5_000 == 4_999) {
+          c.commit();
+        }
+      }
+      c.commit();
+    }
+  }
+
+  /** Drains the group with {@code workers} workers; measures order and fairness on the way. */
+  Drain drain(String group, int n, int keys, int workers, int batchSize)
+      throws InterruptedException {
+    MessageBalancer balancer = MessageBalancer.create(ds, group);
+    Map<String, Long> last = new ConcurrentHashMap<>();
+    AtomicLong violations = new AtomicLong();
+    AtomicInteger served = new AtomicInteger();
+    int window = Math.max(1, n / 10);
+    Map<String, Integer> firstWindow = new HashMap<>();
+    try (MessagePump pump =
+        MessagePump.builder(ds)
+            .name("bench-balancer")
+            .driver(
+                balancer
+                    .driver(
+                        (m, tx) -> {
+                          long seq = ByteBuffer.wrap(m.content()).getLong();
+                          Long before = last.put(m.partitionKey(), seq);
+                          if (before != null && before > seq) {
+                            violations.incrementAndGet();
+                          }
+                          if (served.getAndIncrement() < window) {
+                            synchronized (firstWindow) {
+                              firstWindow.merge(m.partitionKey(), 1, Integer::sum);
+                            }
+                          }
+                          return Result.ok();
+                        })
+                    .build())
+            .workers(workers)
+            .batchSize(batchSize)
+            .pollInterval(Duration.ofMillis(20))
+            .build()) {
+      long start = System.nanoTime();
+      pump.start();
+      while (served.get() < n) {
+        Thread.sleep(5);
+      }
+      while (balancer.messageCount() > 0) {
+        Thread.sleep(5);
+      }
+      double rate = n / ((System.nanoTime() - start) / 1e9);
+      return new Drain(rate, violations.get(), jain(firstWindow, keys));
+    }
+  }
+
+  /** Jain's fairness index of the per-key served counts, over all {@code keys} keys. */
+  static double jain(Map<String, Integer> counts, int keys) {
+    double sum = 0;
+    double squares = 0;
+    for (int c : counts.values()) {
+      sum += c;
+      squares += (double) c * c;
+    }
+    return squares == 0 ? 0 : (sum * sum) / (keys * squares);
+  }
+}

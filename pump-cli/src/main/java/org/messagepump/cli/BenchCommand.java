@@ -1,0 +1,285 @@
+package org.messagepump.cli;
+
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import javax.sql.DataSource;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code pump bench}: every driver measured against a raw-SQL ceiling in one run on one server,
+ * with default durability. Figures are reported, never asserted.
+ */
+@Command(
+    name = "bench",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Measure the drivers against a plain SKIP LOCKED loop (the ceiling for one transaction",
+      "per delivery) in one run, on the embedded PostgreSQL with fsync and synchronous_commit on."
+    })
+final class BenchCommand implements Callable<Integer> {
+
+  @Mixin DatabaseOptions db;
+
+  @Option(names = "--quick", description = "Reduced sizes (under 2 minutes).")
+  boolean quick;
+
+  @Option(
+      names = "--scale",
+      defaultValue = "1",
+      hidden = true,
+      description = "Multiply every size (for tests).")
+  double scale;
+
+  @Option(names = "--json", paramLabel = "FILE", description = "Also write the figures as JSON.")
+  Path json;
+
+  /** The parts of the benchmark. */
+  enum Part {
+    commands,
+    events,
+    balancer
+  }
+
+  @Option(
+      names = "--only",
+      split = ",",
+      paramLabel = "PART",
+      description = "Only these parts: ${COMPLETION-CANDIDATES} (default: all).")
+  java.util.Set<Part> only;
+
+  @Spec CommandSpec spec;
+
+  private final Map<Integer, Double> baselines = new HashMap<>();
+  private BenchReport report;
+
+  @Override
+  public Integer call() throws Exception {
+    if (scale <= 0 || scale > 10) {
+      throw new CliException("--scale must be in (0, 10]: " + scale, 2);
+    }
+    PrintWriter out = spec.commandLine().getOut();
+    Map<String, String> durable = Map.of("fsync", "on", "synchronous_commit", "on");
+    try (Database database = Database.open(db, true, 40, spec.commandLine().getErr(), durable)) {
+      DataSource ds = database.dataSource();
+      MigrateCommand.migrateAll(ds);
+      report = new BenchReport(out);
+      out.printf("bench on %s%s%n", database.description(), quick ? " (quick)" : "");
+      if (only == null || only.contains(Part.commands)) {
+        commands(ds);
+      }
+      if (only == null || only.contains(Part.events)) {
+        events(ds);
+      }
+      if (only == null || only.contains(Part.balancer)) {
+        balancer(ds);
+      }
+      out.println();
+      report.printTable();
+      if (json != null) {
+        report.writeJson(json);
+        out.println("wrote " + json);
+      }
+    }
+    return 0;
+  }
+
+  private int size(int full, int reduced) {
+    return (int) Math.max(10, Math.round((quick ? reduced : full) * scale));
+  }
+
+  private double baseline(DataSource ds, int workers, int rows) throws Exception {
+    Double b = baselines.get(workers);
+    if (b == null) {
+      b = BenchBaseline.skipLocked(ds, workers, rows);
+      baselines.put(workers, b);
+      report.add(
+          "baseline.skiplocked", params("workers", workers, "rows", rows), b, "deliveries/s", null);
+    }
+    return b;
+  }
+
+  private void commands(DataSource ds) throws Exception {
+    BenchCommands c = new BenchCommands(ds);
+    int n = size(50_000, 5_000);
+    c.clear();
+    for (int workers : new int[] {1, 4, 8}) {
+      double base = baseline(ds, workers, n);
+      c.fill(n);
+      double rate = c.drain(workers, 1, n);
+      report.add(
+          "commands.drain",
+          params("workers", workers, "commands", n),
+          rate,
+          "deliveries/s",
+          rate / base);
+    }
+    for (int batch : new int[] {10, 50}) {
+      c.fill(n);
+      double rate = c.drain(8, batch, n);
+      report.add(
+          "commands.drain.batch",
+          params("workers", 8, "batchSize", batch, "commands", n),
+          rate,
+          "deliveries/s",
+          rate / baseline(ds, 8, n));
+    }
+    int m = size(5_000, 1_000);
+    report.add("enqueue.single", params("commands", m), c.enqueueSingle(m), "commands/s", null);
+    report.add(
+        "enqueue.batch",
+        params("commands", n, "batch", 100),
+        c.enqueueBatch(n, 100),
+        "commands/s",
+        null);
+    c.clear();
+
+    int small = size(10_000, 5_000);
+    int big = size(1_000_000, 100_000);
+    c.fill(small);
+    double smallRate = c.drain(4, 1, small);
+    c.fillFast(big);
+    double bigRate = c.drain(4, 1, small);
+    c.clear();
+    report.add(
+        "commands.backlog",
+        params("workers", 4, "queued", big, "vs", small, "drained", small),
+        bigRate,
+        "deliveries/s",
+        bigRate / smallRate);
+
+    int samples = size(1_000, 300);
+    double[] polling = c.latency(samples, 100, false, Duration.ofSeconds(1));
+    double[] notified = c.latency(samples, 100, true, Duration.ofSeconds(1));
+    report.add(
+        "latency.polling",
+        params("rate", "100/s", "pollInterval", "1s", "percentile", 50),
+        polling[0],
+        "ms",
+        null);
+    report.add(
+        "latency.polling",
+        params("rate", "100/s", "pollInterval", "1s", "percentile", 99),
+        polling[1],
+        "ms",
+        null);
+    report.add(
+        "latency.notify",
+        params("rate", "100/s", "pollInterval", "1s", "percentile", 50),
+        notified[0],
+        "ms",
+        null);
+    report.add(
+        "latency.notify",
+        params("rate", "100/s", "pollInterval", "1s", "percentile", 99),
+        notified[1],
+        "ms",
+        null);
+
+    double empty = c.heapWhileDraining(0);
+    double full = c.heapWhileDraining(big);
+    report.add("heap", params("queued", 0), empty, "MiB", null);
+    report.add("heap", params("queued", big), full, "MiB", null);
+    report.add("heap.delta", params("queued", big), full - empty, "MiB", null);
+  }
+
+  private void events(DataSource ds) throws Exception {
+    BenchEvents e = new BenchEvents(ds);
+    int n = size(50_000, 5_000);
+    e.clear();
+    report.add(
+        "events.append",
+        params("writers", 4, "batch", 10, "events", n),
+        e.append(4, n, 10),
+        "events/s",
+        null);
+    e.clear();
+    e.fill(n, 16);
+    double base = baseline(ds, 4, n);
+    double one = e.catchUp(1, 4, 1, n);
+    report.add(
+        "events.catchup",
+        params("handlers", 1, "workers", 4, "events", n, "streams", 16),
+        one,
+        "deliveries/s",
+        one / base);
+    double four = e.catchUp(4, 2, 1, n);
+    report.add(
+        "events.catchup",
+        params("handlers", 4, "workers", 2, "events", n, "streams", 16),
+        four,
+        "deliveries/s",
+        four / baseline(ds, 8, n));
+    double batched = e.catchUp(1, 4, 50, n);
+    report.add(
+        "events.catchup.batch",
+        params("handlers", 1, "workers", 4, "batchSize", 50, "events", n),
+        batched,
+        "deliveries/s",
+        batched / base);
+    e.clear();
+  }
+
+  private void balancer(DataSource ds) throws Exception {
+    BenchBalancer b = new BenchBalancer(ds);
+    int n = size(50_000, 5_000);
+    int keys = Math.max(10, Math.min(1_000, n / 50));
+    double base = baseline(ds, 8, n);
+    b.fill("bench", n, keys);
+    BenchBalancer.Drain plain = b.drain("bench", n, keys, 8, 1);
+    report.add(
+        "balancer.drain",
+        params("workers", 8, "messages", n, "keys", keys),
+        plain.perSecond(),
+        "deliveries/s",
+        plain.perSecond() / base);
+    report.add(
+        "balancer.order.violations",
+        params("batchSize", 1),
+        plain.orderViolations(),
+        "count",
+        null);
+    report.add(
+        "balancer.fairness.jain",
+        params("batchSize", 1, "window", "first 10%"),
+        plain.jain(),
+        "index",
+        null);
+    b.fill("bench-batch", n, keys);
+    BenchBalancer.Drain batched = b.drain("bench-batch", n, keys, 8, 10);
+    report.add(
+        "balancer.drain.batch",
+        params("workers", 8, "batchSize", 10, "messages", n, "keys", keys),
+        batched.perSecond(),
+        "deliveries/s",
+        batched.perSecond() / base);
+    report.add(
+        "balancer.order.violations",
+        params("batchSize", 10),
+        batched.orderViolations(),
+        "count",
+        null);
+    report.add(
+        "balancer.fairness.jain",
+        params("batchSize", 10, "window", "first 10%"),
+        batched.jain(),
+        "index",
+        null);
+  }
+
+  private static Map<String, Object> params(Object... kv) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      m.put((String) kv[i], kv[i + 1]);
+    }
+    return m;
+  }
+}

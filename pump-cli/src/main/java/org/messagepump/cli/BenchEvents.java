@@ -1,0 +1,157 @@
+package org.messagepump.cli;
+
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
+import org.messagepump.core.JsonMessageCodec;
+import org.messagepump.core.MessagePump;
+import org.messagepump.core.MessageTypes;
+import org.messagepump.core.spi.Tx;
+import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventStore;
+
+/** Event stream figures: appending with several writers, catching up with one or four handlers. */
+final class BenchEvents {
+
+  /** The benchmark's event. */
+  record Happened(long n) {}
+
+  static final JsonMessageCodec CODEC =
+      JsonMessageCodec.of(
+          MessageTypes.builder().register(Happened.class, "bench.Happened").build());
+
+  private final DataSource ds;
+  private final EventStore store;
+  private int handlerRuns;
+
+  BenchEvents(DataSource ds) {
+    this.ds = ds;
+    this.store = EventStore.create(ds, CODEC);
+  }
+
+  /** {@code writers} threads append {@code total} events in batches of {@code batch}; events/s. */
+  double append(int writers, int total, int batch) throws Exception {
+    AtomicLong left = new AtomicLong(total);
+    List<Thread> threads = new ArrayList<>();
+    List<Exception> errors = new ArrayList<>();
+    long start = System.nanoTime();
+    for (int w = 0; w < writers; w++) {
+      Thread t =
+          new Thread(
+              () -> {
+                try {
+                  while (left.getAndAdd(-batch) > 0) {
+                    List<Happened> events = new ArrayList<>(batch);
+                    for (int i = 0; i < batch; i++) {
+                      events.add(new Happened(i));
+                    }
+                    inTransaction(tx -> store.append(tx, events));
+                  }
+                } catch (Exception e) {
+                  synchronized (errors) {
+                    errors.add(e);
+                  }
+                }
+              },
+              "bench-append-" + w);
+      threads.add(t);
+      t.start();
+    }
+    for (Thread t : threads) {
+      t.join();
+    }
+    if (!errors.isEmpty()) {
+      throw errors.get(0);
+    }
+    return total / ((System.nanoTime() - start) / 1e9);
+  }
+
+  /**
+   * Appends {@code total} events round-robin over {@code streams} new streams, 100 per transaction.
+   */
+  void fill(int total, int streams) throws Exception {
+    long[] ids = new long[streams];
+    for (int s = 0; s < streams; s++) {
+      int i = s;
+      inTransaction(tx -> ids[i] = store.createStream(tx));
+    }
+    int perStream = total / streams;
+    for (int s = 0; s < streams; s++) {
+      long stream = ids[s];
+      for (int done = 0; done < perStream; done += 500) {
+        int chunk = Math.min(500, perStream - done);
+        List<Happened> events = new ArrayList<>(chunk);
+        for (int i = 0; i < chunk; i++) {
+          events.add(new Happened(done + i));
+        }
+        inTransaction(tx -> store.appendTo(tx, stream, events));
+      }
+    }
+  }
+
+  /**
+   * {@code handlers} new handlers (each its own pump with {@code workers} workers) read {@code
+   * events} events from the start; returns handled events per second over all handlers.
+   */
+  double catchUp(int handlers, int workers, int batchSize, long events)
+      throws InterruptedException {
+    AtomicLong seen = new AtomicLong();
+    List<MessagePump> pumps = new ArrayList<>();
+    long start = System.nanoTime();
+    try {
+      for (int h = 0; h < handlers; h++) {
+        EventDriver driver =
+            EventDriver.builder(store)
+                .handlerKey("bench-catchup-" + (++handlerRuns))
+                .on(Happened.class, (ctx, e) -> seen.incrementAndGet())
+                .build();
+        MessagePump pump =
+            MessagePump.builder(ds)
+                .name("bench-catchup-" + h)
+                .driver(driver)
+                .workers(workers)
+                .batchSize(batchSize)
+                .pollInterval(Duration.ofMillis(20))
+                .build();
+        pumps.add(pump);
+        pump.start();
+      }
+      long target = events * handlers;
+      while (seen.get() < target) {
+        Thread.sleep(5);
+      }
+      return target / ((System.nanoTime() - start) / 1e9);
+    } finally {
+      pumps.forEach(MessagePump::close);
+    }
+  }
+
+  void clear() throws Exception {
+    try (Connection c = ds.getConnection();
+        var s = c.createStatement()) {
+      s.execute(
+          "TRUNCATE eventstream.events, eventstream.streams, eventstream.stream_types,"
+              + " eventstream.handler_checkpoints");
+    }
+  }
+
+  private interface TxWork {
+    void run(Tx tx) throws Exception;
+  }
+
+  private void inTransaction(TxWork work) throws Exception {
+    try (Connection c = ds.getConnection()) {
+      c.setAutoCommit(false);
+      try {
+        work.run(Tx.of(c));
+        c.commit();
+      } catch (Exception e) {
+        c.rollback();
+        throw e;
+      }
+    }
+  }
+}
