@@ -59,21 +59,28 @@ public final class CommandQueries {
    * never on the backlog. The caller rotates the order of the types between calls for fairness.
    */
   public static Select<Record> acquire(DSLContext dsl, List<String> types, int max) {
+    return acquire(dsl, types, max, COLUMNS);
+  }
+
+  /** The acquire statement returning only {@code columns} of the locked rows. */
+  private static Select<Record> acquire(
+      DSLContext dsl, List<String> types, int max, List<Field<?>> columns) {
     if (types.size() == 1) {
-      return headOf(dsl, DSL.val(types.get(0)), max);
+      return headOf(dsl, DSL.val(types.get(0)), max, columns);
     }
     Table<?> names = DSL.unnest(DSL.val(types.toArray(String[]::new))).as("t", "type");
     Field<String> name = DSL.field(DSL.name("t", "type"), SQLDataType.CLOB);
-    Table<?> due = DSL.lateral(headOf(dsl, name, max).asTable("due"));
+    Table<?> due = DSL.lateral(headOf(dsl, name, max, columns).asTable("due"));
     List<SelectField<?>> fields = new ArrayList<>();
-    for (Field<?> f : COLUMNS) {
+    for (Field<?> f : columns) {
       fields.add(due.field(f.getName()));
     }
     return dsl.select(fields).from(names).crossJoin(due).limit(max);
   }
 
-  private static Select<Record> headOf(DSLContext dsl, Field<String> type, int max) {
-    return dsl.select(COLUMNS)
+  private static Select<Record> headOf(
+      DSLContext dsl, Field<String> type, int max, List<Field<?>> columns) {
+    return dsl.select(columns)
         .from(COMMANDS)
         .where(MESSAGE_TYPE.eq(type))
         .and(DELIVER_AT.le(STATEMENT_TIMESTAMP))
@@ -103,7 +110,8 @@ public final class CommandQueries {
    */
   public static org.jooq.DeleteResultStep<Record> claim(
       DSLContext dsl, List<String> types, int max) {
-    Table<?> claim = acquire(dsl, types, max).asTable("claim");
+    // The inner scan locks and returns ids only; the delete returns the full rows.
+    Table<?> claim = acquire(dsl, types, max, List.of(MESSAGE_ID)).asTable("claim");
     return dsl.deleteFrom(COMMANDS)
         .where(
             MESSAGE_ID.eq(
