@@ -30,8 +30,8 @@ import org.messagepump.testkit.chaos.Ledger;
  * <p>A hung handler holds its worker (and its transaction) by design, so the pump needs more
  * workers than hang at a time: about 2% × 10 s × throughput, i.e. 0.2 × the rate per second, plus
  * the few that a clean drain needs. The scenario runs {@value #WORKERS} workers; a backlog drain
- * speeds up until the hung ones nearly fill them, so how many hung at most and the longest pause
- * in the flow of the others are reported.
+ * speeds up until the hung ones nearly fill them, so how many hung at most and the longest pause in
+ * the flow of the others are reported.
  */
 @Tag("chaos")
 @ExtendWith(PostgresExtension.class)
@@ -119,7 +119,11 @@ class HangingHandlersIT {
    */
   private static Run run(
       DataSource pool,
-      TestDatabase db, CommandQueue queue, Ledger ledger, int commands, boolean hangs) {
+      TestDatabase db,
+      CommandQueue queue,
+      Ledger ledger,
+      int commands,
+      boolean hangs) {
     db.execute("TRUNCATE commandqueue.commands, commandqueue.dead_letters");
     ledger.reset();
     for (int i = 0; i < commands; i += 1_000) {
@@ -144,7 +148,8 @@ class HangingHandlersIT {
                       hungNow.decrementAndGet();
                     }
                   }
-                  Ledger.record(ctx.tx().connection(), ctx.messageId().toString(), ctx.attempt(), node);
+                  Ledger.record(
+                      ctx.tx().connection(), ctx.messageId().toString(), ctx.attempt(), node);
                 })
             .build();
     MessagePump pump =

@@ -57,8 +57,10 @@ class ProxyFaultsIT {
     ChaosProxy proxy = ChaosProxy.start(db.server().host(), db.server().port());
     HikariDataSource proxiedPool = proxiedPool(db, proxy);
     HikariDataSource directPool = db.newDataSource(DIRECT, 8);
-    MessagePump a = Chaos.recordingPump(proxiedPool, queue, PROXIED, 4, MessagePump.UNLIMITED_FAILURES);
-    MessagePump b = Chaos.recordingPump(directPool, queue, DIRECT, 4, MessagePump.UNLIMITED_FAILURES);
+    MessagePump a =
+        Chaos.recordingPump(proxiedPool, queue, PROXIED, 4, MessagePump.UNLIMITED_FAILURES);
+    MessagePump b =
+        Chaos.recordingPump(directPool, queue, DIRECT, 4, MessagePump.UNLIMITED_FAILURES);
     Instant reset;
     Instant blackholeStart;
     Instant healed;

@@ -191,9 +191,9 @@ public final class ServerControl {
   }
 
   /**
-   * The recorded command line; as root, inside a new user namespace without a uid mapping
-   * ({@code unshare -U}), where the server's effective uid is not 0 (PostgreSQL refuses to run as
-   * root) while the kernel still checks file access as the data directory's owner. That is how the
+   * The recorded command line; as root, inside a new user namespace without a uid mapping ({@code
+   * unshare -U}), where the server's effective uid is not 0 (PostgreSQL refuses to run as root)
+   * while the kernel still checks file access as the data directory's owner. That is how the
    * embedded server runs as root on the first start too.
    */
   private List<String> launchCommand() {
