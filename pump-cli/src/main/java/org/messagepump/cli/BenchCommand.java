@@ -202,26 +202,26 @@ final class BenchCommand implements Callable<Integer> {
         "events/s",
         null);
     e.clear();
-    e.fill(n, 16);
+    long appended = e.fill(n, 16);
     double base = baseline(ds, 4, n);
-    double one = e.catchUp(1, 4, 1, n);
+    double one = e.catchUp(1, 4, 1, appended);
     report.add(
         "events.catchup",
-        params("handlers", 1, "workers", 4, "events", n, "streams", 16),
+        params("handlers", 1, "workers", 4, "events", appended, "streams", 16),
         one,
         "deliveries/s",
         one / base);
-    double four = e.catchUp(4, 2, 1, n);
+    double four = e.catchUp(4, 2, 1, appended);
     report.add(
         "events.catchup",
-        params("handlers", 4, "workers", 2, "events", n, "streams", 16),
+        params("handlers", 4, "workers", 2, "events", appended, "streams", 16),
         four,
         "deliveries/s",
         four / baseline(ds, 8, n));
-    double batched = e.catchUp(1, 4, 50, n);
+    double batched = e.catchUp(1, 4, 50, appended);
     report.add(
         "events.catchup.batch",
-        params("handlers", 1, "workers", 4, "batchSize", 50, "events", n),
+        params("handlers", 1, "workers", 4, "batchSize", 50, "events", appended),
         batched,
         "deliveries/s",
         batched / base);

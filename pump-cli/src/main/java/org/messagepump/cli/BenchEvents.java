@@ -70,9 +70,10 @@ final class BenchEvents {
   }
 
   /**
-   * Appends {@code total} events round-robin over {@code streams} new streams, 100 per transaction.
+   * Appends about {@code total} events over {@code streams} new streams (up to 500 per
+   * transaction) and returns how many: {@code total} rounded down to a multiple of {@code streams}.
    */
-  void fill(int total, int streams) throws Exception {
+  long fill(int total, int streams) throws Exception {
     long[] ids = new long[streams];
     for (int s = 0; s < streams; s++) {
       int i = s;
@@ -90,6 +91,7 @@ final class BenchEvents {
         inTransaction(tx -> store.appendTo(tx, stream, events));
       }
     }
+    return (long) perStream * streams;
   }
 
   /**

@@ -59,9 +59,9 @@ public final class TestDatabase implements AutoCloseable {
   }
 
   /**
-   * As {@link #newDataSource(String, int)}, with HikariCP's connection timeout. While the server
-   * is down HikariCP retries connecting with a backoff of up to half this timeout (at most 5 s),
-   * so a short timeout makes a pool reconnect sooner after a server restart.
+   * As {@link #newDataSource(String, int)}, with HikariCP's connection timeout. While the server is
+   * down HikariCP retries connecting with a backoff of up to half this timeout (at most 5 s), so a
+   * short timeout makes a pool reconnect sooner after a server restart.
    */
   public synchronized HikariDataSource newDataSource(
       String applicationName, int poolSize, java.time.Duration connectionTimeout) {
