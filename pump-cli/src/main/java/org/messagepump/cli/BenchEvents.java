@@ -70,8 +70,8 @@ final class BenchEvents {
   }
 
   /**
-   * Appends about {@code total} events over {@code streams} new streams (up to 500 per
-   * transaction) and returns how many: {@code total} rounded down to a multiple of {@code streams}.
+   * Appends about {@code total} events over {@code streams} new streams (up to 500 per transaction)
+   * and returns how many: {@code total} rounded down to a multiple of {@code streams}.
    */
   long fill(int total, int streams) throws Exception {
     long[] ids = new long[streams];

@@ -16,7 +16,9 @@ import org.junit.jupiter.api.io.TempDir;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
-/** The benchmark runs end to end at a tiny scale and reports every figure; timings are not asserted. */
+/**
+ * The benchmark runs end to end at a tiny scale and reports every figure; timings are not asserted.
+ */
 @ExtendWith(PostgresExtension.class)
 class BenchCommandIT {
 
@@ -41,7 +43,9 @@ class BenchCommandIT {
     Set<String> names = new HashSet<>();
     for (JsonNode row : rows) {
       names.add(row.path("name").asText());
-      assertThat(row.has("params") && row.has("unit") && row.has("ratio")).as(row.toString()).isTrue();
+      assertThat(row.has("params") && row.has("unit") && row.has("ratio"))
+          .as(row.toString())
+          .isTrue();
       assertThat(row.path("value").isNumber()).as(row.toString()).isTrue();
       String name = row.path("name").asText();
       if (name.equals("balancer.order.violations")) {
@@ -49,7 +53,9 @@ class BenchCommandIT {
       } else if (!name.startsWith("heap")) {
         assertThat(row.path("value").asDouble()).as(row.toString()).isPositive();
       }
-      if (name.startsWith("commands.drain") || name.startsWith("events.catchup") || name.startsWith("balancer.drain")) {
+      if (name.startsWith("commands.drain")
+          || name.startsWith("events.catchup")
+          || name.startsWith("balancer.drain")) {
         assertThat(row.path("ratio").asDouble()).as(row.toString()).isPositive();
       }
     }
