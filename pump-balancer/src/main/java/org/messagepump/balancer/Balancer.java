@@ -11,8 +11,8 @@ import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
 import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
-import org.messagepump.balancer.internal.Transactions;
 import org.messagepump.core.PumpException;
+import org.messagepump.core.Transactions;
 
 /**
  * Entry points that are not tied to one partition group: the schema migration, figures across every
@@ -45,14 +45,16 @@ public final class Balancer {
   /** Figures of every partition group that has keys or messages, sorted by group name. */
   public static List<GroupStats> groups(DataSource dataSource) {
     return Transactions.inNew(
-        dataSource, "reading group stats", dsl -> StoreQueries.groups(dsl, null));
+        dataSource, "reading group stats", tx -> StoreQueries.groups(tx.dsl(), null));
   }
 
   /** Confirms a handed-off message by id and token, whatever its group. */
   public static LeaseResult confirm(DataSource dataSource, long messageId, UUID token) {
     Objects.requireNonNull(token, "token");
     return Transactions.inNew(
-            dataSource, "confirming a message", dsl -> LeaseQueries.confirm(dsl, messageId, token))
+            dataSource,
+            "confirming a message",
+            tx -> LeaseQueries.confirm(tx.dsl(), messageId, token))
         .result();
   }
 
@@ -64,7 +66,7 @@ public final class Balancer {
     return Transactions.inNew(
             dataSource,
             "extending a lease",
-            dsl -> LeaseQueries.extend(dsl, messageId, token, duration))
+            tx -> LeaseQueries.extend(tx.dsl(), messageId, token, duration))
         .result();
   }
 
@@ -76,7 +78,7 @@ public final class Balancer {
     return Transactions.inNew(
             dataSource,
             "requeueing a message",
-            dsl -> LeaseQueries.requeue(dsl, messageId, token, props))
+            tx -> LeaseQueries.requeue(tx.dsl(), messageId, token, props))
         .result();
   }
 

@@ -15,7 +15,8 @@ import org.messagepump.balancer.internal.BalancerMetrics;
 import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
 import org.messagepump.balancer.internal.StoreQueries;
-import org.messagepump.balancer.internal.Transactions;
+import org.messagepump.core.Transactions;
+import org.messagepump.core.spi.Tx;
 
 /**
  * One partition group: stores messages by partition key, answers introspection from the database
@@ -103,7 +104,7 @@ public final class MessageBalancer {
             Transactions.inNew(
                 dataSource,
                 "storing a message",
-                dsl -> StoreQueries.store(dsl, group, partitionKey, content, props)));
+                tx -> StoreQueries.store(tx.dsl(), group, partitionKey, content, props)));
   }
 
   /**
@@ -119,9 +120,9 @@ public final class MessageBalancer {
         "store",
         () ->
             Transactions.inCaller(
-                connection,
+                Tx.of(connection),
                 "storing a message",
-                dsl -> StoreQueries.store(dsl, group, partitionKey, content, props)));
+                tx -> StoreQueries.store(tx.dsl(), group, partitionKey, content, props)));
   }
 
   private String validate(String partitionKey, byte[] content, String propertiesJson) {
@@ -138,17 +139,17 @@ public final class MessageBalancer {
 
   /** Keys of this group that have messages or a lease (the whole cluster's view). */
   public long partitionCount() {
-    return read("counting partitions", dsl -> StoreQueries.partitionCount(dsl, group));
+    return read("counting partitions", tx -> StoreQueries.partitionCount(tx.dsl(), group));
   }
 
   /** Messages stored in this group, waiting or in flight. */
   public long messageCount() {
-    return read("counting messages", dsl -> StoreQueries.messageCount(dsl, group));
+    return read("counting messages", tx -> StoreQueries.messageCount(tx.dsl(), group));
   }
 
   /** Keys of this group in rotation order: the next to be served first. */
   public List<String> partitionKeys() {
-    return read("listing partitions", dsl -> StoreQueries.partitionKeys(dsl, group));
+    return read("listing partitions", tx -> StoreQueries.partitionKeys(tx.dsl(), group));
   }
 
   /** One key's figures, or empty when the key has no messages and no lease. */
@@ -157,25 +158,25 @@ public final class MessageBalancer {
     return Optional.ofNullable(
         read(
             "reading partition stats",
-            dsl -> StoreQueries.partitionStats(dsl, group, partitionKey)));
+            tx -> StoreQueries.partitionStats(tx.dsl(), group, partitionKey)));
   }
 
   /** This group's figures: keys, messages, leases, parked keys, oldest message age. */
   public GroupStats stats() {
-    List<GroupStats> all = read("reading group stats", dsl -> StoreQueries.groups(dsl, group));
+    List<GroupStats> all = read("reading group stats", tx -> StoreQueries.groups(tx.dsl(), group));
     return all.isEmpty() ? new GroupStats(group, 0, 0, 0, 0, Duration.ZERO) : all.get(0);
   }
 
   /** Parked keys of this group with the reason each was parked, oldest first. */
   public Map<String, String> parkedKeys() {
-    return read("listing parked keys", dsl -> StoreQueries.parkedKeys(dsl, group));
+    return read("listing parked keys", tx -> StoreQueries.parkedKeys(tx.dsl(), group));
   }
 
   /** Puts a parked key back into the rotation with no failures; false when it was not parked. */
   public boolean unpark(String partitionKey) {
     Balancer.checkName("partitionKey", partitionKey);
     return Transactions.inNew(
-        dataSource, "unparking a key", dsl -> StoreQueries.unpark(dsl, group, partitionKey));
+        dataSource, "unparking a key", tx -> StoreQueries.unpark(tx.dsl(), group, partitionKey));
   }
 
   /**
@@ -192,7 +193,7 @@ public final class MessageBalancer {
                 Transactions.inNew(
                     dataSource,
                     "confirming a message",
-                    dsl -> LeaseQueries.confirm(dsl, messageId, token))));
+                    tx -> LeaseQueries.confirm(tx.dsl(), messageId, token))));
   }
 
   /** Like {@link #confirm(long, UUID)}, inside the caller's transaction on {@code connection}. */
@@ -205,9 +206,9 @@ public final class MessageBalancer {
             counted(
                 "confirm",
                 Transactions.inCaller(
-                    connection,
+                    Tx.of(connection),
                     "confirming a message",
-                    dsl -> LeaseQueries.confirm(dsl, messageId, token))));
+                    tx -> LeaseQueries.confirm(tx.dsl(), messageId, token))));
   }
 
   /** Moves a lease's expiry to {@code duration} from now by the database clock. */
@@ -222,7 +223,7 @@ public final class MessageBalancer {
                 Transactions.inNew(
                     dataSource,
                     "extending a lease",
-                    dsl -> LeaseQueries.extend(dsl, messageId, token, duration))));
+                    tx -> LeaseQueries.extend(tx.dsl(), messageId, token, duration))));
   }
 
   /** Ends a lease and puts the message back at the front of its key, the key at the back. */
@@ -242,7 +243,7 @@ public final class MessageBalancer {
                 Transactions.inNew(
                     dataSource,
                     "requeueing a message",
-                    dsl -> LeaseQueries.requeue(dsl, messageId, token, props))));
+                    tx -> LeaseQueries.requeue(tx.dsl(), messageId, token, props))));
   }
 
   /** A builder for the driver that hands this group's messages to {@code handler}. */
@@ -263,7 +264,7 @@ public final class MessageBalancer {
   }
 
   private <T> T read(String doing, Function<DSLContext, T> query) {
-    return Transactions.inNew(dataSource, doing, query);
+    return Transactions.inNew(dataSource, doing, tx -> query.apply(tx.dsl()));
   }
 
   private <T> T timed(String operation, java.util.function.Supplier<T> work) {

@@ -9,7 +9,7 @@ import javax.sql.DataSource;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.core.spi.Tx;
+import org.messagepump.core.Transactions;
 import org.messagepump.eventstream.EventDriver;
 import org.messagepump.eventstream.EventStore;
 
@@ -48,7 +48,7 @@ final class BenchEvents {
                     for (int i = 0; i < batch; i++) {
                       events.add(new Happened(i));
                     }
-                    inTransaction(tx -> store.append(tx, events));
+                    Transactions.inNew(ds, "appending events", tx -> store.append(tx, events));
                   }
                 } catch (Exception e) {
                   synchronized (errors) {
@@ -77,7 +77,7 @@ final class BenchEvents {
     long[] ids = new long[streams];
     for (int s = 0; s < streams; s++) {
       int i = s;
-      inTransaction(tx -> ids[i] = store.createStream(tx));
+      Transactions.inNew(ds, "creating a stream", tx -> ids[i] = store.createStream(tx));
     }
     int perStream = total / streams;
     for (int s = 0; s < streams; s++) {
@@ -88,7 +88,7 @@ final class BenchEvents {
         for (int i = 0; i < chunk; i++) {
           events.add(new Happened(done + i));
         }
-        inTransaction(tx -> store.appendTo(tx, stream, events));
+        Transactions.inNew(ds, "appending events", tx -> store.appendTo(tx, stream, events));
       }
     }
     return (long) perStream * streams;
@@ -137,23 +137,6 @@ final class BenchEvents {
       s.execute(
           "TRUNCATE eventstream.events, eventstream.streams, eventstream.stream_types,"
               + " eventstream.handler_checkpoints");
-    }
-  }
-
-  private interface TxWork {
-    void run(Tx tx) throws Exception;
-  }
-
-  private void inTransaction(TxWork work) throws Exception {
-    try (Connection c = ds.getConnection()) {
-      c.setAutoCommit(false);
-      try {
-        work.run(Tx.of(c));
-        c.commit();
-      } catch (Exception e) {
-        c.rollback();
-        throw e;
-      }
     }
   }
 }

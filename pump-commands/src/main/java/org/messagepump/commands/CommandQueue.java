@@ -12,7 +12,7 @@ import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.EncodedCommand;
 import org.messagepump.commands.internal.Enqueuer;
 import org.messagepump.commands.internal.Migrations;
-import org.messagepump.commands.internal.Transactions;
+import org.messagepump.core.Transactions;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.core.spi.Tx;
 import org.slf4j.Logger;
@@ -174,7 +174,7 @@ public final class CommandQueue {
       return List.of();
     }
     List<EnqueueResult> results =
-        Transactions.inCallers(tx, "enqueueing commands", t -> enqueuer.insert(t, encoded));
+        Transactions.inCaller(tx, "enqueueing commands", t -> enqueuer.insert(t, encoded));
     count(results);
     return results;
   }

@@ -9,7 +9,7 @@ import java.util.Optional;
 import java.util.UUID;
 import javax.sql.DataSource;
 import org.messagepump.commands.internal.DeadLetterQueries;
-import org.messagepump.commands.internal.Transactions;
+import org.messagepump.core.Transactions;
 
 /**
  * Operations on parked commands (from {@link CommandQueue#deadLetters()}): list, count, retry (back

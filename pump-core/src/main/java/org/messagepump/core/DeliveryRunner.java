@@ -75,7 +75,7 @@ final class DeliveryRunner {
     if (intact) {
       results.forEach(metrics::delivered);
     } else {
-      rollbackQuietly(connection);
+      Transactions.rollbackQuietly(connection);
       metrics.delivered(PumpMetrics.Result.ABANDONED, deliveries.size());
     }
   }
@@ -209,16 +209,6 @@ final class DeliveryRunner {
     if (d.stream() != null) {
       MDC.remove("streamId");
       MDC.remove("offset");
-    }
-  }
-
-  static void rollbackQuietly(Connection c) {
-    try {
-      if (!c.isClosed()) {
-        c.rollback();
-      }
-    } catch (SQLException | RuntimeException ignored) {
-      // The connection is gone or broken; closing it returns it to the pool, which evicts it.
     }
   }
 }

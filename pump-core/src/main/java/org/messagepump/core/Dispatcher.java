@@ -163,7 +163,7 @@ final class Dispatcher implements Runnable {
     } catch (SQLException | RuntimeException e) {
       metrics.acquired(System.nanoTime() - start);
       if (c != null) {
-        DeliveryRunner.rollbackQuietly(c);
+        Transactions.rollbackQuietly(c);
       }
       if (running) {
         pollFailed(e);

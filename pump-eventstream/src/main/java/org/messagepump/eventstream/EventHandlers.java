@@ -12,11 +12,11 @@ import org.jooq.DSLContext;
 import org.jooq.Record;
 import org.jooq.Record1;
 import org.jooq.impl.SQLDataType;
+import org.messagepump.core.Transactions;
 import org.messagepump.eventstream.internal.CheckpointQueries;
 import org.messagepump.eventstream.internal.Tables;
 import org.messagepump.eventstream.internal.Tables.Checkpoints;
 import org.messagepump.eventstream.internal.Tables.Streams;
-import org.messagepump.eventstream.internal.Transactions;
 
 /**
  * Operations on the handlers' checkpoints, each in its own transaction: lag per stream, parked
@@ -33,7 +33,7 @@ public final class EventHandlers {
 
   /** Every handler key that has started reading at least one stream, sorted. */
   public List<String> handlerKeys() {
-    return Transactions.inTransaction(
+    return Transactions.inNew(
         dataSource,
         "listing handler keys",
         tx ->
@@ -50,7 +50,7 @@ public final class EventHandlers {
    */
   public List<Checkpoint> checkpoints(String handlerKey) {
     requireKey(handlerKey);
-    return Transactions.inTransaction(
+    return Transactions.inNew(
         dataSource,
         "reading the checkpoints of handler '" + handlerKey + "'",
         tx ->
@@ -82,7 +82,7 @@ public final class EventHandlers {
   }
 
   private List<Checkpoint> parkedWhere(Condition condition) {
-    return Transactions.inTransaction(
+    return Transactions.inNew(
         dataSource,
         "listing parked streams",
         tx ->
@@ -117,7 +117,7 @@ public final class EventHandlers {
   }
 
   private int resumeWhere(String handlerKey, Condition condition) {
-    return Transactions.inTransaction(
+    return Transactions.inNew(
         dataSource,
         "resuming parked streams of handler '" + handlerKey + "'",
         tx ->
@@ -139,7 +139,7 @@ public final class EventHandlers {
    */
   public int reset(String handlerKey) {
     requireKey(handlerKey);
-    return Transactions.inTransaction(
+    return Transactions.inNew(
         dataSource,
         "resetting handler '" + handlerKey + "'",
         tx ->
@@ -168,7 +168,7 @@ public final class EventHandlers {
       throw new IllegalArgumentException(
           "offsets must not be negative: expected " + expectedOffset + ", new " + newOffset);
     }
-    Transactions.inTransaction(
+    Transactions.inNew(
         dataSource,
         "setting the checkpoint of handler '" + handlerKey + "' on stream " + streamId,
         tx -> {

@@ -8,6 +8,7 @@ import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.FlywayException;
 import org.messagepump.core.PumpException;
+import org.messagepump.core.Transactions;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.core.spi.Tx;
 import org.messagepump.eventstream.internal.EventRows;
@@ -15,7 +16,6 @@ import org.messagepump.eventstream.internal.StreamWriter;
 import org.messagepump.eventstream.internal.Tables;
 import org.messagepump.eventstream.internal.Tables.Events;
 import org.messagepump.eventstream.internal.Tables.Streams;
-import org.messagepump.eventstream.internal.Transactions;
 
 /**
  * The event store: appends events to streams inside the caller's transaction, reads them back, and
@@ -116,9 +116,10 @@ public final class EventStore {
     Objects.requireNonNull(metadata, "metadata");
     List<StreamWriter.Encoded> encoded = writer.encode(events);
     AppendResult r =
-        Transactions.wrapped(
+        Transactions.inCaller(
+            tx,
             "appending events",
-            () -> writer.write(tx.dsl(), writer.lockAnyStream(tx.dsl()), encoded, metadata));
+            t -> writer.write(tx.dsl(), writer.lockAnyStream(tx.dsl()), encoded, metadata));
     counted(r);
     return r;
   }
@@ -160,9 +161,10 @@ public final class EventStore {
     }
     List<StreamWriter.Encoded> encoded = writer.encode(events);
     AppendResult r =
-        Transactions.wrapped(
+        Transactions.inCaller(
+            tx,
             "appending events to stream " + streamId,
-            () -> {
+            t -> {
               writer.lockStream(tx.dsl(), streamId, expecting ? expectedNextOffset : -1);
               return writer.write(tx.dsl(), streamId, encoded, metadata);
             });
@@ -173,7 +175,7 @@ public final class EventStore {
   /** Creates an empty stream in the caller's transaction and returns its id. */
   public long createStream(Tx tx) {
     Objects.requireNonNull(tx, "tx");
-    return Transactions.wrapped("creating a stream", () -> writer.createStream(tx.dsl()));
+    return Transactions.inCaller(tx, "creating a stream", t -> writer.createStream(tx.dsl()));
   }
 
   /** Reads up to {@code limit} committed events of a stream from {@code fromOffset}, in order. */
@@ -185,7 +187,7 @@ public final class EventStore {
       throw new IllegalArgumentException(
           "limit must be between 1 and " + MAX_READ_LIMIT + ": " + limit);
     }
-    return Transactions.inTransaction(
+    return Transactions.inNew(
         dataSource,
         "reading stream " + streamId,
         tx ->
@@ -206,7 +208,7 @@ public final class EventStore {
 
   /** Every stream with its committed next offset, by id. */
   public List<StreamInfo> streams() {
-    return Transactions.inTransaction(
+    return Transactions.inNew(
         dataSource,
         "listing streams",
         tx ->
