@@ -28,6 +28,10 @@ import org.messagepump.core.Envelope;
 /** The SQL of dead letters: park, list, retry, discard. */
 public final class DeadLetterQueries {
 
+  /** A dead letter's columns: what a command keeps, then why and when it was parked. */
+  private static final List<Field<?>> COLUMNS =
+      List.copyOf(CommandQueries.columns(FAILURES, LAST_ERROR, PARKED_AT));
+
   private DeadLetterQueries() {}
 
   /** Parks a claimed command (its row is already deleted) from its envelope. */
@@ -37,24 +41,12 @@ public final class DeadLetterQueries {
     values.add(DSL.val(failures, FAILURES));
     values.add(DSL.val(reason, LAST_ERROR));
     values.add(CLOCK_TIMESTAMP);
-    dsl.insertInto(DEAD_LETTERS, CommandQueries.columns(FAILURES, LAST_ERROR, PARKED_AT))
-        .values(values)
-        .execute();
+    dsl.insertInto(DEAD_LETTERS, COLUMNS).values(values).execute();
   }
 
   /** Dead letters, oldest parked first; {@code type} null means all types. */
   public static List<DeadLetter> list(DSLContext dsl, String type, int limit) {
-    return dsl.select(
-            MESSAGE_ID,
-            MESSAGE_TYPE,
-            CORRELATION_ID,
-            CAUSATION_ID,
-            HEADERS,
-            PAYLOAD,
-            FAILURES,
-            LAST_ERROR,
-            ENQUEUED_AT,
-            PARKED_AT)
+    return dsl.select(COLUMNS)
         .from(DEAD_LETTERS)
         .where(ofType(type))
         .orderBy(PARKED_AT, MESSAGE_ID)
@@ -64,17 +56,7 @@ public final class DeadLetterQueries {
 
   /** One dead letter, or null. */
   public static DeadLetter find(DSLContext dsl, UUID id) {
-    return dsl.select(
-            MESSAGE_ID,
-            MESSAGE_TYPE,
-            CORRELATION_ID,
-            CAUSATION_ID,
-            HEADERS,
-            PAYLOAD,
-            FAILURES,
-            LAST_ERROR,
-            ENQUEUED_AT,
-            PARKED_AT)
+    return dsl.select(COLUMNS)
         .from(DEAD_LETTERS)
         .where(MESSAGE_ID.eq(id))
         .fetchOne(DeadLetterQueries::deadLetter);
