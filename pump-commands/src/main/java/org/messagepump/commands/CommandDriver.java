@@ -49,12 +49,14 @@ public final class CommandDriver implements Driver {
   private final List<String> types;
   private final Counter parked;
   private final AtomicInteger turn = new AtomicInteger();
+  private final CommandQueries.Claim claim;
 
   private CommandDriver(CommandQueue queue, Map<String, Route> routes) {
     this.queue = queue;
     this.codec = queue.codec();
     this.routes = Collections.unmodifiableMap(routes);
     this.types = List.copyOf(routes.keySet());
+    this.claim = types.isEmpty() ? null : new CommandQueries.Claim(types);
     this.parked =
         Counter.builder("messagepump.commands.parked")
             .description("Commands moved to the dead letters")
@@ -115,10 +117,10 @@ public final class CommandDriver implements Driver {
 
   @Override
   public List<Delivery> acquire(Tx tx, int max) throws SQLException {
-    if (max < 1) {
+    if (max < 1 || claim == null) {
       return List.of();
     }
-    return new ArrayList<>(CommandQueries.claimDue(tx.dsl(), rotated(), max));
+    return claim.run(tx.connection(), rotated(), max);
   }
 
   /** The types, starting one further at each call: each type gets its turn to be scanned first. */
@@ -183,6 +185,8 @@ public final class CommandDriver implements Driver {
   }
 
   private static UUID id(Delivery d) {
-    return d.driverState() instanceof UUID u ? u : UUID.fromString(d.messageId());
+    return d.driverState() instanceof CommandQueries.Claimed c
+        ? c.id()
+        : UUID.fromString(d.messageId());
   }
 }

@@ -3,6 +3,7 @@ package org.messagepump.commands;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.ArrayList;
@@ -132,12 +133,15 @@ class SchemaIT {
   private static String explainClaim(TestDatabase db, List<String> types) throws Exception {
     try (Connection c = db.dataSource().getConnection()) {
       c.setAutoCommit(false);
-      String sql = CommandQueries.claim(Tx.of(c).dsl(), types, 4).getSQL(ParamType.INLINED);
+      // The statement the driver runs, with its bind values.
+      CommandQueries.Claim claim = new CommandQueries.Claim(types);
       StringBuilder out = new StringBuilder();
-      try (Statement s = c.createStatement();
-          ResultSet rs = s.executeQuery("EXPLAIN (COSTS OFF) " + sql)) {
-        while (rs.next()) {
-          out.append(rs.getString(1)).append('\n');
+      try (PreparedStatement ps = c.prepareStatement("EXPLAIN (COSTS OFF) " + claim.sql())) {
+        claim.bind(ps, types, 4);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            out.append(rs.getString(1)).append('\n');
+          }
         }
       } finally {
         c.rollback();

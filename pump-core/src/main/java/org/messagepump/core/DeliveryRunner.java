@@ -2,8 +2,8 @@ package org.messagepump.core;
 
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.Savepoint;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -44,30 +44,43 @@ final class DeliveryRunner {
   /** Handles the batch and commits; never throws. The caller closes the connection. */
   void run(Connection connection, List<Delivery> deliveries) {
     Tx tx = Tx.of(connection);
+    LazySavepoint guard = new LazySavepoint(connection);
+    Tx handlerTx = Tx.of(guard.connection());
     Map<PumpMetrics.Result, Integer> results = new EnumMap<>(PumpMetrics.Result.class);
+    List<Delivery> handled = new ArrayList<>(deliveries.size());
     metrics.inFlight(deliveries.size());
     boolean intact = true;
+    String step = "commit";
     try {
       for (Delivery d : deliveries) {
-        PumpMetrics.Result r = runOne(connection, tx, d);
+        PumpMetrics.Result r = runOne(guard, tx, handlerTx, d);
         if (r == PumpMetrics.Result.ABANDONED) {
           intact = false;
           break;
         }
+        if (r == PumpMetrics.Result.HANDLED) {
+          handled.add(d);
+        }
         results.merge(r, 1, Integer::sum);
       }
       if (intact) {
+        if (!handled.isEmpty()) {
+          step = "the driver's completion bookkeeping";
+          driver.completed(tx, handled);
+          step = "commit";
+        }
         connection.commit();
       }
-    } catch (SQLException e) {
+    } catch (SQLException | RuntimeException e) {
       intact = false;
       if (SqlStates.classify(e) == SqlStates.Kind.CONNECTION) {
         log.info(
-            "{}: commit failed, connection lost; {} deliveries will return",
+            "{}: {} failed, connection lost; {} deliveries will return",
             pump,
+            step,
             deliveries.size());
       } else {
-        log.warn("{}: commit failed; {} deliveries will return", pump, deliveries.size(), e);
+        log.warn("{}: {} failed; {} deliveries will return", pump, step, deliveries.size(), e);
       }
     } finally {
       metrics.inFlight(-deliveries.size());
@@ -80,17 +93,21 @@ final class DeliveryRunner {
     }
   }
 
-  private PumpMetrics.Result runOne(Connection connection, Tx tx, Delivery d) {
+  /**
+   * One delivery: the handler runs on {@code handlerTx}, whose connection sets the delivery's
+   * savepoint at the first statement ({@link LazySavepoint}); the pump's own bookkeeping runs on
+   * {@code tx}.
+   */
+  private PumpMetrics.Result runOne(LazySavepoint guard, Tx tx, Tx handlerTx, Delivery d) {
     putMdc(d);
     try {
-      Savepoint savepoint;
+      guard.arm();
+      Outcome outcome;
       try {
-        savepoint = connection.setSavepoint();
-      } catch (SQLException e) {
-        log.info("{}: transaction lost before handling ({})", pump, e.getMessage());
-        return PumpMetrics.Result.ABANDONED;
+        outcome = handle(handlerTx, d);
+      } finally {
+        guard.disarm();
       }
-      Outcome outcome = handle(tx, d);
       if (outcome == null) {
         return PumpMetrics.Result.ABANDONED;
       }
@@ -99,7 +116,7 @@ final class DeliveryRunner {
           // No RELEASE SAVEPOINT: the commit releases it, and it would cost a round trip.
           return PumpMetrics.Result.HANDLED;
         }
-        connection.rollback(savepoint);
+        guard.rollback();
         if (outcome instanceof Outcome.Busy busy) {
           log.debug("{}: busy ({}), retry in {}", pump, busy.reason(), backoff.base());
           driver.postpone(tx, d, d.failures(), backoff.base());

@@ -72,6 +72,15 @@ final class FakeDatabase {
 
   /** The fake behind a connection proxy. */
   static FakeConnection of(Connection c) {
+    if (Proxy.getInvocationHandler(c) instanceof LazySavepoint lazy) {
+      // A handler's connection: touching the fake counts as a statement, as SQL would.
+      try {
+        lazy.beforeStatement();
+      } catch (SQLException e) {
+        throw new IllegalStateException(e);
+      }
+      return of(lazy.target());
+    }
     return (FakeConnection) Proxy.getInvocationHandler(c);
   }
 

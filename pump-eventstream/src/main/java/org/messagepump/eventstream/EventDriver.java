@@ -202,10 +202,11 @@ public final class EventDriver implements Driver {
   }
 
   /**
-   * Decodes the event, runs its handler and advances the checkpoint to offset + 1; a projection
-   * answering another offset sets the checkpoint there. An undecodable payload or a throwing
-   * handler fails the delivery; an event whose predecessor in the same batch was not handled is
-   * Busy (it comes again with the next acquisition of its stream).
+   * Decodes the event, runs its handler and advances the checkpoint to offset + 1 (in memory; the
+   * row is written once per stream in {@link #completed}); a projection answering another offset
+   * sets the checkpoint there. An undecodable payload or a throwing handler fails the delivery; an
+   * event whose predecessor in the same batch was not handled is Busy (it comes again with the next
+   * acquisition of its stream).
    */
   @Override
   public Outcome handle(Tx tx, Delivery delivery) throws Exception {
@@ -245,9 +246,30 @@ public final class EventDriver implements Driver {
           next,
           next);
     }
-    queries.setOffset(tx.dsl(), run.streamId(), run.checkpoint(), next);
+    // The row is written once per stream when the batch completes (or before a postponement).
     run.moved(next, next == expected);
     return Outcome.HANDLED;
+  }
+
+  /**
+   * Writes each stream's checkpoint once for the whole batch: consecutive events of a stream cost
+   * one update, not one per event.
+   */
+  @Override
+  public void completed(Tx tx, List<Delivery> handled) {
+    StreamRun last = null;
+    for (Delivery d : handled) {
+      StreamRun run = step(d).run();
+      if (run != last && run.unsaved()) {
+        save(tx, run);
+      }
+      last = run;
+    }
+  }
+
+  private void save(Tx tx, StreamRun run) {
+    queries.setOffset(tx.dsl(), run.streamId(), run.stored(), run.checkpoint());
+    run.saved();
   }
 
   /**
@@ -260,6 +282,9 @@ public final class EventDriver implements Driver {
     if (step.isNext()) {
       StreamRun run = step.run();
       run.end();
+      if (run.unsaved()) {
+        save(tx, run);
+      }
       queries.postpone(tx.dsl(), run.streamId(), run.checkpoint(), failures, delay);
     }
   }
@@ -271,6 +296,9 @@ public final class EventDriver implements Driver {
     if (step.isNext()) {
       StreamRun run = step.run();
       run.end();
+      if (run.unsaved()) {
+        save(tx, run);
+      }
       queries.park(tx.dsl(), run.streamId(), run.checkpoint(), failures, reason);
       if (parked != null) {
         parked.increment();

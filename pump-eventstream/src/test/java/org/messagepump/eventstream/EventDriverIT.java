@@ -62,8 +62,16 @@ class EventDriverIT {
         tx -> {
           try {
             List<Outcome> outcomes = new ArrayList<>();
+            List<Delivery> handled = new ArrayList<>();
             for (Delivery d : driver.acquire(tx, max)) {
-              outcomes.add(driver.handle(tx, d));
+              Outcome o = driver.handle(tx, d);
+              outcomes.add(o);
+              if (o == Outcome.HANDLED) {
+                handled.add(d);
+              }
+            }
+            if (!handled.isEmpty()) {
+              driver.completed(tx, handled);
             }
             return outcomes;
           } catch (Exception e) {
@@ -96,6 +104,7 @@ class EventDriverIT {
       assertThat(d.stream().checkpointOffset()).isZero();
       assertThat(d.messageId()).isEqualTo(r.messageIds().get(0));
       assertThat(driver.handle(t.tx, d)).isEqualTo(Outcome.HANDLED);
+      driver.completed(t.tx, List.of(d));
       t.commit();
     }
     assertThat(pollAndHandle(ds, driver, 1)).containsExactly(Outcome.HANDLED);
@@ -263,12 +272,17 @@ class EventDriverIT {
     // Claim the bad stream first (it is tracked, then postponed).
     for (int i = 0; i < 2; i++) {
       try (OpenTx t = new OpenTx(ds)) {
+        List<Delivery> handled = new ArrayList<>();
         for (Delivery d : failing.acquire(t.tx, 2)) {
           try {
             failing.handle(t.tx, d);
+            handled.add(d);
           } catch (Exception e) {
             failing.postpone(t.tx, d, d.failures() + 1, Duration.ofHours(1));
           }
+        }
+        if (!handled.isEmpty()) {
+          failing.completed(t.tx, handled);
         }
         t.commit();
       }
@@ -395,6 +409,7 @@ class EventDriverIT {
       Delivery d = held.get(0);
       assertThat(minimal.handle(second.tx, d)).isInstanceOf(Outcome.Busy.class);
       assertThat(minimal.handle(first.tx, d)).isEqualTo(Outcome.HANDLED);
+      minimal.completed(first.tx, List.of(d));
       first.commit();
       assertThat(minimal.acquire(second.tx, 1)).hasSize(1);
     }

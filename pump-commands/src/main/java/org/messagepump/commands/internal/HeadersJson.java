@@ -29,7 +29,7 @@ public final class HeadersJson {
 
   /** The headers of a JSON object (null or empty gives an empty map). */
   public static Map<String, String> read(JSONB json) {
-    if (json == null || json.data() == null || json.data().isBlank()) {
+    if (json == null || json.data() == null || json.data().isBlank() || "{}".equals(json.data())) {
       return Map.of();
     }
     try {

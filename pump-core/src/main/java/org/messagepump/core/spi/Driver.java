@@ -24,12 +24,23 @@ public interface Driver {
   List<Delivery> acquire(Tx tx, int max) throws SQLException;
 
   /**
-   * Handles one delivery inside a savepoint of {@code tx}. On {@link Outcome.Handled} the driver
-   * has done its bookkeeping (delete the message, advance the checkpoint) in {@code tx}. Any
-   * exception counts as {@link Outcome.Failed}, except serialization failures, deadlocks and lock
-   * timeouts, which count as {@link Outcome.Busy}.
+   * Handles one delivery inside a savepoint of {@code tx} (set lazily, just before the first
+   * statement sent through {@code tx}: a delivery that sends none costs no savepoint). On {@link
+   * Outcome.Handled} the driver has done its bookkeeping (delete the message, advance the
+   * checkpoint) in {@code tx}, or does it for the whole batch in {@link #completed}. Any exception
+   * counts as {@link Outcome.Failed}, except serialization failures, deadlocks and lock timeouts,
+   * which count as {@link Outcome.Busy}.
    */
   Outcome handle(Tx tx, Delivery delivery) throws Exception;
+
+  /**
+   * Called once per batch after every handler ran and before the commit, with the deliveries whose
+   * outcome was {@link Outcome.Handled}, in order (never empty). A driver may do its success
+   * bookkeeping here once per batch instead of once per delivery: one checkpoint write for
+   * consecutive events of a stream, one statement for many messages. An exception abandons the
+   * whole batch: it rolls back and every delivery of it comes back. The default does nothing.
+   */
+  default void completed(Tx tx, List<Delivery> handled) throws SQLException {}
 
   /**
    * Makes the delivery due again after {@code delay} (measured with the database clock), with

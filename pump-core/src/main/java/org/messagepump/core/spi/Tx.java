@@ -18,11 +18,10 @@ public final class Tx {
       new Settings().withRenderSchema(true).withExecuteLogging(false);
 
   private final Connection connection;
-  private final DSLContext dsl;
+  private DSLContext dsl; // created on first use: a poll that needs none pays nothing for it
 
   private Tx(Connection connection) {
     this.connection = Objects.requireNonNull(connection, "connection");
-    this.dsl = DSL.using(connection, SQLDialect.POSTGRES, SETTINGS);
   }
 
   /**
@@ -40,6 +39,9 @@ public final class Tx {
 
   /** A jOOQ context for PostgreSQL bound to this transaction's connection. */
   public DSLContext dsl() {
+    if (dsl == null) {
+      dsl = DSL.using(connection, SQLDialect.POSTGRES, SETTINGS);
+    }
     return dsl;
   }
 }

@@ -21,12 +21,32 @@ public final class StreamRun {
 
   private final long streamId;
   private long checkpoint;
+  private long stored;
   private boolean broken;
 
   /** A run starting at a claim's checkpoint. */
   public StreamRun(Claim claim) {
     this.streamId = claim.streamId();
     this.checkpoint = claim.checkpoint();
+    this.stored = claim.checkpoint();
+  }
+
+  /**
+   * The checkpoint as the row holds it now. Handled events move {@link #checkpoint()} in memory;
+   * the row is written once, when the batch completes or before a postponement.
+   */
+  public long stored() {
+    return stored;
+  }
+
+  /** True when the in-memory checkpoint is ahead of the row. */
+  public boolean unsaved() {
+    return checkpoint != stored;
+  }
+
+  /** Records that the row now holds {@link #checkpoint()}. */
+  public void saved() {
+    stored = checkpoint;
   }
 
   /** The stream. */
@@ -34,7 +54,7 @@ public final class StreamRun {
     return streamId;
   }
 
-  /** The checkpoint as this transaction holds it now. */
+  /** The checkpoint as this transaction sees it (handled events included, saved or not). */
   public long checkpoint() {
     return checkpoint;
   }
