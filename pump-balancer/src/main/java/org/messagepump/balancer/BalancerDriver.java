@@ -191,12 +191,33 @@ public final class BalancerDriver implements Driver {
             c.receivedAt().toInstant(),
             Map.of(PARTITION_KEY_HEADER, c.key()),
             c.content());
-    return new Delivery(envelope, c.failures(), null, c);
+    return new Delivery(envelope, c.failures(), null, new State(c));
+  }
+
+  /**
+   * A delivery's driver state: its claim, and whether its message is to be deleted when the batch
+   * completes (the handler answered {@link Result.Ok}).
+   */
+  private static final class State {
+    final Claim claim;
+    boolean remove;
+
+    State(Claim claim) {
+      this.claim = claim;
+    }
+  }
+
+  private static State state(Delivery d) {
+    if (!(d.driverState() instanceof State s)) {
+      throw new IllegalArgumentException("delivery was not acquired by this driver: " + d);
+    }
+    return s;
   }
 
   @Override
   public Outcome handle(Tx tx, Delivery delivery) throws Exception {
-    Claim c = (Claim) delivery.driverState();
+    State state = state(delivery);
+    Claim c = state.claim;
     BalancedMessage message =
         new BalancedMessage(
             c.messageId(),
@@ -221,29 +242,20 @@ public final class BalancerDriver implements Driver {
     }
     metrics.handled(result.getClass().getSimpleName(), System.nanoTime() - start);
     try {
-      return record(tx.dsl(), c, result);
+      return record(tx, state, result);
     } catch (DataAccessException e) {
       SQLException sql = e.getCause(SQLException.class);
       throw sql != null ? sql : e;
     }
   }
 
-  private Outcome record(DSLContext dsl, Claim c, Result result) {
+  private Outcome record(Tx tx, State state, Result result) {
+    Claim c = state.claim;
     if (result instanceof Result.Ok) {
-      DeliveryQueries.Removed removed = DeliveryQueries.deleteMessage(dsl, c.messageId());
-      if (removed != null) {
-        metrics.removed(removed.endToEnd());
-      }
-      if (removed == null || !removed.othersSeen()) {
-        if (DeliveryQueries.deleteIfEmpty(dsl, group, c.key())) {
-          return Outcome.HANDLED;
-        }
-      }
-      if (c.failures() > 0) {
-        DeliveryQueries.clearFailures(dsl, group, c.key());
-      }
+      state.remove = true; // deleted with the rest of the batch in completed()
       return Outcome.HANDLED;
     }
+    DSLContext dsl = tx.dsl();
     if (result instanceof Result.Requeue r) {
       if (r.propertiesJson() != null) {
         DeliveryQueries.replaceProperties(dsl, c.messageId(), r.propertiesJson());
@@ -264,15 +276,51 @@ public final class BalancerDriver implements Driver {
     return Outcome.failed(((Result.Failed) result).cause());
   }
 
+  /**
+   * Deletes the messages of every {@link Result.Ok} delivery of the batch in one statement, then
+   * the bookkeeping of the few keys that need it: a key whose last message this was is deleted, a
+   * key that had failures has them cleared.
+   */
+  @Override
+  public void completed(Tx tx, List<Delivery> handled) {
+    List<Claim> done = new ArrayList<>(handled.size());
+    for (Delivery d : handled) {
+      State s = state(d);
+      if (s.remove) {
+        done.add(s.claim);
+      }
+    }
+    if (done.isEmpty()) {
+      return;
+    }
+    DSLContext dsl = tx.dsl();
+    long[] ids = new long[done.size()];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = done.get(i).messageId();
+    }
+    Map<Long, DeliveryQueries.Removed> removed = DeliveryQueries.deleteMessages(dsl, ids);
+    for (Claim c : done) {
+      DeliveryQueries.Removed r = removed.get(c.messageId());
+      if (r != null) {
+        metrics.removed(r.endToEnd());
+      }
+      if ((r == null || !r.othersSeen()) && DeliveryQueries.deleteIfEmpty(dsl, group, c.key())) {
+        continue;
+      }
+      if (c.failures() > 0) {
+        DeliveryQueries.clearFailures(dsl, group, c.key());
+      }
+    }
+  }
+
   @Override
   public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) {
-    DeliveryQueries.postpone(
-        tx.dsl(), (Claim) delivery.driverState(), failures, delay, lockPartition);
+    DeliveryQueries.postpone(tx.dsl(), state(delivery).claim, failures, delay, lockPartition);
   }
 
   @Override
   public void park(Tx tx, Delivery delivery, int failures, String reason) {
-    DeliveryQueries.park(tx.dsl(), (Claim) delivery.driverState(), failures, reason, lockPartition);
+    DeliveryQueries.park(tx.dsl(), state(delivery).claim, failures, reason, lockPartition);
   }
 
   /**

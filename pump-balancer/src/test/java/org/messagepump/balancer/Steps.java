@@ -36,8 +36,11 @@ final class Steps {
       return only().envelope().headers().get(BalancerDriver.PARTITION_KEY_HEADER);
     }
 
-    /** Handles every delivery as the pump's DeliveryRunner does (no commit). */
+    /**
+     * Handles every delivery as the pump's DeliveryRunner does, completion included (no commit).
+     */
     void handleAll(Driver driver) throws Exception {
+      List<Delivery> handled = new java.util.ArrayList<>();
       for (Delivery d : deliveries) {
         var sp = connection.setSavepoint();
         Outcome o;
@@ -48,6 +51,7 @@ final class Steps {
         }
         if (o instanceof Outcome.Handled) {
           connection.releaseSavepoint(sp);
+          handled.add(d);
         } else {
           connection.rollback(sp);
           if (o instanceof Outcome.Busy) {
@@ -56,6 +60,9 @@ final class Steps {
             driver.postpone(tx, d, d.failures() + 1, Duration.ofMillis(1));
           }
         }
+      }
+      if (!handled.isEmpty()) {
+        driver.completed(tx, handled);
       }
     }
 

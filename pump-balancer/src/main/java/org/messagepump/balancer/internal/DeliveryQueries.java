@@ -15,7 +15,7 @@ import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Record;
 import org.jooq.Record2;
-import org.jooq.Record3;
+import org.jooq.Record4;
 import org.jooq.ResultQuery;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
@@ -246,11 +246,17 @@ public final class DeliveryQueries {
   public record Removed(Duration endToEnd, boolean othersSeen) {}
 
   /**
-   * Deletes a handled message; returns its end-to-end age by the database clock and whether the
-   * statement saw other messages of its key (if not, the caller tries {@link #deleteIfEmpty}, which
-   * re-checks with a fresh snapshot under the row lock), or null when it was gone.
+   * Deletes handled messages in one statement; returns, per deleted id, its end-to-end age by the
+   * database clock and whether the statement saw other messages of its key (if not, the caller
+   * tries {@link #deleteIfEmpty}, which re-checks with a fresh snapshot under the row lock). An id
+   * already gone is absent from the answer.
    */
-  public static Removed deleteMessage(DSLContext dsl, long id) {
+  public static java.util.Map<Long, Removed> deleteMessages(DSLContext dsl, long[] ids) {
+    Long[] boxed = new Long[ids.length];
+    for (int i = 0; i < ids.length; i++) {
+      boxed[i] = ids[i];
+    }
+    Field<Long[]> all = DSL.val(boxed, SQLDataType.BIGINT.array());
     var others =
         DSL.field(
             DSL.exists(
@@ -258,13 +264,16 @@ public final class DeliveryQueries {
                     .from(M.T.as("o"))
                     .where(DSL.field(DSL.name("o", "partition_group")).eq(M.GROUP))
                     .and(DSL.field(DSL.name("o", "partition_key")).eq(M.KEY))
-                    .and(DSL.field(DSL.name("o", "id"), Long.class).ne(id))));
-    Record3<OffsetDateTime, OffsetDateTime, Boolean> r =
+                    .and(DSL.field(DSL.name("o", "id"), Long.class).ne(DSL.all(all)))));
+    java.util.Map<Long, Removed> out = new java.util.HashMap<>();
+    for (Record4<Long, OffsetDateTime, OffsetDateTime, Boolean> r :
         dsl.deleteFrom(M.T)
-            .where(M.ID.eq(id))
-            .returningResult(M.RECEIVED_AT, clock(), others)
-            .fetchOne();
-    return r == null ? null : new Removed(Duration.between(r.value1(), r.value2()), r.value3());
+            .where(M.ID.eq(DSL.any(all)))
+            .returningResult(M.ID, M.RECEIVED_AT, clock(), others)
+            .fetch()) {
+      out.put(r.value1(), new Removed(Duration.between(r.value2(), r.value3()), r.value4()));
+    }
+    return out;
   }
 
   /** Resets the key's failures after a success. */

@@ -80,7 +80,8 @@ public final class LeaseQueries {
     if (m.rejection() != null) {
       return new Applied(m.rejection(), null, null);
     }
-    DeliveryQueries.Removed removed = DeliveryQueries.deleteMessage(dsl, messageId);
+    DeliveryQueries.Removed removed =
+        DeliveryQueries.deleteMessages(dsl, new long[] {messageId}).get(messageId);
     Duration age = removed == null ? null : removed.endToEnd();
     clearLease(dsl, m.group(), m.key(), false).execute();
     DeliveryQueries.deleteIfEmpty(dsl, m.group(), m.key());
