@@ -62,11 +62,13 @@ public final class BalancerDriver implements Driver {
   private final int maxAttempts;
   private final String leaseOwner;
   private final BalancerMetrics metrics;
+  private final DeliveryQueries.Prepared prepared;
   private volatile long nextReap = System.nanoTime();
 
   private BalancerDriver(Builder b) {
     this.balancer = b.balancer;
     this.group = b.balancer.group();
+    this.prepared = new DeliveryQueries.Prepared(group);
     this.handler = b.handler;
     this.lockPartition = b.lockPartition;
     this.leaseDuration = b.leaseDuration;
@@ -102,14 +104,13 @@ public final class BalancerDriver implements Driver {
   @Override
   public List<Delivery> acquire(Tx tx, int max) throws SQLException {
     long start = System.nanoTime();
-    DSLContext dsl = tx.dsl();
-    reapIfDue(dsl);
+    reapIfDue(tx);
     List<Delivery> out = new ArrayList<>(max);
     Set<String> taken = new HashSet<>();
     for (int round = 0; round < MAX_ROUNDS && out.size() < max; round++) {
       boolean skipped =
           lockPartition
-              ? acquireLocked(dsl, max - out.size(), out, taken)
+              ? acquireLocked(tx, max - out.size(), out, taken)
               : acquireFree(tx, max, out, taken);
       if (!skipped) {
         break;
@@ -120,15 +121,16 @@ public final class BalancerDriver implements Driver {
   }
 
   /** One round with lockPartition; true when it skipped empty keys (worth another round). */
-  private boolean acquireLocked(DSLContext dsl, int max, List<Delivery> out, Set<String> taken) {
-    DeliveryQueries.Acquired a = DeliveryQueries.acquireLocked(dsl, group, max, taken);
+  private boolean acquireLocked(Tx tx, int max, List<Delivery> out, Set<String> taken)
+      throws SQLException {
+    DeliveryQueries.Acquired a = DeliveryQueries.acquireLocked(tx, prepared, max, taken);
     for (Claim c : a.claims()) {
       taken.add(c.key());
       out.add(delivery(c));
     }
     for (DeliveryQueries.EmptyKey e : a.empty()) {
       taken.add(e.key());
-      DeliveryQueries.deleteIfEmpty(dsl, group, e.key());
+      DeliveryQueries.deleteIfEmpty(tx.dsl(), group, e.key());
     }
     return !a.empty().isEmpty();
   }
@@ -160,11 +162,12 @@ public final class BalancerDriver implements Driver {
     return skipped && !keys.isEmpty();
   }
 
-  private void reapIfDue(DSLContext dsl) {
+  private void reapIfDue(Tx tx) {
     long now = System.nanoTime();
     if (now - nextReap < 0) {
       return;
     }
+    DSLContext dsl = tx.dsl();
     nextReap = now + reapInterval.toNanos();
     List<LeaseQueries.Expired> expired = LeaseQueries.reap(dsl, group, REAP_BATCH);
     if (expired.isEmpty()) {
@@ -282,7 +285,7 @@ public final class BalancerDriver implements Driver {
    * key that had failures has them cleared.
    */
   @Override
-  public void completed(Tx tx, List<Delivery> handled) {
+  public void completed(Tx tx, List<Delivery> handled) throws SQLException {
     List<Claim> done = new ArrayList<>(handled.size());
     for (Delivery d : handled) {
       State s = state(d);
@@ -293,13 +296,13 @@ public final class BalancerDriver implements Driver {
     if (done.isEmpty()) {
       return;
     }
-    DSLContext dsl = tx.dsl();
     long[] ids = new long[done.size()];
     for (int i = 0; i < ids.length; i++) {
       ids[i] = done.get(i).messageId();
     }
-    Map<Long, DeliveryQueries.Removed> removed = DeliveryQueries.deleteMessages(dsl, ids);
+    Map<Long, DeliveryQueries.Removed> removed = DeliveryQueries.deleteMessages(tx, prepared, ids);
     for (Claim c : done) {
+      DSLContext dsl = tx.dsl();
       DeliveryQueries.Removed r = removed.get(c.messageId());
       if (r != null) {
         metrics.removed(r.endToEnd());

@@ -107,10 +107,25 @@ final class BenchCommand implements Callable<Integer> {
     return b;
   }
 
+  /**
+   * Size of the untimed warm-up before each part: the JIT compiles the pump's and the baseline's
+   * hot paths before anything is measured, so no figure includes interpreter time (the plain JDBC
+   * baseline warms up much faster than the pump, which would bias the first ratios).
+   */
+  private int warmUp() {
+    return size(5_000, 2_000);
+  }
+
   private void commands(DataSource ds) throws Exception {
     BenchCommands c = new BenchCommands(ds);
     int n = size(50_000, 5_000);
     c.clear();
+    int w = warmUp();
+    BenchBaseline.skipLocked(ds, 8, w);
+    c.fill(w);
+    c.drain(8, 1, w);
+    c.fill(w);
+    c.drain(8, 10, w);
     for (int workers : new int[] {1, 4, 8}) {
       double base = baseline(ds, workers, n);
       c.fill(n);
@@ -195,6 +210,10 @@ final class BenchCommand implements Callable<Integer> {
     BenchEvents e = new BenchEvents(ds);
     int n = size(50_000, 5_000);
     e.clear();
+    long warm = e.fill(warmUp(), 16);
+    e.catchUp(1, 4, 1, warm);
+    e.catchUp(1, 4, 50, warm);
+    e.clear();
     report.add(
         "events.append",
         params("writers", 4, "batch", 10, "events", n),
@@ -232,6 +251,11 @@ final class BenchCommand implements Callable<Integer> {
     BenchBalancer b = new BenchBalancer(ds);
     int n = size(50_000, 5_000);
     int keys = Math.max(10, Math.min(1_000, n / 50));
+    int w = warmUp();
+    b.fill("bench-warm-up", w, keys);
+    b.drain("bench-warm-up", w, keys, 8, 1);
+    b.fill("bench-warm-up-batch", w, keys);
+    b.drain("bench-warm-up-batch", w, keys, 8, 10);
     double base = baseline(ds, 8, n);
     b.fill("bench", n, keys);
     BenchBalancer.Drain plain = b.drain("bench", n, keys, 8, 1);

@@ -3,6 +3,9 @@ package org.messagepump.balancer.internal;
 import static org.messagepump.balancer.internal.Schema.clock;
 import static org.messagepump.balancer.internal.Schema.clockPlus;
 
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
@@ -15,13 +18,13 @@ import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Record;
 import org.jooq.Record2;
-import org.jooq.Record4;
 import org.jooq.ResultQuery;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.balancer.internal.Schema.M;
 import org.messagepump.balancer.internal.Schema.P;
+import org.messagepump.core.spi.Tx;
 
 /** The SQL of acquisition and of the bookkeeping after a handler ran. */
 public final class DeliveryQueries {
@@ -72,36 +75,115 @@ public final class DeliveryQueries {
    * The one acquisition statement: the {@code max} ready keys of the group with the lowest
    * rotation, locked {@code FOR NO KEY UPDATE SKIP LOCKED}, moved to the back of the rotation, each
    * joined to its head message ({@code ORDER BY id LIMIT 1}).
+   *
+   * <p>The first round of a poll ({@code taken} empty) runs {@link Prepared#acquire}: the same
+   * statement rendered by jOOQ once per driver and run through JDBC, since rendering it on every
+   * poll was a large part of the pump's CPU per delivery on a two-core machine shared with
+   * PostgreSQL. Later rounds (rare: only after empty keys) build it with their exclusions.
    */
-  public static Acquired acquireLocked(
-      DSLContext dsl, String group, int max, Collection<String> taken) {
-    var rows = acquireQuery(dsl, group, max, taken).fetch();
-    List<Claim> claims = new ArrayList<>(rows.size());
+  public static Acquired acquireLocked(Tx tx, Prepared prepared, int max, Collection<String> taken)
+      throws SQLException {
+    String group = prepared.group;
+    List<Claim> claims = new ArrayList<>();
     List<EmptyKey> empty = new ArrayList<>();
-    for (Record r : rows) {
-      String key = r.get(C_KEY);
-      long rotation = r.get(C_ROTATION);
-      Long id = r.get(H_ID);
-      if (id == null) {
-        empty.add(new EmptyKey(key, rotation));
-        continue;
+    if (taken.isEmpty()) {
+      try (PreparedStatement ps = tx.connection().prepareStatement(prepared.acquire)) {
+        prepared.bindAcquire(ps, max);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            String key = rs.getString(1);
+            long rotation = rs.getLong(2);
+            long id = rs.getLong(4);
+            if (rs.wasNull()) {
+              empty.add(new EmptyKey(key, rotation));
+              continue;
+            }
+            claims.add(
+                new Claim(
+                    group,
+                    key,
+                    rotation,
+                    id,
+                    rs.getBytes(5),
+                    rs.getString(6),
+                    rs.getObject(7, OffsetDateTime.class),
+                    rs.getInt(8),
+                    rs.getInt(3),
+                    UUID.randomUUID()));
+          }
+        }
       }
-      claims.add(
-          new Claim(
-              group,
-              key,
-              rotation,
-              id,
-              r.get(H_CONTENT),
-              r.get(H_PROPERTIES).data(),
-              r.get(H_RECEIVED),
-              r.get(H_ATTEMPTS),
-              r.get(P.FAILURES),
-              UUID.randomUUID()));
+    } else {
+      for (Record r : acquireQuery(tx.dsl(), group, max, taken).fetch()) {
+        String key = r.get(C_KEY);
+        long rotation = r.get(C_ROTATION);
+        Long id = r.get(H_ID);
+        if (id == null) {
+          empty.add(new EmptyKey(key, rotation));
+          continue;
+        }
+        claims.add(
+            new Claim(
+                group,
+                key,
+                rotation,
+                id,
+                r.get(H_CONTENT),
+                r.get(H_PROPERTIES).data(),
+                r.get(H_RECEIVED),
+                r.get(H_ATTEMPTS),
+                r.get(P.FAILURES),
+                UUID.randomUUID()));
+      }
     }
     claims.sort((a, b) -> Long.compare(a.oldRotation(), b.oldRotation()));
     return new Acquired(claims, empty);
   }
+
+  /**
+   * The hot statements of one group, rendered by jOOQ once and run through plain JDBC: the first
+   * acquisition round and the bulk delete of handled messages. Their SQL text is fixed (the limit
+   * and the ids are bind values), so the PostgreSQL driver keeps them prepared on the server.
+   */
+  public static final class Prepared {
+    private static final int MAX_SENTINEL = 7_777_777;
+
+    final String group;
+    final String acquire;
+    private final Object[] acquireBinds;
+    private final int maxBind;
+    final String delete;
+
+    /** The statements of {@code group}. */
+    public Prepared(String group) {
+      this.group = group;
+      DSLContext render = DSL.using(org.jooq.SQLDialect.POSTGRES, RENDER);
+      ResultQuery<?> q = acquireQuery(render, group, MAX_SENTINEL, List.of());
+      this.acquire = render.render(q);
+      this.acquireBinds = q.getBindValues().toArray();
+      int at = -1;
+      for (int i = 0; i < acquireBinds.length; i++) {
+        if (acquireBinds[i] instanceof Number n && n.intValue() == MAX_SENTINEL) {
+          at = i;
+        }
+      }
+      if (at < 0) {
+        throw new IllegalStateException("the acquisition statement has no limit bind: " + acquire);
+      }
+      this.maxBind = at;
+      this.delete = render.render(deleteQuery(render, DSL.val(new Long[0], LONG_ARRAY)));
+    }
+
+    void bindAcquire(PreparedStatement ps, int max) throws SQLException {
+      for (int i = 0; i < acquireBinds.length; i++) {
+        ps.setObject(i + 1, i == maxBind ? Integer.valueOf(max) : acquireBinds[i]);
+      }
+    }
+  }
+
+  private static final org.jooq.conf.Settings RENDER =
+      new org.jooq.conf.Settings().withRenderSchema(true);
+  private static final org.jooq.DataType<Long[]> LONG_ARRAY = SQLDataType.BIGINT.array();
 
   /** The acquisition statement (see {@link #acquireLocked}). */
   public static ResultQuery<?> acquireQuery(
@@ -251,12 +333,50 @@ public final class DeliveryQueries {
    * tries {@link #deleteIfEmpty}, which re-checks with a fresh snapshot under the row lock). An id
    * already gone is absent from the answer.
    */
+  public static java.util.Map<Long, Removed> deleteMessages(Tx tx, Prepared prepared, long[] ids)
+      throws SQLException {
+    java.util.Map<Long, Removed> out = new java.util.HashMap<>();
+    Long[] boxed = new Long[ids.length];
+    for (int i = 0; i < ids.length; i++) {
+      boxed[i] = ids[i];
+    }
+    try (PreparedStatement ps = tx.connection().prepareStatement(prepared.delete)) {
+      java.sql.Array array = tx.connection().createArrayOf("bigint", boxed);
+      ps.setArray(1, array);
+      ps.setArray(2, array);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          OffsetDateTime received = rs.getObject(2, OffsetDateTime.class);
+          OffsetDateTime now = rs.getObject(3, OffsetDateTime.class);
+          out.put(rs.getLong(1), new Removed(Duration.between(received, now), rs.getBoolean(4)));
+        }
+      }
+    }
+    return out;
+  }
+
+  /** As {@link #deleteMessages(Tx, Prepared, long[])}, built and run by jOOQ (the rare paths). */
   public static java.util.Map<Long, Removed> deleteMessages(DSLContext dsl, long[] ids) {
     Long[] boxed = new Long[ids.length];
     for (int i = 0; i < ids.length; i++) {
       boxed[i] = ids[i];
     }
-    Field<Long[]> all = DSL.val(boxed, SQLDataType.BIGINT.array());
+    java.util.Map<Long, Removed> out = new java.util.HashMap<>();
+    for (Record r : deleteQuery(dsl, DSL.val(boxed, LONG_ARRAY)).fetch()) {
+      out.put(
+          r.get(0, Long.class),
+          new Removed(
+              Duration.between(r.get(1, OffsetDateTime.class), r.get(2, OffsetDateTime.class)),
+              r.get(3, Boolean.class)));
+    }
+    return out;
+  }
+
+  /**
+   * The bulk delete: {@code ids} twice (the rows to delete, and the ids not counted as "other
+   * messages of the key").
+   */
+  private static ResultQuery<?> deleteQuery(DSLContext dsl, Field<Long[]> ids) {
     var others =
         DSL.field(
             DSL.exists(
@@ -264,16 +384,10 @@ public final class DeliveryQueries {
                     .from(M.T.as("o"))
                     .where(DSL.field(DSL.name("o", "partition_group")).eq(M.GROUP))
                     .and(DSL.field(DSL.name("o", "partition_key")).eq(M.KEY))
-                    .and(DSL.field(DSL.name("o", "id"), Long.class).ne(DSL.all(all)))));
-    java.util.Map<Long, Removed> out = new java.util.HashMap<>();
-    for (Record4<Long, OffsetDateTime, OffsetDateTime, Boolean> r :
-        dsl.deleteFrom(M.T)
-            .where(M.ID.eq(DSL.any(all)))
-            .returningResult(M.ID, M.RECEIVED_AT, clock(), others)
-            .fetch()) {
-      out.put(r.value1(), new Removed(Duration.between(r.value2(), r.value3()), r.value4()));
-    }
-    return out;
+                    .and(DSL.field(DSL.name("o", "id"), Long.class).ne(DSL.all(ids)))));
+    return dsl.deleteFrom(M.T)
+        .where(M.ID.eq(DSL.any(ids)))
+        .returningResult(M.ID, M.RECEIVED_AT, clock(), others);
   }
 
   /** Resets the key's failures after a success. */
