@@ -153,6 +153,7 @@ public final class DeliveryQueries {
     private final Object[] acquireBinds;
     private final int maxBind;
     final String delete;
+    final String deleteOne;
 
     /** The statements of {@code group}. */
     public Prepared(String group) {
@@ -172,6 +173,13 @@ public final class DeliveryQueries {
       }
       this.maxBind = at;
       this.delete = render.render(deleteQuery(render, DSL.val(new Long[0], LONG_ARRAY)));
+      // One id (every batch of one): a scalar parameter keeps a cheap cached plan, where the
+      // array form was planned again at each bind (0.19 ms per delivery in the server log).
+      Field<Long> one = DSL.val(0L, SQLDataType.BIGINT);
+      this.deleteOne =
+          render.render(
+              deleteQuery(
+                  render, M.ID.eq(one), DSL.field(DSL.name("o", "id"), Long.class).ne(one)));
     }
 
     void bindAcquire(PreparedStatement ps, int max) throws SQLException {
@@ -340,10 +348,17 @@ public final class DeliveryQueries {
     for (int i = 0; i < ids.length; i++) {
       boxed[i] = ids[i];
     }
-    try (PreparedStatement ps = tx.connection().prepareStatement(prepared.delete)) {
-      java.sql.Array array = tx.connection().createArrayOf("bigint", boxed);
-      ps.setArray(1, array);
-      ps.setArray(2, array);
+    boolean one = ids.length == 1;
+    try (PreparedStatement ps =
+        tx.connection().prepareStatement(one ? prepared.deleteOne : prepared.delete)) {
+      if (one) {
+        ps.setLong(1, ids[0]);
+        ps.setLong(2, ids[0]);
+      } else {
+        java.sql.Array array = tx.connection().createArrayOf("bigint", boxed);
+        ps.setArray(1, array);
+        ps.setArray(2, array);
+      }
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           OffsetDateTime received = rs.getObject(2, OffsetDateTime.class);
@@ -377,6 +392,12 @@ public final class DeliveryQueries {
    * messages of the key").
    */
   private static ResultQuery<?> deleteQuery(DSLContext dsl, Field<Long[]> ids) {
+    return deleteQuery(
+        dsl, M.ID.eq(DSL.any(ids)), DSL.field(DSL.name("o", "id"), Long.class).ne(DSL.all(ids)));
+  }
+
+  /** The delete of the rows {@code which}; {@code notDeleted} tells an "other" message apart. */
+  private static ResultQuery<?> deleteQuery(DSLContext dsl, Condition which, Condition notDeleted) {
     var others =
         DSL.field(
             DSL.exists(
@@ -384,10 +405,8 @@ public final class DeliveryQueries {
                     .from(M.T.as("o"))
                     .where(DSL.field(DSL.name("o", "partition_group")).eq(M.GROUP))
                     .and(DSL.field(DSL.name("o", "partition_key")).eq(M.KEY))
-                    .and(DSL.field(DSL.name("o", "id"), Long.class).ne(DSL.all(ids)))));
-    return dsl.deleteFrom(M.T)
-        .where(M.ID.eq(DSL.any(ids)))
-        .returningResult(M.ID, M.RECEIVED_AT, clock(), others);
+                    .and(notDeleted)));
+    return dsl.deleteFrom(M.T).where(which).returningResult(M.ID, M.RECEIVED_AT, clock(), others);
   }
 
   /** Resets the key's failures after a success. */
