@@ -113,7 +113,7 @@ final class BenchCommand implements Callable<Integer> {
    * baseline warms up much faster than the pump, which would bias the first ratios).
    */
   private int warmUp() {
-    return size(5_000, 2_000);
+    return size(20_000, 5_000);
   }
 
   private void commands(DataSource ds) throws Exception {

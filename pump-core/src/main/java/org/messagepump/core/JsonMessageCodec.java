@@ -3,10 +3,13 @@ package org.messagepump.core;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 import java.io.IOException;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 import org.messagepump.core.spi.MessageCodec;
 
 /** The stock {@link MessageCodec}: JSON through Jackson, type names from {@link MessageTypes}. */
@@ -14,6 +17,9 @@ public final class JsonMessageCodec implements MessageCodec {
 
   private final MessageTypes types;
   private final ObjectMapper mapper;
+  // One reader per class: it keeps the class's deserializer, which mapper.readValue looks up on
+  // every call (measured: decoding was a quarter of a no-op command delivery's Java time).
+  private final Map<Class<?>, ObjectReader> readers = new ConcurrentHashMap<>();
 
   private JsonMessageCodec(MessageTypes types, ObjectMapper mapper) {
     this.types = Objects.requireNonNull(types, "types");
@@ -78,7 +84,7 @@ public final class JsonMessageCodec implements MessageCodec {
       throw new UndecodableMessageException("payload of type '" + type + "' is missing", null);
     }
     try {
-      Object value = mapper.readValue(payload, c);
+      Object value = readers.computeIfAbsent(c, mapper::readerFor).readValue(payload);
       if (value == null) {
         throw new UndecodableMessageException("payload of type '" + type + "' is JSON null", null);
       }
