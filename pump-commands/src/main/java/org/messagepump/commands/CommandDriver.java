@@ -3,7 +3,6 @@ package org.messagepump.commands;
 import io.micrometer.core.instrument.Counter;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -120,21 +119,15 @@ public final class CommandDriver implements Driver {
     if (max < 1 || claim == null) {
       return List.of();
     }
-    return claim.run(tx.connection(), rotated(), max);
+    return claim.run(tx.connection(), nextTurn(), max);
   }
 
-  /** The types, starting one further at each call: each type gets its turn to be scanned first. */
-  private List<String> rotated() {
-    int k = types.size();
-    if (k == 1) {
-      return types;
-    }
-    int start = Math.floorMod(turn.getAndIncrement(), k);
-    List<String> out = new ArrayList<>(k);
-    for (int i = 0; i < k; i++) {
-      out.add(types.get((start + i) % k));
-    }
-    return out;
+  /**
+   * Where the next scan of the types starts: one further at each call, so each type gets its turn
+   * first.
+   */
+  private int nextTurn() {
+    return types.size() == 1 ? 0 : Math.floorMod(turn.getAndIncrement(), types.size());
   }
 
   /**

@@ -113,65 +113,51 @@ public final class CommandQueries {
    */
   public static final class Claim {
 
-    private final String sql;
-    private final boolean severalTypes;
-    private final int[] binds; // per bind position: 0 = the types, 1 = the limit
+    private final List<String> types;
+    private final java.util.Map<Long, String> sqlByTurn =
+        new java.util.concurrent.ConcurrentHashMap<>();
 
-    /** The claim for a driver of {@code types} (at least one). */
+    /** The claim for a driver of {@code types} (at least one), in registration order. */
     public Claim(List<String> types) {
       if (types.isEmpty()) {
         throw new IllegalArgumentException("types must not be empty");
       }
-      this.severalTypes = types.size() > 1;
-      DSLContext render = DSL.using(SQLDialect.POSTGRES, RENDER);
-      org.jooq.Query query = claim(render, types, 1);
-      this.sql = render.render(query);
-      List<Object> values = query.getBindValues();
-      this.binds = new int[values.size()];
-      for (int i = 0; i < binds.length; i++) {
-        binds[i] = values.get(i) instanceof Number ? 1 : 0;
-      }
-    }
-
-    /** The SQL text (bind markers {@code ?}). */
-    public String sql() {
-      return sql;
+      this.types = List.copyOf(types);
     }
 
     /**
-     * Runs the claim on {@code connection}: {@code types} in the order to scan them (a rotation of
-     * the driver's).
+     * The SQL text that claims up to {@code max} commands scanning the types from {@code start} on
+     * (wrapping around), every value inlined. Without parameters PostgreSQL plans the statement
+     * once per connection and reuses the plan; with the type and the limit as parameters the server
+     * log showed a fresh custom plan at every bind (0.14 ms per delivery, as much as executing it).
+     * A pump uses one {@code max} (its batch size), so there is one text per type.
      */
-    public List<Delivery> run(Connection connection, List<String> types, int max)
-        throws SQLException {
+    public String sql(int start, int max) {
+      return sqlByTurn.computeIfAbsent(
+          ((long) start << 32) | max,
+          k -> {
+            List<String> order = new ArrayList<>(types.size());
+            for (int i = 0; i < types.size(); i++) {
+              order.add(types.get((start + i) % types.size()));
+            }
+            DSLContext render = DSL.using(SQLDialect.POSTGRES, RENDER);
+            return render.renderInlined(claim(render, order, max));
+          });
+    }
+
+    /** Runs the claim on {@code connection}, the types scanned from {@code start} on. */
+    public List<Delivery> run(Connection connection, int start, int max) throws SQLException {
       List<Delivery> out = new ArrayList<>(Math.min(max, 64));
-      try (PreparedStatement ps = connection.prepareStatement(sql)) {
-        bind(ps, types, max);
-        try (ResultSet rs = ps.executeQuery()) {
-          while (rs.next()) {
-            out.add(delivery(rs));
-          }
+      try (PreparedStatement ps = connection.prepareStatement(sql(start, max));
+          ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.add(delivery(rs));
         }
       }
       if (out.size() > 1) {
         out.sort(java.util.Comparator.comparing(Claim::deliverAt));
       }
       return out;
-    }
-
-    /** Binds {@code types} (in scan order) and {@code max} to a statement of {@link #sql()}. */
-    public void bind(PreparedStatement ps, List<String> types, int max) throws SQLException {
-      Object typeValue =
-          severalTypes
-              ? ps.getConnection().createArrayOf("varchar", types.toArray(String[]::new))
-              : types.get(0);
-      for (int i = 0; i < binds.length; i++) {
-        if (binds[i] == 1) {
-          ps.setInt(i + 1, max);
-        } else {
-          ps.setObject(i + 1, typeValue);
-        }
-      }
     }
 
     private static Delivery delivery(ResultSet rs) throws SQLException {
