@@ -172,7 +172,7 @@ public final class DeliveryQueries {
      * showed a fresh custom plan at every bind (0.38 ms per delivery). A pump uses one {@code max}
      * (its batch size) nearly always, so there are few texts.
      */
-    String acquire(int max) {
+    public String acquire(int max) {
       return acquireByMax.computeIfAbsent(
           max,
           m -> {
@@ -223,15 +223,6 @@ public final class DeliveryQueries {
         .and(P.KEY.eq(C_KEY))
         .returningResult(
             C_KEY, C_ROTATION, P.FAILURES, H_ID, H_CONTENT, H_PROPERTIES, H_RECEIVED, H_ATTEMPTS);
-  }
-
-  /** A rendered statement with its bind values (for EXPLAIN in tests and operators' tools). */
-  public record Rendered(String sql, List<Object> binds) {}
-
-  /** The acquisition statement as SQL with bind values. */
-  public static Rendered acquireSql(DSLContext dsl, String group, int max) {
-    ResultQuery<?> q = acquireQuery(dsl, group, max, List.of());
-    return new Rendered(dsl.render(q), q.getBindValues());
   }
 
   /**
