@@ -52,9 +52,7 @@ public final class Balancer {
   public static LeaseResult confirm(DataSource dataSource, long messageId, UUID token) {
     Objects.requireNonNull(token, "token");
     return Transactions.inNew(
-            dataSource,
-            "confirming a message",
-            tx -> LeaseQueries.confirm(tx.dsl(), messageId, token))
+            dataSource, "confirming a message", tx -> LeaseQueries.confirm(tx, messageId, token))
         .result();
   }
 

@@ -300,7 +300,8 @@ public final class BalancerDriver implements Driver {
     for (int i = 0; i < ids.length; i++) {
       ids[i] = done.get(i).messageId();
     }
-    Map<Long, DeliveryQueries.Removed> removed = DeliveryQueries.deleteMessages(tx, prepared, ids);
+    Map<Long, DeliveryQueries.Removed> removed =
+        DeliveryQueries.deleteMessages(tx.connection(), ids);
     for (Claim c : done) {
       DSLContext dsl = tx.dsl();
       DeliveryQueries.Removed r = removed.get(c.messageId());

@@ -193,7 +193,7 @@ public final class MessageBalancer {
                 Transactions.inNew(
                     dataSource,
                     "confirming a message",
-                    tx -> LeaseQueries.confirm(tx.dsl(), messageId, token))));
+                    tx -> LeaseQueries.confirm(tx, messageId, token))));
   }
 
   /** Like {@link #confirm(long, UUID)}, inside the caller's transaction on {@code connection}. */
@@ -208,7 +208,7 @@ public final class MessageBalancer {
                 Transactions.inCaller(
                     Tx.of(connection),
                     "confirming a message",
-                    tx -> LeaseQueries.confirm(tx.dsl(), messageId, token))));
+                    tx -> LeaseQueries.confirm(tx, messageId, token))));
   }
 
   /** Moves a lease's expiry to {@code duration} from now by the database clock. */

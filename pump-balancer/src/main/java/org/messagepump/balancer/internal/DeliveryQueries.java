@@ -3,6 +3,7 @@ package org.messagepump.balancer.internal;
 import static org.messagepump.balancer.internal.Schema.clock;
 import static org.messagepump.balancer.internal.Schema.clockPlus;
 
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -76,48 +77,23 @@ public final class DeliveryQueries {
    * rotation, locked {@code FOR NO KEY UPDATE SKIP LOCKED}, moved to the back of the rotation, each
    * joined to its head message ({@code ORDER BY id LIMIT 1}).
    *
-   * <p>The first round of a poll ({@code taken} empty) runs {@link Prepared#acquire}: the same
-   * statement rendered by jOOQ once per driver and run through JDBC, since rendering it on every
-   * poll was a large part of the pump's CPU per delivery on a two-core machine shared with
-   * PostgreSQL. Later rounds (rare: only after empty keys) build it with their exclusions.
+   * <p>The statement is rendered by jOOQ with every value inlined and run through JDBC (see {@link
+   * Prepared#acquire}); the first round of a poll ({@code taken} empty) reuses one text per {@code
+   * max}, later rounds (rare: only after empty keys) render theirs with the exclusions.
    */
   public static Acquired acquireLocked(Tx tx, Prepared prepared, int max, Collection<String> taken)
       throws SQLException {
     String group = prepared.group;
+    String sql = taken.isEmpty() ? prepared.acquire(max) : inlined(group, max, taken);
     List<Claim> claims = new ArrayList<>();
     List<EmptyKey> empty = new ArrayList<>();
-    if (taken.isEmpty()) {
-      try (PreparedStatement ps = tx.connection().prepareStatement(prepared.acquire(max))) {
-        try (ResultSet rs = ps.executeQuery()) {
-          while (rs.next()) {
-            String key = rs.getString(1);
-            long rotation = rs.getLong(2);
-            long id = rs.getLong(4);
-            if (rs.wasNull()) {
-              empty.add(new EmptyKey(key, rotation));
-              continue;
-            }
-            claims.add(
-                new Claim(
-                    group,
-                    key,
-                    rotation,
-                    id,
-                    rs.getBytes(5),
-                    rs.getString(6),
-                    rs.getObject(7, OffsetDateTime.class),
-                    rs.getInt(8),
-                    rs.getInt(3),
-                    UUID.randomUUID()));
-          }
-        }
-      }
-    } else {
-      for (Record r : acquireQuery(tx.dsl(), group, max, taken).fetch()) {
-        String key = r.get(C_KEY);
-        long rotation = r.get(C_ROTATION);
-        Long id = r.get(H_ID);
-        if (id == null) {
+    try (PreparedStatement ps = tx.connection().prepareStatement(sql);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        String key = rs.getString(1);
+        long rotation = rs.getLong(2);
+        long id = rs.getLong(4);
+        if (rs.wasNull()) {
           empty.add(new EmptyKey(key, rotation));
           continue;
         }
@@ -127,11 +103,11 @@ public final class DeliveryQueries {
                 key,
                 rotation,
                 id,
-                r.get(H_CONTENT),
-                r.get(H_PROPERTIES).data(),
-                r.get(H_RECEIVED),
-                r.get(H_ATTEMPTS),
-                r.get(P.FAILURES),
+                rs.getBytes(5),
+                rs.getString(6),
+                rs.getObject(7, OffsetDateTime.class),
+                rs.getInt(8),
+                rs.getInt(3),
                 UUID.randomUUID()));
       }
     }
@@ -139,30 +115,25 @@ public final class DeliveryQueries {
     return new Acquired(claims, empty);
   }
 
+  /** The acquisition statement of {@link #acquireQuery} as SQL text with every value inlined. */
+  private static String inlined(String group, int max, Collection<String> taken) {
+    DSLContext render = DSL.using(org.jooq.SQLDialect.POSTGRES, RENDER);
+    return render.renderInlined(acquireQuery(render, group, max, taken));
+  }
+
   /**
-   * The hot statements of one group, rendered by jOOQ once and run through plain JDBC: the first
-   * acquisition round and the bulk delete of handled messages. Their SQL text is fixed (the limit
-   * and the ids are bind values), so the PostgreSQL driver keeps them prepared on the server.
+   * The acquisition statements of one group, rendered by jOOQ with every value inlined and run
+   * through plain JDBC (rendering per poll was a large part of the pump's CPU per delivery on a
+   * two-core machine shared with PostgreSQL).
    */
   public static final class Prepared {
     final String group;
     private final java.util.Map<Integer, String> acquireByMax =
         new java.util.concurrent.ConcurrentHashMap<>();
-    final String delete;
-    final String deleteOne;
 
     /** The statements of {@code group}. */
     public Prepared(String group) {
       this.group = group;
-      DSLContext render = DSL.using(org.jooq.SQLDialect.POSTGRES, RENDER);
-      this.delete = render.render(deleteQuery(render, DSL.val(new Long[0], LONG_ARRAY)));
-      // One id (every batch of one): a scalar parameter keeps a cheap cached plan, where the
-      // array form was planned again at each bind (0.19 ms per delivery in the server log).
-      Field<Long> one = DSL.val(0L, SQLDataType.BIGINT);
-      this.deleteOne =
-          render.render(
-              deleteQuery(
-                  render, M.ID.eq(one), DSL.field(DSL.name("o", "id"), Long.class).ne(one)));
     }
 
     /**
@@ -173,18 +144,31 @@ public final class DeliveryQueries {
      * (its batch size) nearly always, so there are few texts.
      */
     public String acquire(int max) {
-      return acquireByMax.computeIfAbsent(
-          max,
-          m -> {
-            DSLContext render = DSL.using(org.jooq.SQLDialect.POSTGRES, RENDER);
-            return render.renderInlined(acquireQuery(render, group, m, List.of()));
-          });
+      return acquireByMax.computeIfAbsent(max, m -> inlined(group, m, List.of()));
     }
   }
 
   private static final org.jooq.conf.Settings RENDER =
       new org.jooq.conf.Settings().withRenderSchema(true);
   private static final org.jooq.DataType<Long[]> LONG_ARRAY = SQLDataType.BIGINT.array();
+
+  /** The bulk delete (ids as one array parameter, twice), rendered once. */
+  private static final String DELETE_MANY;
+
+  /**
+   * The delete of one id (every batch of one): a scalar parameter keeps a cheap cached plan, where
+   * the array form was planned again at each bind (0.19 ms per delivery in the server log).
+   */
+  private static final String DELETE_ONE;
+
+  static {
+    DSLContext render = DSL.using(org.jooq.SQLDialect.POSTGRES, RENDER);
+    DELETE_MANY = render.render(deleteQuery(render, DSL.val(new Long[0], LONG_ARRAY)));
+    Field<Long> one = DSL.val(0L, SQLDataType.BIGINT);
+    DELETE_ONE =
+        render.render(
+            deleteQuery(render, M.ID.eq(one), DSL.field(DSL.name("o", "id"), Long.class).ne(one)));
+  }
 
   /** The acquisition statement (see {@link #acquireLocked}). */
   public static ResultQuery<?> acquireQuery(
@@ -325,21 +309,20 @@ public final class DeliveryQueries {
    * tries {@link #deleteIfEmpty}, which re-checks with a fresh snapshot under the row lock). An id
    * already gone is absent from the answer.
    */
-  public static java.util.Map<Long, Removed> deleteMessages(Tx tx, Prepared prepared, long[] ids)
+  public static java.util.Map<Long, Removed> deleteMessages(Connection connection, long[] ids)
       throws SQLException {
     java.util.Map<Long, Removed> out = new java.util.HashMap<>();
-    Long[] boxed = new Long[ids.length];
-    for (int i = 0; i < ids.length; i++) {
-      boxed[i] = ids[i];
-    }
     boolean one = ids.length == 1;
-    try (PreparedStatement ps =
-        tx.connection().prepareStatement(one ? prepared.deleteOne : prepared.delete)) {
+    try (PreparedStatement ps = connection.prepareStatement(one ? DELETE_ONE : DELETE_MANY)) {
       if (one) {
         ps.setLong(1, ids[0]);
         ps.setLong(2, ids[0]);
       } else {
-        java.sql.Array array = tx.connection().createArrayOf("bigint", boxed);
+        Long[] boxed = new Long[ids.length];
+        for (int i = 0; i < ids.length; i++) {
+          boxed[i] = ids[i];
+        }
+        java.sql.Array array = connection.createArrayOf("bigint", boxed);
         ps.setArray(1, array);
         ps.setArray(2, array);
       }
@@ -350,23 +333,6 @@ public final class DeliveryQueries {
           out.put(rs.getLong(1), new Removed(Duration.between(received, now), rs.getBoolean(4)));
         }
       }
-    }
-    return out;
-  }
-
-  /** As {@link #deleteMessages(Tx, Prepared, long[])}, built and run by jOOQ (the rare paths). */
-  public static java.util.Map<Long, Removed> deleteMessages(DSLContext dsl, long[] ids) {
-    Long[] boxed = new Long[ids.length];
-    for (int i = 0; i < ids.length; i++) {
-      boxed[i] = ids[i];
-    }
-    java.util.Map<Long, Removed> out = new java.util.HashMap<>();
-    for (Record r : deleteQuery(dsl, DSL.val(boxed, LONG_ARRAY)).fetch()) {
-      out.put(
-          r.get(0, Long.class),
-          new Removed(
-              Duration.between(r.get(1, OffsetDateTime.class), r.get(2, OffsetDateTime.class)),
-              r.get(3, Boolean.class)));
     }
     return out;
   }

@@ -3,6 +3,7 @@ package org.messagepump.balancer.internal;
 import static org.messagepump.balancer.internal.Schema.clock;
 import static org.messagepump.balancer.internal.Schema.clockPlus;
 
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,6 +19,8 @@ import org.jooq.impl.DSL;
 import org.messagepump.balancer.LeaseResult;
 import org.messagepump.balancer.internal.Schema.M;
 import org.messagepump.balancer.internal.Schema.P;
+import org.messagepump.core.DatabaseException;
+import org.messagepump.core.spi.Tx;
 
 /** The SQL of hand-off leases: confirm, extend, requeue, and the reaper of expired leases. */
 public final class LeaseQueries {
@@ -75,13 +78,19 @@ public final class LeaseQueries {
   }
 
   /** Confirms a handed-off message: deletes it, frees its key (deleting the key row if empty). */
-  public static Applied confirm(DSLContext dsl, long messageId, UUID token) {
+  public static Applied confirm(Tx tx, long messageId, UUID token) {
+    DSLContext dsl = tx.dsl();
     Lease m = lockLease(dsl, messageId, token);
     if (m.rejection() != null) {
       return new Applied(m.rejection(), null, null);
     }
-    DeliveryQueries.Removed removed =
-        DeliveryQueries.deleteMessages(dsl, new long[] {messageId}).get(messageId);
+    DeliveryQueries.Removed removed;
+    try {
+      removed =
+          DeliveryQueries.deleteMessages(tx.connection(), new long[] {messageId}).get(messageId);
+    } catch (SQLException e) {
+      throw new DatabaseException("confirming a message", e);
+    }
     Duration age = removed == null ? null : removed.endToEnd();
     clearLease(dsl, m.group(), m.key(), false).execute();
     DeliveryQueries.deleteIfEmpty(dsl, m.group(), m.key());
