@@ -128,13 +128,16 @@ final class DeliveryRunner {
           return park(tx, d, failures, cause);
         }
         Duration delay = backoff.delay(failures, ThreadLocalRandom.current());
+        // One line per retry; the stack trace only at DEBUG (and with the final failure when the
+        // delivery is parked). A poison message retried again and again printed the same trace
+        // each time, and writing it, under the console's lock, slowed every worker.
         log.warn(
             "{}: delivery failed (attempt {}), retry in {}: {}",
             pump,
             failures,
             delay,
-            describe(cause),
-            cause);
+            describe(cause));
+        log.debug("{}: failure of attempt {}", pump, failures, cause);
         driver.postpone(tx, d, failures, delay);
         return PumpMetrics.Result.FAILED;
       } catch (SQLException | RuntimeException e) {
