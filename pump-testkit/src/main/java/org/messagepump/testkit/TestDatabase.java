@@ -79,6 +79,61 @@ public final class TestDatabase implements AutoCloseable {
     return ds;
   }
 
+  /**
+   * Creates a login role with {@code password} and no privileges beyond CONNECT on this database
+   * (the caller grants what the test needs). Dropped with the database's server only by name, so
+   * tests use names unique to their class.
+   */
+  public void createLoginRole(String role, String password) {
+    try (Connection c = server.connect(name);
+        Statement s = c.createStatement()) {
+      // Identifiers cannot be bound; the role name is quoted by PostgreSQL's quote_ident and the
+      // password by quote_literal, both on the server.
+      String sql;
+      try (var ps =
+          c.prepareStatement(
+              "SELECT format('DROP ROLE IF EXISTS %I', ?::text),"
+                  + " format('CREATE ROLE %I LOGIN PASSWORD %L', ?::text, ?::text),"
+                  + " format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), ?::text)")) {
+        ps.setString(1, role);
+        ps.setString(2, role);
+        ps.setString(3, password);
+        ps.setString(4, role);
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          try {
+            s.execute(rs.getString(1));
+          } catch (SQLException e) {
+            // still owns objects in another test database: keep it, reset its password below
+            s.execute(rs.getString(2).replaceFirst("^CREATE ROLE", "ALTER ROLE"));
+            s.execute(rs.getString(3));
+            return;
+          }
+          s.execute(rs.getString(2));
+          s.execute(rs.getString(3));
+        }
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException("testkit: creating role " + role + " failed", e);
+    }
+  }
+
+  /** A new HikariCP pool on this database logged in as {@code user}, closed with the class. */
+  public synchronized HikariDataSource newDataSource(
+      String applicationName, int poolSize, String user, String password) {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(jdbcUrl());
+    config.setUsername(user);
+    config.setPassword(password);
+    config.setMaximumPoolSize(poolSize);
+    config.setMinimumIdle(0);
+    config.setPoolName("test-" + applicationName);
+    config.addDataSourceProperty("ApplicationName", applicationName);
+    HikariDataSource ds = new HikariDataSource(config);
+    pools.add(ds);
+    return ds;
+  }
+
   /** Runs one statement on a fresh connection (for set-up and assertions in tests). */
   public void execute(String sql) {
     try (Connection c = server.connect(name);
