@@ -76,6 +76,7 @@ final class DeliveryRunner {
   private final PumpMetrics metrics;
   private volatile boolean stopping;
   private volatile boolean parkUnsupportedLogged;
+  private volatile boolean checkDeferredConstraints;
   // Whether recording outcomes currently fails: logged when it changes, not at every attempt.
   private final Object recordingState = new Object();
   private boolean recordingFails;
@@ -150,6 +151,9 @@ final class DeliveryRunner {
             step,
             deliveries.size());
       } else {
+        if (step.equals("commit")) {
+          commitFailed();
+        }
         log.warn(
             "{}: {} failed; {} deliveries will return: {}",
             pump,
@@ -172,6 +176,8 @@ final class DeliveryRunner {
       return BatchResult.CONNECTION_LOST;
     }
     if (batch.culprit == null && deliveries.size() == 1) {
+      // Alone in its transaction (a batch of one, or retried alone after an abandoned batch):
+      // this delivery is the culprit.
       batch.culprit = deliveries.get(0);
       batch.culpritCause = batchError;
     }
@@ -211,6 +217,12 @@ final class DeliveryRunner {
             "{}: {}; the batch is abandoned and the delivery counted as failed", pump, broken);
         return PumpMetrics.Result.ABANDONED;
       }
+      if (outcome instanceof Outcome.Handled
+          && checkDeferredConstraints
+          && guard.savepoint() != null
+          && !guard.aborted()) {
+        outcome = checkDeferredConstraints(guard.target(), d);
+      }
       if (outcome instanceof Outcome.Handled) {
         if (!guard.aborted()) {
           // No RELEASE SAVEPOINT: the commit releases it, and it would cost a round trip.
@@ -225,6 +237,38 @@ final class DeliveryRunner {
       return record(guard, tx, d, outcome, batch);
     } finally {
       clearMdc(d);
+    }
+  }
+
+  /**
+   * Checks the deferred constraints of what the delivery's handler wrote, inside its savepoint: a
+   * violation fails this delivery alone (counted in this transaction) instead of the commit of the
+   * whole batch. The constraints stay immediate for the rest of the transaction.
+   */
+  private Outcome checkDeferredConstraints(Connection target, Delivery d) {
+    try (java.sql.Statement st = target.createStatement()) {
+      st.execute("SET CONSTRAINTS ALL IMMEDIATE");
+      return Outcome.HANDLED;
+    } catch (SQLException e) {
+      return SqlStates.classify(e) == SqlStates.Kind.TRANSIENT
+          ? Outcome.busy(describe(e))
+          : Outcome.failed(e);
+    }
+  }
+
+  /**
+   * From the first commit that fails for a reason other than a lost connection (a deferred
+   * constraint or constraint trigger), every delivery whose handler wrote has its deferred
+   * constraints checked at its end ({@code SET CONSTRAINTS ALL IMMEDIATE}: one more round trip per
+   * writing delivery, paid only by pumps whose commits have failed so).
+   */
+  private void commitFailed() {
+    if (!checkDeferredConstraints) {
+      checkDeferredConstraints = true;
+      log.warn(
+          "{}: a commit failed; from now on the deferred constraints of each delivery are checked"
+              + " at its end, so that a violation fails that delivery alone",
+          pump);
     }
   }
 
@@ -390,20 +434,31 @@ final class DeliveryRunner {
   }
 
   /**
-   * Counts a failure of {@code d} in a new transaction after its batch was abandoned, so that a
+   * Counts a failure of a delivery in a new transaction after its batch was abandoned, so that a
    * delivery whose outcome cannot be recorded, or whose commit fails, still parks at {@code
-   * maxFailures} instead of coming back for ever. Its row lock was released with the rollback; if
-   * another worker has taken it meanwhile, the driver's write waits for that worker and applies to
-   * the row as that worker left it (a failure may then be counted twice: it parks early, never
-   * late).
+   * maxFailures} instead of coming back for ever. Its row lock was released with the rollback: the
+   * driver locks it again ({@link Driver#reacquire}) and returns its current state, or nothing when
+   * another worker has taken it meanwhile (then that worker's attempt decides).
    */
-  private void countFailureInFreshTransaction(Delivery d, Throwable cause) {
-    int failures = d.failures() + 1;
-    putMdc(d);
+  private void countFailureInFreshTransaction(Delivery stale, Throwable cause) {
+    putMdc(stale);
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(false);
       Tx tx = Tx.of(c);
       try {
+        java.util.Optional<Delivery> again = driver.reacquire(tx, stale);
+        if (again.isEmpty()) {
+          c.commit();
+          log.warn(
+              "{}: delivery failed and its batch was abandoned; {} cannot count the failure"
+                  + " after a rollback (or another worker has it), so it returns uncounted: {}",
+              pump,
+              driver.name(),
+              describe(cause));
+          return;
+        }
+        Delivery d = again.get();
+        int failures = d.failures() + 1;
         if (failures >= maxFailures) {
           try {
             park(tx, d, failures, cause);
@@ -427,7 +482,7 @@ final class DeliveryRunner {
     } catch (SQLException | RuntimeException e) {
       noteRecordingFailure(e);
     } finally {
-      clearMdc(d);
+      clearMdc(stale);
     }
   }
 
@@ -492,7 +547,16 @@ final class DeliveryRunner {
    */
   static String describe(Throwable t) {
     String m = t.getMessage();
-    return t.getClass().getSimpleName() + (m == null ? "" : ": " + Inputs.reason(cut(m, 500)));
+    return t.getClass().getSimpleName() + (m == null ? "" : ": " + oneLine(cut(m, 500)));
+  }
+
+  /**
+   * A message for a single log line: line breaks shown as {@code " | "} (a PostgreSQL error's
+   * "Detail:" line, or a handler's message forging log lines), other control characters replaced.
+   */
+  static String oneLine(String s) {
+    return Inputs.reason(s.replace("\r\n", " | ").replace('\r', '\n').replace("\n", " | "))
+        .replace('\t', ' ');
   }
 
   /** A throwable as the reason stored with a parked delivery: includes the parser's detail. */

@@ -59,6 +59,8 @@ final class Dispatcher implements Runnable {
   private long wakes;
   private int failures;
   private long degradedSince;
+  private long lastStateWarn;
+  private static final long STATE_LOG_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
   private volatile boolean running = true;
 
   Dispatcher(
@@ -185,16 +187,13 @@ final class Dispatcher implements Runnable {
   }
 
   /**
-   * The size of the next acquisition: {@code batchSize}, or 1 while the deliveries of an abandoned
-   * batch whose culprit is unknown are being retried one per transaction (then the one that cannot
-   * be committed fails alone, is counted, and parks; the others are handled).
+   * Whether the next poll is isolated: after a batch was abandoned with its culprit unknown (its
+   * commit or the driver's completion failed), as many polls as it had deliveries take one delivery
+   * each and check deferred constraints at each statement. The delivery that cannot be committed
+   * then fails alone, inside its savepoint, is counted and parks; the others are handled.
    */
-  private int nextBatchSize() {
-    if (batchSize == 1) {
-      return 1;
-    }
-    int left = isolatedPolls.getAndUpdate(n -> n > 0 ? n - 1 : 0);
-    return left > 0 ? 1 : batchSize;
+  private boolean nextPollIsolated() {
+    return isolatedPolls.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0;
   }
 
   /** One poll and its deliveries. */
@@ -205,7 +204,8 @@ final class Dispatcher implements Runnable {
       c = dataSource.getConnection();
       inFlight.add(c);
       c.setAutoCommit(false);
-      List<Delivery> deliveries = driver.acquire(Tx.of(c), nextBatchSize());
+      boolean isolated = nextPollIsolated();
+      List<Delivery> deliveries = driver.acquire(Tx.of(c), isolated ? 1 : batchSize);
       metrics.acquired(System.nanoTime() - start);
       if (deliveries.isEmpty()) {
         c.commit(); // a driver may write while acquiring (e.g. advance a checkpoint to the end)
@@ -257,14 +257,14 @@ final class Dispatcher implements Runnable {
   }
 
   private void recovered() {
-    if (degradedSince != 0) {
+    if (degradedSince != 0 && System.nanoTime() - lastStateWarn > STATE_LOG_INTERVAL_NANOS) {
       log.info(
           "{}: acquisition works again after {} ms and {} failed polls",
           pump,
           TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - degradedSince),
           failures);
-      degradedSince = 0;
     }
+    degradedSince = 0;
     failures = 0;
   }
 
@@ -276,11 +276,19 @@ final class Dispatcher implements Runnable {
           System.nanoTime() + backoff.delay(failures, ThreadLocalRandom.current()).toNanos();
       if (degradedSince == 0) {
         degradedSince = System.nanoTime();
-        log.warn(
-            "{}: acquisition failed, backing off until it works again: {}",
-            pump,
-            DeliveryRunner.describe(e),
-            e);
+        // Several workers may alternate between failing and working polls (one bad row among
+        // good ones): a new WARN at most every STATE_LOG_INTERVAL, DEBUG in between.
+        long now = System.nanoTime();
+        if (now - lastStateWarn >= STATE_LOG_INTERVAL_NANOS || lastStateWarn == 0) {
+          lastStateWarn = now;
+          log.warn(
+              "{}: acquisition failed, backing off until it works again: {}",
+              pump,
+              DeliveryRunner.describe(e));
+        } else {
+          log.debug("{}: acquisition failed again: {}", pump, DeliveryRunner.describe(e));
+        }
+        log.debug("{}: acquisition failed", pump, e);
       } else {
         log.debug("{}: acquisition still failing: {}", pump, DeliveryRunner.describe(e));
       }

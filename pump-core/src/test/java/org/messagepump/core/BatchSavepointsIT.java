@@ -154,6 +154,11 @@ class BatchSavepointsIT {
     }
 
     @Override
+    public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) throws SQLException {
+      return d.reacquire(tx, delivery);
+    }
+
+    @Override
     public void postpone(Tx tx, Delivery delivery, int failures, Duration delay)
         throws SQLException {
       d.postpone(tx, delivery, failures, delay);

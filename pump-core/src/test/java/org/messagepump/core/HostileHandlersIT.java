@@ -322,6 +322,11 @@ class HostileHandlersIT {
     }
 
     @Override
+    public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) throws SQLException {
+      return d.reacquire(tx, delivery);
+    }
+
+    @Override
     public void postpone(Tx tx, Delivery delivery, int failures, Duration delay)
         throws SQLException {
       d.postpone(tx, delivery, failures, delay);

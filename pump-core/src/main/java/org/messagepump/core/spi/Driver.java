@@ -57,6 +57,23 @@ public interface Driver {
   }
 
   /**
+   * Locks one delivery again, in a new transaction, after the batch that held it was rolled back
+   * (its commit or the driver's {@link #completed} failed, or recording its outcome failed twice),
+   * so that the pump can count its failure with {@link #postpone} or {@link #park} in {@code tx}: a
+   * delivery whose batch cannot be committed must still park at {@code maxFailures} instead of
+   * coming back for ever.
+   *
+   * <p>Return the delivery as it is now, with its current failure count and whatever driver state
+   * {@code postpone} and {@code park} need, locked in {@code tx} (use {@code SKIP LOCKED}: if
+   * another worker holds it, or it is gone or has moved on, return empty). The default returns
+   * empty: the delivery then comes back uncounted and the worker backs off, which is safe but does
+   * not park a delivery whose commit always fails.
+   */
+  default java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) throws SQLException {
+    return java.util.Optional.empty();
+  }
+
+  /**
    * A PostgreSQL {@code NOTIFY} channel that producers signal when work arrives, so an idle pump
    * wakes at once instead of at the next poll. Empty (the default) means polling only.
    */

@@ -22,7 +22,8 @@ import org.messagepump.core.spi.Tx;
 
 /**
  * A complete driver over one table, {@code work(id bigserial, body text, failures int, due_at
- * timestamptz)}: the "Writing a driver" example of docs/writing-a-driver.md, also used by the pump's own ITs.
+ * timestamptz)}: the "Writing a driver" example of docs/writing-a-driver.md, also used by the
+ * pump's own ITs.
  */
 public final class TinyTableDriver implements Driver {
 
@@ -107,6 +108,20 @@ public final class TinyTableDriver implements Driver {
           .execute(); // done: remove it in the same transaction
     }
     return outcome;
+  }
+
+  @Override
+  public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) {
+    // After a rolled-back batch: lock the row again (unless another worker has it) and return it
+    // with its current failure count, so the pump can count the failure.
+    return tx.dsl()
+        .select(ID, BODY, FAILURES)
+        .from(WORK)
+        .where(ID.eq(Long.parseLong(delivery.messageId())))
+        .forUpdate()
+        .skipLocked()
+        .fetchOptional()
+        .map(r -> Delivery.of(delivery.envelope(), r.get(FAILURES)));
   }
 
   @Override
