@@ -65,7 +65,7 @@ class InputValidationIT {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("type")
         .hasMessageContaining("NUL");
-    assertThatThrownBy(() -> NewCommand.raw("é".repeat(199), new byte[1]))
+    assertThatThrownBy(() -> NewCommand.raw("€".repeat(180), new byte[1]))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("512");
   }
@@ -125,7 +125,7 @@ class InputValidationIT {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("raw handler type")
         .hasMessageContaining("NUL");
-    assertThatThrownBy(() -> CommandHandlers.builder().onRaw("é".repeat(199), (b, ctx) -> {}))
+    assertThatThrownBy(() -> CommandHandlers.builder().onRaw("€".repeat(180), (b, ctx) -> {}))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("512");
   }
