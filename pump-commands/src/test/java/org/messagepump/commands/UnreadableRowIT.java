@@ -36,11 +36,17 @@ class UnreadableRowIT {
     }
     UUID nested = queue.enqueue(new PlaceOrder("nested")).messageId();
     UUID array = queue.enqueue(new PlaceOrder("array")).messageId();
+    UUID infinite = queue.enqueue(new PlaceOrder("infinite")).messageId();
     for (int i = 25; i < 30; i++) {
       good.add(queue.enqueue(new PlaceOrder("good-" + i)).messageId());
     }
     setHeaders(ds, nested, "{\"trace\":{\"id\":1}}");
     setHeaders(ds, array, "{\"trace\":[1]}");
+    Fixtures.execute(
+        ds,
+        "UPDATE commandqueue.commands SET enqueued_at = 'infinity' WHERE message_id = '"
+            + infinite
+            + "'");
 
     List<UUID> handled = new CopyOnWriteArrayList<>();
     CommandHandlers handlers =
@@ -60,7 +66,7 @@ class UnreadableRowIT {
       pump.start();
       await()
           .atMost(Duration.ofSeconds(60))
-          .until(() -> queue.deadLetters().count() == 2 && pending(ds) == 0);
+          .until(() -> queue.deadLetters().count() == 3 && pending(ds) == 0);
     }
     assertThat(handled)
         .hasSize(30)
@@ -75,6 +81,15 @@ class UnreadableRowIT {
           .doesNotContain("trace");
       assertThat(d.envelope().headers()).isEmpty(); // listed although unreadable
     }
+    assertThat(
+            count(
+                ds,
+                "SELECT count(*) FROM commandqueue.dead_letters WHERE message_id = ?"
+                    + " AND enqueued_at = 'infinity' AND failures = 3"
+                    + " AND last_error LIKE '%enqueued_at is not a finite time%'",
+                infinite))
+        .isEqualTo(1);
+    assertThat(queue.deadLetters().list(10)).hasSize(3);
     // The stored headers are kept as they were, through the postponements and the parking.
     assertThat(
             count(

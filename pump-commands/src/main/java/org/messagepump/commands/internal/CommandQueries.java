@@ -197,24 +197,31 @@ public final class CommandQueries {
         headers = Map.of();
         problem = e.getMessage();
       }
+      OffsetDateTime enqueuedAt = rs.getObject(8, OffsetDateTime.class);
+      String rawEnqueuedAt = null;
+      if (enqueuedAt.equals(OffsetDateTime.MAX) || enqueuedAt.equals(OffsetDateTime.MIN)) {
+        // 'infinity' or '-infinity': no Instant to hand to the handler nor to write back
+        problem = problem == null ? "stored enqueued_at is not a finite time" : problem;
+        rawEnqueuedAt = rs.getString(8);
+        enqueuedAt = OffsetDateTime.ofInstant(Instant.EPOCH, java.time.ZoneOffset.UTC);
+      }
       Envelope e =
           new Envelope(
               id.toString(),
               rs.getString(2),
               rs.getString(3),
               rs.getString(4),
-              rs.getObject(8, OffsetDateTime.class).toInstant(),
+              enqueuedAt.toInstant(),
               headers,
               rs.getBytes(6));
+      Instant deliverAt = rs.getObject(9, OffsetDateTime.class).toInstant();
       return new Delivery(
           e,
           rs.getInt(7),
           null,
-          new Claimed(
-              id,
-              rs.getObject(9, OffsetDateTime.class).toInstant(),
-              problem,
-              problem == null ? null : rawHeaders));
+          problem == null
+              ? new Claimed(id, deliverAt)
+              : new Claimed(id, deliverAt, problem, rawHeaders, rawEnqueuedAt));
     }
 
     private static Instant deliverAt(Delivery d) {
@@ -223,14 +230,16 @@ public final class CommandQueries {
   }
 
   /**
-   * A claimed command's id and due time (the driver state of its delivery); for a row whose stored
-   * headers could not be read, what was wrong (never quoting the data) and the stored text.
+   * A claimed command's id and due time (the driver state of its delivery); for a row that could
+   * not be read, what was wrong (never quoting the data) and the stored text of its headers and
+   * enqueue time, written back as they were on postponement or parking.
    */
-  public record Claimed(UUID id, Instant deliverAt, String problem, String rawHeaders) {
+  public record Claimed(
+      UUID id, Instant deliverAt, String problem, String rawHeaders, String rawEnqueuedAt) {
 
     /** A readable row's state. */
     public Claimed(UUID id, Instant deliverAt) {
-      this(id, deliverAt, null, null);
+      this(id, deliverAt, null, null, null);
     }
   }
 
@@ -282,10 +291,13 @@ public final class CommandQueries {
    */
   static List<Field<?>> stored(Delivery d, UUID id) {
     Envelope e = d.envelope();
+    Claimed claimed = d.driverState() instanceof Claimed c && c.problem() != null ? c : null;
     JSONB headers =
-        d.driverState() instanceof Claimed c && c.rawHeaders() != null
-            ? JSONB.valueOf(c.rawHeaders())
-            : HeadersJson.write(e.headers());
+        claimed != null ? JSONB.valueOf(claimed.rawHeaders()) : HeadersJson.write(e.headers());
+    Field<Instant> enqueuedAt =
+        claimed != null && claimed.rawEnqueuedAt() != null
+            ? DSL.val(claimed.rawEnqueuedAt()).cast(ENQUEUED_AT.getDataType())
+            : DSL.val(e.createdAt(), ENQUEUED_AT);
     return new ArrayList<>(
         List.of(
             DSL.val(id, MESSAGE_ID),
@@ -294,7 +306,7 @@ public final class CommandQueries {
             DSL.val(e.causationId(), CAUSATION_ID),
             DSL.val(headers, HEADERS),
             DSL.val(e.payload(), PAYLOAD),
-            DSL.val(e.createdAt(), ENQUEUED_AT)));
+            enqueuedAt));
   }
 
   /** Per type: due, delayed and dead-letter counts. */

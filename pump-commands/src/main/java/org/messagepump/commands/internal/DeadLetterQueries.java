@@ -32,7 +32,25 @@ public final class DeadLetterQueries {
   private static final List<Field<?>> COLUMNS =
       List.copyOf(CommandQueries.columns(FAILURES, LAST_ERROR, PARKED_AT));
 
+  /**
+   * What listing reads: {@link #COLUMNS}, with a time that is not finite ({@code 'infinity'}) shown
+   * as the epoch, so one odd row never makes a listing fail.
+   */
+  private static final List<Field<?>> READ =
+      COLUMNS.stream().map(DeadLetterQueries::finite).toList();
+
   private DeadLetterQueries() {}
+
+  @SuppressWarnings("unchecked")
+  private static Field<?> finite(Field<?> f) {
+    if (f != ENQUEUED_AT && f != PARKED_AT) {
+      return f;
+    }
+    Field<java.time.Instant> t = (Field<java.time.Instant>) f;
+    return DSL.when(DSL.condition("isfinite({0})", t), t)
+        .otherwise(DSL.function("to_timestamp", t.getDataType(), DSL.inline(0)))
+        .as(t.getName());
+  }
 
   /**
    * Parks a claimed command (its row is already deleted) from its delivery; {@code last_error} is
@@ -54,7 +72,7 @@ public final class DeadLetterQueries {
 
   /** Dead letters, oldest parked first; {@code type} null means all types. */
   public static List<DeadLetter> list(DSLContext dsl, CommandTables t, String type, int limit) {
-    return dsl.select(COLUMNS)
+    return dsl.select(READ)
         .from(t.deadLetters)
         .where(ofType(type))
         .orderBy(PARKED_AT, MESSAGE_ID)
@@ -64,7 +82,7 @@ public final class DeadLetterQueries {
 
   /** One dead letter, or null. */
   public static DeadLetter find(DSLContext dsl, CommandTables t, UUID id) {
-    return dsl.select(COLUMNS)
+    return dsl.select(READ)
         .from(t.deadLetters)
         .where(MESSAGE_ID.eq(id))
         .fetchOne(DeadLetterQueries::deadLetter);
