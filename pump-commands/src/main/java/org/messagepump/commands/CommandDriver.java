@@ -11,7 +11,9 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.messagepump.commands.internal.CommandQueries;
+import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.DeadLetterQueries;
+import org.messagepump.core.Inputs;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.UnknownMessageTypeException;
 import org.messagepump.core.spi.Delivery;
@@ -49,13 +51,15 @@ public final class CommandDriver implements Driver {
   private final Counter parked;
   private final AtomicInteger turn = new AtomicInteger();
   private final CommandQueries.Claim claim;
+  private final CommandTables tables;
 
   private CommandDriver(CommandQueue queue, Map<String, Route> routes) {
     this.queue = queue;
     this.codec = queue.codec();
     this.routes = Collections.unmodifiableMap(routes);
     this.types = List.copyOf(routes.keySet());
-    this.claim = types.isEmpty() ? null : new CommandQueries.Claim(types);
+    this.tables = queue.tables();
+    this.claim = types.isEmpty() ? null : new CommandQueries.Claim(tables, types);
     this.parked =
         Counter.builder("messagepump.commands.parked")
             .description("Commands moved to the dead letters")
@@ -90,6 +94,8 @@ public final class CommandDriver implements Driver {
       } else {
         type = r.rawType();
       }
+      // A type name PostgreSQL cannot store or index would fail every poll: refuse it here.
+      Inputs.key("type of handler " + describe(r), type);
       if (routes.containsKey(type)) {
         throw new IllegalArgumentException("type '" + type + "' has two handlers");
       }
@@ -98,15 +104,19 @@ public final class CommandDriver implements Driver {
     return new CommandDriver(queue, routes);
   }
 
+  private static String describe(CommandHandlers.Registration r) {
+    return r.commandClass() != null ? r.commandClass().getName() : "(raw)";
+  }
+
   @Override
   public String name() {
     return NAME;
   }
 
-  /** Pumps listen on {@link CommandQueue#WAKE_CHANNEL}, which enqueues signal. */
+  /** Pumps listen on the queue's {@link CommandQueue#wakeChannel()}, which enqueues signal. */
   @Override
   public java.util.Optional<String> wakeChannel() {
-    return java.util.Optional.of(CommandQueue.WAKE_CHANNEL);
+    return java.util.Optional.of(queue.wakeChannel());
   }
 
   /** The type names this driver acquires, in registration order. */
@@ -136,6 +146,10 @@ public final class CommandDriver implements Driver {
    */
   @Override
   public Outcome handle(Tx tx, Delivery delivery) throws Exception {
+    if (delivery.driverState() instanceof CommandQueries.Claimed c && c.problem() != null) {
+      throw new UndecodableMessageException(
+          "command " + delivery.messageId() + " cannot be read: " + c.problem(), null);
+    }
     String type = delivery.messageType();
     Route route = routes.get(type);
     if (route == null) {
@@ -168,12 +182,12 @@ public final class CommandDriver implements Driver {
 
   @Override
   public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) throws SQLException {
-    CommandQueries.reinsert(tx.dsl(), delivery, id(delivery), failures, delay);
+    CommandQueries.reinsert(tx.dsl(), tables, delivery, id(delivery), failures, delay);
   }
 
   @Override
   public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
-    DeadLetterQueries.parkClaimed(tx.dsl(), delivery.envelope(), id(delivery), failures, reason);
+    DeadLetterQueries.parkClaimed(tx.dsl(), tables, delivery, id(delivery), failures, reason);
     parked.increment();
   }
 

@@ -5,6 +5,7 @@ import java.util.Collections;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
+import org.messagepump.core.Inputs;
 
 /**
  * An immutable registry of command handlers, one per command class (typed handlers, decoded by the
@@ -80,6 +81,14 @@ public final class CommandHandlers {
       if (type == null || type.isBlank()) {
         throw new IllegalArgumentException("raw handler type must not be blank");
       }
+      if (type.length() > CommandQueue.MAX_TYPE_LENGTH) {
+        throw new IllegalArgumentException(
+            "raw handler type must be at most "
+                + CommandQueue.MAX_TYPE_LENGTH
+                + " characters: "
+                + type.length());
+      }
+      Inputs.key("raw handler type", type);
       if (handler == null) {
         throw new IllegalArgumentException("handler of '" + type + "' must not be null");
       }

@@ -9,9 +9,12 @@ import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 import org.messagepump.commands.internal.CommandQueries;
+import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.EncodedCommand;
 import org.messagepump.commands.internal.Enqueuer;
 import org.messagepump.commands.internal.Migrations;
+import org.messagepump.core.Inputs;
+import org.messagepump.core.Limits;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.core.spi.Tx;
@@ -19,10 +22,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The durable command queue in schema {@code commandqueue}: enqueue commands inside the caller's
- * transaction or on their own, with delays, idempotency keys, correlation and causation ids and
- * headers; read the depth; operate on dead letters; and make the {@link CommandDriver} that a
- * {@link org.messagepump.core.MessagePump} pumps.
+ * The durable command queue in schema {@code commandqueue} (or another one, see {@link
+ * Builder#schema}): enqueue commands inside the caller's transaction or on their own, with delays,
+ * idempotency keys, correlation and causation ids and headers; read the depth; operate on dead
+ * letters; and make the {@link CommandDriver} that a {@link org.messagepump.core.MessagePump}
+ * pumps.
  *
  * <pre>{@code
  * CommandQueue.migrate(dataSource);
@@ -42,16 +46,22 @@ public final class CommandQueue {
 
   /**
    * The NOTIFY channel an enqueue signals (once per transaction) and command pumps listen on, so an
-   * idle pump wakes at once instead of at its next poll.
+   * idle pump wakes at once instead of at its next poll; for the default schema. A queue in another
+   * schema uses {@code messagepump_commands_<schema>} (see {@link #wakeChannel()}).
    */
   public static final String WAKE_CHANNEL = "messagepump_commands";
+
+  /** The default schema, {@value}. */
+  public static final String DEFAULT_SCHEMA = CommandTables.SCHEMA;
 
   /** Default for signalling {@link #WAKE_CHANNEL} on enqueue: on. */
   public static final boolean DEFAULT_NOTIFICATIONS = true;
 
   private final DataSource dataSource;
   private final MessageCodec codec;
-  private final int maxPayloadBytes;
+  private final Limits limits;
+  private final CommandTables tables;
+  private final String wakeChannel;
   private final Enqueuer enqueuer;
   private final MeterRegistry meterRegistry;
   private final Counter enqueued;
@@ -62,8 +72,10 @@ public final class CommandQueue {
   private CommandQueue(Builder b) {
     this.dataSource = b.dataSource;
     this.codec = b.codec;
-    this.maxPayloadBytes = b.maxPayloadBytes;
-    this.enqueuer = new Enqueuer(codec, maxPayloadBytes, b.notifications);
+    this.limits = b.limits;
+    this.tables = b.tables;
+    this.wakeChannel = wakeChannel(tables.schema());
+    this.enqueuer = new Enqueuer(codec, tables, limits, wakeChannel, b.notifications);
     this.meterRegistry = b.meterRegistry == null ? new CompositeMeterRegistry() : b.meterRegistry;
     this.enqueued =
         Counter.builder("messagepump.commands.enqueued")
@@ -75,7 +87,7 @@ public final class CommandQueue {
             .description("Commands enqueued, by result")
             .tag("result", "duplicate")
             .register(meterRegistry);
-    this.deadLetters = new DeadLetters(dataSource, meterRegistry);
+    this.deadLetters = new DeadLetters(dataSource, tables, meterRegistry);
   }
 
   /**
@@ -86,7 +98,50 @@ public final class CommandQueue {
    * @return the number of migrations this call applied
    */
   public static int migrate(DataSource dataSource) {
-    return Migrations.migrate(Objects.requireNonNull(dataSource, "dataSource"));
+    return migrate(dataSource, DEFAULT_SCHEMA);
+  }
+
+  /**
+   * Applies the migrations to {@code schema} (created if missing; history table {@code
+   * commandqueue_flyway_history} in that schema), as {@link #migrate(DataSource)}. The schema name
+   * must match {@code [a-z_][a-z0-9_]{0,40}}, else {@link IllegalArgumentException}.
+   *
+   * @return the number of migrations this call applied
+   */
+  public static int migrate(DataSource dataSource, String schema) {
+    Objects.requireNonNull(dataSource, "dataSource");
+    return Migrations.migrate(dataSource, CommandTables.of(schema).schema());
+  }
+
+  /**
+   * The statements granting {@code role} what a queue, its pumps and its dead-letter operations
+   * need in {@code schema}, and nothing more: {@code USAGE} on the schema and {@code SELECT,
+   * INSERT, UPDATE, DELETE} on its three tables (the queue uses no sequences). The owner runs
+   * {@link #migrate(DataSource, String)} and these; the role runs the application. Identifiers are
+   * quoted; a bad schema name or a role name that is empty, holds NUL or is over {@link
+   * Limits#MAX_KEY_BYTES} bytes is refused with {@link IllegalArgumentException}.
+   */
+  public static List<String> grantStatements(String schema, String role) {
+    CommandTables t = CommandTables.of(schema);
+    Inputs.key("role", role);
+    org.jooq.DSLContext render = org.jooq.impl.DSL.using(org.jooq.SQLDialect.POSTGRES);
+    String quotedRole = render.render(org.jooq.impl.DSL.name(role));
+    String quotedSchema = render.render(org.jooq.impl.DSL.name(t.schema()));
+    List<String> tables = new java.util.ArrayList<>();
+    for (String table : CommandTables.TABLE_NAMES) {
+      tables.add(render.render(org.jooq.impl.DSL.name(t.schema(), table)));
+    }
+    return List.of(
+        "GRANT USAGE ON SCHEMA " + quotedSchema + " TO " + quotedRole,
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "
+            + String.join(", ", tables)
+            + " TO "
+            + quotedRole);
+  }
+
+  /** The wake channel of a queue in {@code schema}. */
+  static String wakeChannel(String schema) {
+    return schema.equals(DEFAULT_SCHEMA) ? WAKE_CHANNEL : WAKE_CHANNEL + "_" + schema;
   }
 
   /** A queue on {@code dataSource} encoding commands with {@code codec}, other options default. */
@@ -106,7 +161,25 @@ public final class CommandQueue {
 
   /** The largest encoded payload accepted. */
   public int maxPayloadBytes() {
-    return maxPayloadBytes;
+    return limits.maxPayloadBytes();
+  }
+
+  /** The input limits enqueues are checked against. */
+  public Limits limits() {
+    return limits;
+  }
+
+  /** The schema of this queue's tables. */
+  public String schema() {
+    return tables.schema();
+  }
+
+  /**
+   * The NOTIFY channel this queue's enqueues signal and its pumps listen on: {@link #WAKE_CHANNEL}
+   * in the default schema, else {@code messagepump_commands_<schema>}.
+   */
+  public String wakeChannel() {
+    return wakeChannel;
   }
 
   /** Enqueues a command, due now, in a transaction of its own. */
@@ -182,7 +255,7 @@ public final class CommandQueue {
   /** Per-type counts of due and delayed commands and dead letters (database clock). */
   public QueueDepth depth() {
     return Transactions.inNew(
-        dataSource, "reading the queue depth", tx -> CommandQueries.depth(tx.dsl()));
+        dataSource, "reading the queue depth", tx -> CommandQueries.depth(tx.dsl(), tables));
   }
 
   /** Operations on parked commands: list, retry, discard. */
@@ -217,6 +290,10 @@ public final class CommandQueue {
     return dataSource;
   }
 
+  CommandTables tables() {
+    return tables;
+  }
+
   private static <T> T present(T value, String name) {
     if (value == null) {
       throw new IllegalArgumentException(name + " must not be null");
@@ -248,7 +325,8 @@ public final class CommandQueue {
     private final DataSource dataSource;
     private MessageCodec codec;
     private boolean notifications = DEFAULT_NOTIFICATIONS;
-    private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
+    private Limits limits = Limits.defaults();
+    private CommandTables tables = CommandTables.defaults();
     private MeterRegistry meterRegistry;
 
     private Builder(DataSource dataSource) {
@@ -264,18 +342,44 @@ public final class CommandQueue {
       return this;
     }
 
-    /** Largest encoded payload, at least 1. Default {@value #DEFAULT_MAX_PAYLOAD_BYTES}. */
+    /**
+     * Largest encoded payload, between 1 and {@link Limits#HARD_MAX_PAYLOAD_BYTES}. Default {@value
+     * #DEFAULT_MAX_PAYLOAD_BYTES}. Shorthand for {@code limits(limits.withMaxPayloadBytes(n))}.
+     */
     public Builder maxPayloadBytes(int maxPayloadBytes) {
       if (maxPayloadBytes < 1) {
         throw new IllegalArgumentException("maxPayloadBytes must be >= 1: " + maxPayloadBytes);
       }
-      this.maxPayloadBytes = maxPayloadBytes;
+      this.limits = limits.withMaxPayloadBytes(maxPayloadBytes);
       return this;
     }
 
     /**
-     * Whether an enqueue signals {@link CommandQueue#WAKE_CHANNEL} (PostgreSQL folds the signals of
-     * one transaction into one). Default {@value CommandQueue#DEFAULT_NOTIFICATIONS}.
+     * The limits enqueued commands are checked against (payload size, header count and size).
+     * Default {@link Limits#defaults()}.
+     */
+    public Builder limits(Limits limits) {
+      if (limits == null) {
+        throw new IllegalArgumentException("limits must not be null");
+      }
+      this.limits = limits;
+      return this;
+    }
+
+    /**
+     * The schema of the queue's tables, migrated with {@link CommandQueue#migrate(DataSource,
+     * String)}; default {@value CommandQueue#DEFAULT_SCHEMA}. Queues in different schemas of one
+     * database never see each other's commands or dead letters, and signal different wake channels.
+     * Must match {@code [a-z_][a-z0-9_]{0,40}}.
+     */
+    public Builder schema(String schema) {
+      this.tables = CommandTables.of(schema);
+      return this;
+    }
+
+    /**
+     * Whether an enqueue signals {@link CommandQueue#wakeChannel()} (PostgreSQL folds the signals
+     * of one transaction into one). Default {@value CommandQueue#DEFAULT_NOTIFICATIONS}.
      */
     public Builder notifications(boolean notifications) {
       this.notifications = notifications;

@@ -8,7 +8,9 @@ import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 import javax.sql.DataSource;
+import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.DeadLetterQueries;
+import org.messagepump.core.Inputs;
 import org.messagepump.core.Transactions;
 
 /**
@@ -25,14 +27,16 @@ public final class DeadLetters {
   public static final Duration GAUGE_REFRESH = Duration.ofSeconds(10);
 
   private final DataSource dataSource;
+  private final CommandTables tables;
   private final Counter retried;
   private final Counter discarded;
   private final Object gaugeLock = new Object();
   private long gaugeReadAt;
   private double gaugeValue = Double.NaN;
 
-  DeadLetters(DataSource dataSource, MeterRegistry registry) {
+  DeadLetters(DataSource dataSource, CommandTables tables, MeterRegistry registry) {
     this.dataSource = dataSource;
+    this.tables = tables;
     Gauge.builder("messagepump.commands.deadletters", this, DeadLetters::gaugeValue)
         .description("Parked commands (counted at most every 10 s, when the meter is read)")
         .register(registry);
@@ -53,12 +57,15 @@ public final class DeadLetters {
 
   /** Up to {@code limit} dead letters of {@code type} (null: every type), oldest parked first. */
   public List<DeadLetter> list(String type, int limit) {
+    Inputs.optionalKey("type", type);
     if (limit < 1 || limit > MAX_LIST_LIMIT) {
       throw new IllegalArgumentException(
           "limit must be between 1 and " + MAX_LIST_LIMIT + ": " + limit);
     }
     return Transactions.inNew(
-        dataSource, "listing dead letters", tx -> DeadLetterQueries.list(tx.dsl(), type, limit));
+        dataSource,
+        "listing dead letters",
+        tx -> DeadLetterQueries.list(tx.dsl(), tables, type, limit));
   }
 
   /** The dead letter with this message id, if parked. */
@@ -68,7 +75,7 @@ public final class DeadLetters {
         Transactions.inNew(
             dataSource,
             "reading a dead letter",
-            tx -> DeadLetterQueries.find(tx.dsl(), messageId)));
+            tx -> DeadLetterQueries.find(tx.dsl(), tables, messageId)));
   }
 
   /** Number of dead letters of every type. */
@@ -78,8 +85,9 @@ public final class DeadLetters {
 
   /** Number of dead letters of {@code type} (null: every type). */
   public long count(String type) {
+    Inputs.optionalKey("type", type);
     return Transactions.inNew(
-        dataSource, "counting dead letters", tx -> DeadLetterQueries.count(tx.dsl(), type));
+        dataSource, "counting dead letters", tx -> DeadLetterQueries.count(tx.dsl(), tables, type));
   }
 
   /** Moves one dead letter back into the queue; false when no such dead letter exists. */
@@ -89,18 +97,19 @@ public final class DeadLetters {
         Transactions.inNew(
             dataSource,
             "retrying a dead letter",
-            tx -> DeadLetterQueries.retry(tx.dsl(), DeadLetterQueries.byId(messageId)));
+            tx -> DeadLetterQueries.retry(tx.dsl(), tables, DeadLetterQueries.byId(messageId)));
     retried.increment(n);
     return n == 1;
   }
 
   /** Moves every dead letter of {@code type} (null: every type) back; returns how many. */
   public int retryAll(String type) {
+    Inputs.optionalKey("type", type);
     int n =
         Transactions.inNew(
             dataSource,
             "retrying dead letters",
-            tx -> DeadLetterQueries.retry(tx.dsl(), DeadLetterQueries.ofType(type)));
+            tx -> DeadLetterQueries.retry(tx.dsl(), tables, DeadLetterQueries.ofType(type)));
     retried.increment(n);
     return n;
   }
@@ -112,18 +121,19 @@ public final class DeadLetters {
         Transactions.inNew(
             dataSource,
             "discarding a dead letter",
-            tx -> DeadLetterQueries.discard(tx.dsl(), DeadLetterQueries.byId(messageId)));
+            tx -> DeadLetterQueries.discard(tx.dsl(), tables, DeadLetterQueries.byId(messageId)));
     discarded.increment(n);
     return n == 1;
   }
 
   /** Deletes every dead letter of {@code type} (null: every type); returns how many. */
   public int discardAll(String type) {
+    Inputs.optionalKey("type", type);
     int n =
         Transactions.inNew(
             dataSource,
             "discarding dead letters",
-            tx -> DeadLetterQueries.discard(tx.dsl(), DeadLetterQueries.ofType(type)));
+            tx -> DeadLetterQueries.discard(tx.dsl(), tables, DeadLetterQueries.ofType(type)));
     discarded.increment(n);
     return n;
   }

@@ -5,6 +5,8 @@ import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import org.messagepump.core.Inputs;
+import org.messagepump.core.Limits;
 
 /**
  * How one command is enqueued: when it becomes due, its idempotency key, correlation and causation
@@ -33,7 +35,11 @@ public record EnqueueOptions(
     String causationId,
     Map<String, String> headers) {
 
-  /** Longest idempotency key, correlation id, causation id, header name or header value. */
+  /**
+   * Longest idempotency key, correlation id or causation id, in characters; they are also limited
+   * to {@link Limits#MAX_KEY_BYTES} UTF-8 bytes (they sit in indexes). Headers are checked against
+   * the queue's {@link Limits} when enqueued.
+   */
   public static final int MAX_TEXT_LENGTH = 1000;
 
   private static final EnqueueOptions DEFAULTS =
@@ -41,8 +47,11 @@ public record EnqueueOptions(
 
   /** Validates every option. */
   public EnqueueOptions {
-    if (delay != null && delay.isNegative()) {
-      throw new IllegalArgumentException("delay must not be negative: " + delay);
+    if (delay != null) {
+      Inputs.delay("delay", delay);
+    }
+    if (deliverAt != null) {
+      Inputs.instant("deliverAt", deliverAt);
     }
     if (delay != null && deliverAt != null) {
       throw new IllegalArgumentException("delay and deliverAt are exclusive; set one of them");
@@ -60,8 +69,10 @@ public record EnqueueOptions(
         if (e.getValue() == null) {
           throw new IllegalArgumentException("header '" + e.getKey() + "' must not be null");
         }
-        text("header name", e.getKey());
-        text("header '" + e.getKey() + "'", e.getValue());
+        if (e.getKey().indexOf('\0') >= 0 || e.getValue().indexOf('\0') >= 0) {
+          throw new IllegalArgumentException(
+              "headers must not contain a NUL character (PostgreSQL jsonb cannot hold it)");
+        }
       }
       headers = Map.copyOf(headers);
     }
@@ -72,13 +83,19 @@ public record EnqueueOptions(
     return DEFAULTS;
   }
 
-  /** Due after {@code delay} (database clock); not negative; clears {@code deliverAt}. */
+  /**
+   * Due after {@code delay} (database clock); not negative, at most {@link Limits#MAX_DELAY};
+   * clears {@code deliverAt}.
+   */
   public EnqueueOptions withDelay(Duration delay) {
     Objects.requireNonNull(delay, "delay");
     return new EnqueueOptions(delay, null, idempotencyKey, correlationId, causationId, headers);
   }
 
-  /** Due at {@code deliverAt} (a time in the past means now); clears {@code delay}. */
+  /**
+   * Due at {@code deliverAt} (a time in the past means now), between {@link Limits#MIN_INSTANT} and
+   * {@link Limits#MAX_INSTANT}; clears {@code delay}.
+   */
   public EnqueueOptions withDeliverAt(Instant deliverAt) {
     Objects.requireNonNull(deliverAt, "deliverAt");
     return new EnqueueOptions(null, deliverAt, idempotencyKey, correlationId, causationId, headers);
@@ -143,5 +160,6 @@ public record EnqueueOptions(
       throw new IllegalArgumentException(
           option + " must be at most " + MAX_TEXT_LENGTH + " characters: " + value.length());
     }
+    Inputs.key(option, value);
   }
 }

@@ -2,6 +2,7 @@ package org.messagepump.commands;
 
 import java.util.Arrays;
 import java.util.Objects;
+import org.messagepump.core.Inputs;
 
 /**
  * One command to enqueue in a batch: a typed command (encoded by the queue's codec) or a raw one
@@ -54,8 +55,12 @@ public sealed interface NewCommand {
       }
       if (type.length() > CommandQueue.MAX_TYPE_LENGTH) {
         throw new IllegalArgumentException(
-            "type must be at most " + CommandQueue.MAX_TYPE_LENGTH + " characters: " + type);
+            "type must be at most "
+                + CommandQueue.MAX_TYPE_LENGTH
+                + " characters: "
+                + type.length());
       }
+      Inputs.key("type", type);
       if (payload == null) {
         throw new IllegalArgumentException(
             "payload of raw command '" + type + "' must not be null");

@@ -21,6 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.commands.internal.CommandQueries;
+import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.core.spi.Tx;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -134,9 +135,10 @@ class SchemaIT {
     try (Connection c = db.dataSource().getConnection()) {
       c.setAutoCommit(false);
       // The statement the driver runs, with its bind values.
-      CommandQueries.Claim claim = new CommandQueries.Claim(types);
+      CommandQueries.Claim claim = new CommandQueries.Claim(CommandTables.defaults(), types);
       StringBuilder out = new StringBuilder();
-      try (PreparedStatement ps = c.prepareStatement("EXPLAIN (COSTS OFF) " + claim.sql(0, 4))) {
+      try (PreparedStatement ps = c.prepareStatement("EXPLAIN (COSTS OFF) " + claim.sql(4))) {
+        claim.bind(ps, 0);
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
             out.append(rs.getString(1)).append('\n');
@@ -153,7 +155,9 @@ class SchemaIT {
       throws Exception {
     try (Connection c = db.dataSource().getConnection()) {
       c.setAutoCommit(false);
-      String sql = CommandQueries.acquire(Tx.of(c).dsl(), types, 4).getSQL(ParamType.INLINED);
+      String sql =
+          CommandQueries.acquire(Tx.of(c).dsl(), CommandTables.defaults(), types, 4)
+              .getSQL(ParamType.INLINED);
       String explain =
           analyze ? "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " : "EXPLAIN (COSTS OFF) ";
       StringBuilder out = new StringBuilder();

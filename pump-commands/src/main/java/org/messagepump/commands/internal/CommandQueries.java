@@ -2,9 +2,7 @@ package org.messagepump.commands.internal;
 
 import static org.messagepump.commands.internal.CommandTables.CAUSATION_ID;
 import static org.messagepump.commands.internal.CommandTables.CLOCK_TIMESTAMP;
-import static org.messagepump.commands.internal.CommandTables.COMMANDS;
 import static org.messagepump.commands.internal.CommandTables.CORRELATION_ID;
-import static org.messagepump.commands.internal.CommandTables.DEAD_LETTERS;
 import static org.messagepump.commands.internal.CommandTables.DELIVER_AT;
 import static org.messagepump.commands.internal.CommandTables.ENQUEUED_AT;
 import static org.messagepump.commands.internal.CommandTables.FAILURES;
@@ -64,36 +62,41 @@ public final class CommandQueries {
    * (message_type, deliver_at)}. Several types: a lateral join over the type names, one such scan
    * per type, taken in the order given until {@code max} rows are found — the scans run lazily, so
    * only returned rows are locked, and the cost depends on {@code max} and the number of types,
-   * never on the backlog. The caller rotates the order of the types between calls for fairness.
+   * never on the backlog. The caller rotates the order of the types between calls for fairness. The
+   * type names are bind values (one {@code text} for one type, else one {@code text[]}).
    */
-  public static Select<Record> acquire(DSLContext dsl, List<String> types, int max) {
-    return acquire(dsl, types, max, COLUMNS);
+  public static Select<Record> acquire(
+      DSLContext dsl, CommandTables t, List<String> types, int max) {
+    return acquire(dsl, t, types, max, COLUMNS);
   }
 
   /** The acquire statement returning only {@code columns} of the locked rows. */
   private static Select<Record> acquire(
-      DSLContext dsl, List<String> types, int max, List<Field<?>> columns) {
+      DSLContext dsl, CommandTables t, List<String> types, int max, List<Field<?>> columns) {
     if (types.size() == 1) {
-      return headOf(dsl, DSL.val(types.get(0)), max, columns);
+      return headOf(dsl, t, DSL.val(types.get(0), MESSAGE_TYPE), max, columns);
     }
-    Table<?> names = DSL.unnest(DSL.val(types.toArray(String[]::new))).as("t", "type");
+    Table<?> names =
+        DSL.unnest(DSL.val(types.toArray(String[]::new), SQLDataType.CLOB.array())).as("t", "type");
     Field<String> name = DSL.field(DSL.name("t", "type"), SQLDataType.CLOB);
-    Table<?> due = DSL.lateral(headOf(dsl, name, max, columns).asTable("due"));
+    Table<?> due = DSL.lateral(headOf(dsl, t, name, max, columns).asTable("due"));
     List<SelectField<?>> fields = new ArrayList<>();
     for (Field<?> f : columns) {
       fields.add(due.field(f.getName()));
     }
-    return dsl.select(fields).from(names).crossJoin(due).limit(max);
+    return dsl.select(fields).from(names).crossJoin(due).limit(DSL.inline(max));
   }
 
   private static Select<Record> headOf(
-      DSLContext dsl, Field<String> type, int max, List<Field<?>> columns) {
+      DSLContext dsl, CommandTables t, Field<String> type, int max, List<Field<?>> columns) {
+    // LIMIT is inlined on purpose (it is an int of the code, never user text): a bound LIMIT made
+    // PostgreSQL build a custom plan at every execution, measured 1.67-2.40x slower per claim.
     return dsl.select(columns)
-        .from(COMMANDS)
+        .from(t.commands)
         .where(MESSAGE_TYPE.eq(type))
         .and(DELIVER_AT.le(STATEMENT_TIMESTAMP))
         .orderBy(DELIVER_AT)
-        .limit(max)
+        .limit(DSL.inline(max))
         .forUpdate()
         .skipLocked();
   }
@@ -105,53 +108,69 @@ public final class CommandQueries {
    * a dead connection) brings the commands back, and a postponement re-inserts the row in the same
    * transaction. Oldest first within a type.
    *
-   * <p>The statement is built and rendered by jOOQ once per driver and run through plain JDBC on
-   * every poll: building and rendering it per poll was the largest part of the pump's own CPU per
-   * delivery in the drain benchmark, on a machine where the pump and PostgreSQL share two cores.
-   * The SQL text never changes (the type order and the limit are bind values), so the PostgreSQL
-   * driver keeps it prepared on the server.
+   * <p>The statement is built and rendered by jOOQ once per driver and batch size, with one bind
+   * marker for the type names, and run through plain JDBC on every poll: building and rendering it
+   * per poll was the largest part of the pump's own CPU per delivery in the drain benchmark. The
+   * SQL text never changes (the type order is the bound array, the limit an inlined integer of the
+   * code), so the PostgreSQL driver keeps it prepared on the server.
    */
   public static final class Claim {
 
+    private final CommandTables tables;
     private final List<String> types;
-    private final java.util.Map<Long, String> sqlByTurn =
+    private final java.util.Map<Integer, String> sqlByMax =
         new java.util.concurrent.ConcurrentHashMap<>();
 
     /** The claim for a driver of {@code types} (at least one), in registration order. */
-    public Claim(List<String> types) {
+    public Claim(CommandTables tables, List<String> types) {
       if (types.isEmpty()) {
         throw new IllegalArgumentException("types must not be empty");
       }
+      this.tables = tables;
       this.types = List.copyOf(types);
     }
 
     /**
-     * The SQL text that claims up to {@code max} commands scanning the types from {@code start} on
-     * (wrapping around), every value inlined. Without parameters PostgreSQL plans the statement
-     * once per connection and reuses the plan; with the type and the limit as parameters the server
-     * log showed a fresh custom plan at every bind (0.14 ms per delivery, as much as executing it).
-     * A pump uses one {@code max} (its batch size), so there is one text per type.
+     * The SQL text that claims up to {@code max} commands, with one bind marker: the type name (one
+     * type) or the type names as a {@code text[]} in scan order (several types); see {@link #bind}.
+     * Only the limit, an integer of the code, is inlined.
      */
-    public String sql(int start, int max) {
-      return sqlByTurn.computeIfAbsent(
-          ((long) start << 32) | max,
+    public String sql(int max) {
+      return sqlByMax.computeIfAbsent(
+          max,
           k -> {
-            List<String> order = new ArrayList<>(types.size());
-            for (int i = 0; i < types.size(); i++) {
-              order.add(types.get((start + i) % types.size()));
-            }
             DSLContext render = DSL.using(SQLDialect.POSTGRES, RENDER);
-            return render.renderInlined(claim(render, order, max));
+            org.jooq.Query q = claim(render, tables, types, max);
+            if (q.getBindValues().size() != 1) {
+              throw new IllegalStateException(
+                  "claim statement has " + q.getBindValues().size() + " parameters, not 1");
+            }
+            return render.render(q);
           });
+    }
+
+    /** Binds the type names, scanned from {@code start} on (wrapping around), to parameter 1. */
+    public void bind(PreparedStatement ps, int start) throws SQLException {
+      if (types.size() == 1) {
+        ps.setString(1, types.get(0));
+        return;
+      }
+      String[] order = new String[types.size()];
+      for (int i = 0; i < order.length; i++) {
+        order[i] = types.get((start + i) % order.length);
+      }
+      ps.setArray(1, ps.getConnection().createArrayOf("text", order));
     }
 
     /** Runs the claim on {@code connection}, the types scanned from {@code start} on. */
     public List<Delivery> run(Connection connection, int start, int max) throws SQLException {
       List<Delivery> out = new ArrayList<>(Math.min(max, 64));
-      try (PreparedStatement ps = connection.prepareStatement(sql(start, max));
-          ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          out.add(delivery(rs));
+      try (PreparedStatement ps = connection.prepareStatement(sql(max))) {
+        bind(ps, start);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            out.add(delivery(rs));
+          }
         }
       }
       if (out.size() > 1) {
@@ -160,22 +179,49 @@ public final class CommandQueries {
       return out;
     }
 
+    /**
+     * One claimed row as a delivery. The headers column is parsed here, per row: a row whose
+     * headers are not a JSON object of strings becomes a delivery with empty headers and a {@link
+     * Claimed#problem()}, which {@code handle} reports as undecodable (a counted failure, parked at
+     * the limit) while the other rows of the batch are handled. The stored text is kept in the
+     * driver state and written back unchanged on postponement or parking.
+     */
     private static Delivery delivery(ResultSet rs) throws SQLException {
       UUID id = rs.getObject(1, UUID.class);
+      String rawHeaders = rs.getString(5);
+      Map<String, String> headers;
+      String problem = null;
+      try {
+        headers = HeadersJson.read(rawHeaders);
+      } catch (RuntimeException e) {
+        headers = Map.of();
+        problem = e.getMessage();
+      }
+      OffsetDateTime enqueuedAt = rs.getObject(8, OffsetDateTime.class);
+      String rawEnqueuedAt = null;
+      if (enqueuedAt.equals(OffsetDateTime.MAX) || enqueuedAt.equals(OffsetDateTime.MIN)) {
+        // 'infinity' or '-infinity': no Instant to hand to the handler nor to write back
+        problem = problem == null ? "stored enqueued_at is not a finite time" : problem;
+        rawEnqueuedAt = rs.getString(8);
+        enqueuedAt = OffsetDateTime.ofInstant(Instant.EPOCH, java.time.ZoneOffset.UTC);
+      }
       Envelope e =
           new Envelope(
               id.toString(),
               rs.getString(2),
               rs.getString(3),
               rs.getString(4),
-              rs.getObject(8, OffsetDateTime.class).toInstant(),
-              HeadersJson.read(JSONB.jsonbOrNull(rs.getString(5))),
+              enqueuedAt.toInstant(),
+              headers,
               rs.getBytes(6));
+      Instant deliverAt = rs.getObject(9, OffsetDateTime.class).toInstant();
       return new Delivery(
           e,
           rs.getInt(7),
           null,
-          new Claimed(id, rs.getObject(9, OffsetDateTime.class).toInstant()));
+          problem == null
+              ? new Claimed(id, deliverAt)
+              : new Claimed(id, deliverAt, problem, rawHeaders, rawEnqueuedAt));
     }
 
     private static Instant deliverAt(Delivery d) {
@@ -183,8 +229,19 @@ public final class CommandQueries {
     }
   }
 
-  /** A claimed command's id and due time (the driver state of its delivery). */
-  public record Claimed(UUID id, Instant deliverAt) {}
+  /**
+   * A claimed command's id and due time (the driver state of its delivery); for a row that could
+   * not be read, what was wrong (never quoting the data) and the stored text of its headers and
+   * enqueue time, written back as they were on postponement or parking.
+   */
+  public record Claimed(
+      UUID id, Instant deliverAt, String problem, String rawHeaders, String rawEnqueuedAt) {
+
+    /** A readable row's state. */
+    public Claimed(UUID id, Instant deliverAt) {
+      this(id, deliverAt, null, null, null);
+    }
+  }
 
   private static final org.jooq.conf.Settings RENDER =
       new org.jooq.conf.Settings().withRenderSchema(true);
@@ -195,10 +252,10 @@ public final class CommandQueries {
    * planned as a semi-join scanning the whole table.
    */
   public static org.jooq.DeleteResultStep<Record> claim(
-      DSLContext dsl, List<String> types, int max) {
+      DSLContext dsl, CommandTables t, List<String> types, int max) {
     // The inner scan locks and returns ids only; the delete returns the full rows.
-    Table<?> claim = acquire(dsl, types, max, List.of(MESSAGE_ID)).asTable("claim");
-    return dsl.deleteFrom(COMMANDS)
+    Table<?> claim = acquire(dsl, t, types, max, List.of(MESSAGE_ID)).asTable("claim");
+    return dsl.deleteFrom(t.commands)
         .where(
             MESSAGE_ID.eq(
                 DSL.any(
@@ -208,11 +265,12 @@ public final class CommandQueries {
   }
 
   /** Puts a claimed command back with a new failure count, due {@code delay} from now. */
-  public static void reinsert(DSLContext dsl, Delivery d, UUID id, int failures, Duration delay) {
-    List<Field<?>> values = stored(d.envelope(), id);
+  public static void reinsert(
+      DSLContext dsl, CommandTables t, Delivery d, UUID id, int failures, Duration delay) {
+    List<Field<?>> values = stored(d, id);
     values.add(DSL.val(failures, FAILURES));
     values.add(Enqueuer.deliverAt(delay, null));
-    dsl.insertInto(COMMANDS, columns(FAILURES, DELIVER_AT)).values(values).execute();
+    dsl.insertInto(t.commands, columns(FAILURES, DELIVER_AT)).values(values).execute();
   }
 
   /** The columns a command keeps wherever it is stored (pending or dead letter). */
@@ -227,32 +285,43 @@ public final class CommandQueries {
     return all;
   }
 
-  /** Bind values for {@link #STORED}, taken from a claimed command's envelope (a mutable list). */
-  static List<Field<?>> stored(Envelope e, UUID id) {
+  /**
+   * Bind values for {@link #STORED}, taken from a claimed command's envelope (a mutable list); the
+   * headers as stored when they could not be read.
+   */
+  static List<Field<?>> stored(Delivery d, UUID id) {
+    Envelope e = d.envelope();
+    Claimed claimed = d.driverState() instanceof Claimed c && c.problem() != null ? c : null;
+    JSONB headers =
+        claimed != null ? JSONB.valueOf(claimed.rawHeaders()) : HeadersJson.write(e.headers());
+    Field<Instant> enqueuedAt =
+        claimed != null && claimed.rawEnqueuedAt() != null
+            ? DSL.val(claimed.rawEnqueuedAt()).cast(ENQUEUED_AT.getDataType())
+            : DSL.val(e.createdAt(), ENQUEUED_AT);
     return new ArrayList<>(
         List.of(
             DSL.val(id, MESSAGE_ID),
             DSL.val(e.type(), MESSAGE_TYPE),
             DSL.val(e.correlationId(), CORRELATION_ID),
             DSL.val(e.causationId(), CAUSATION_ID),
-            DSL.val(HeadersJson.write(e.headers()), HEADERS),
+            DSL.val(headers, HEADERS),
             DSL.val(e.payload(), PAYLOAD),
-            DSL.val(e.createdAt(), ENQUEUED_AT)));
+            enqueuedAt));
   }
 
   /** Per type: due, delayed and dead-letter counts. */
-  public static QueueDepth depth(DSLContext dsl) {
+  public static QueueDepth depth(DSLContext dsl, CommandTables t) {
     Field<Integer> due = DSL.count().filterWhere(DELIVER_AT.le(CLOCK_TIMESTAMP)).as("due");
     Field<Integer> delayed = DSL.count().filterWhere(DELIVER_AT.gt(CLOCK_TIMESTAMP)).as("delayed");
     Map<String, long[]> counts = new HashMap<>();
     for (Record3<String, Integer, Integer> r :
-        dsl.select(MESSAGE_TYPE, due, delayed).from(COMMANDS).groupBy(MESSAGE_TYPE).fetch()) {
+        dsl.select(MESSAGE_TYPE, due, delayed).from(t.commands).groupBy(MESSAGE_TYPE).fetch()) {
       long[] c = counts.computeIfAbsent(r.value1(), k -> new long[3]);
       c[0] = r.value2();
       c[1] = r.value3();
     }
     for (var r :
-        dsl.select(MESSAGE_TYPE, DSL.count()).from(DEAD_LETTERS).groupBy(MESSAGE_TYPE).fetch()) {
+        dsl.select(MESSAGE_TYPE, DSL.count()).from(t.deadLetters).groupBy(MESSAGE_TYPE).fetch()) {
       counts.computeIfAbsent(r.value1(), k -> new long[3])[2] = r.value2();
     }
     Map<String, QueueDepth.TypeDepth> byType = new HashMap<>();

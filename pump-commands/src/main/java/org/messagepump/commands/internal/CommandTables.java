@@ -9,21 +9,77 @@ import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 
-/** jOOQ names of the {@code commandqueue} schema (see {@code db/commandqueue/V1__*.sql}). */
+/**
+ * jOOQ names of one command-queue schema (see {@code db/commandqueue/V1__*.sql}): the tables are
+ * per instance, qualified with the schema the queue was built for and quoted by jOOQ; the columns
+ * are the same in every schema.
+ */
 public final class CommandTables {
 
-  /** The schema. */
+  /** The default schema. */
   public static final String SCHEMA = "commandqueue";
 
+  /**
+   * A schema name: a lower-case SQL identifier short enough that the derived NOTIFY channel ({@code
+   * messagepump_commands_<schema>}) stays within PostgreSQL's 63-byte identifier limit.
+   */
+  private static final java.util.regex.Pattern SCHEMA_NAME =
+      java.util.regex.Pattern.compile("[a-z_][a-z0-9_]{0,40}");
+
+  /** The table names, in the order {@code grantStatements} lists them. */
+  public static final java.util.List<String> TABLE_NAMES =
+      java.util.List.of("commands", "idempotency_keys", "dead_letters");
+
+  private static final CommandTables DEFAULT = new CommandTables(SCHEMA);
+
+  private final String schema;
+
   /** Pending commands. */
-  public static final Table<Record> COMMANDS = DSL.table(DSL.name(SCHEMA, "commands"));
+  public final Table<Record> commands;
 
   /** Idempotency keys (kept forever). */
-  public static final Table<Record> IDEMPOTENCY_KEYS =
-      DSL.table(DSL.name(SCHEMA, "idempotency_keys"));
+  public final Table<Record> idempotencyKeys;
 
   /** Parked commands. */
-  public static final Table<Record> DEAD_LETTERS = DSL.table(DSL.name(SCHEMA, "dead_letters"));
+  public final Table<Record> deadLetters;
+
+  private CommandTables(String schema) {
+    this.schema = schema;
+    this.commands = DSL.table(DSL.name(schema, "commands"));
+    this.idempotencyKeys = DSL.table(DSL.name(schema, "idempotency_keys"));
+    this.deadLetters = DSL.table(DSL.name(schema, "dead_letters"));
+  }
+
+  /** The tables of {@code schema}, validated by {@link #schemaName}. */
+  public static CommandTables of(String schema) {
+    String s = schemaName(schema);
+    return s.equals(SCHEMA) ? DEFAULT : new CommandTables(s);
+  }
+
+  /** The tables of the default schema. */
+  public static CommandTables defaults() {
+    return DEFAULT;
+  }
+
+  /** The schema name. */
+  public String schema() {
+    return schema;
+  }
+
+  /**
+   * Checks a schema name: not null, no NUL, within {@link
+   * org.messagepump.core.Limits#MAX_KEY_BYTES}, and matching {@code [a-z_][a-z0-9_]{0,40}}; else
+   * {@link IllegalArgumentException}.
+   */
+  public static String schemaName(String schema) {
+    org.messagepump.core.Inputs.key("schema", schema);
+    if (!SCHEMA_NAME.matcher(schema).matches()) {
+      throw new IllegalArgumentException(
+          "schema must match [a-z_][a-z0-9_]{0,40} (a lower-case identifier of at most 41"
+              + " characters)");
+    }
+    return schema;
+  }
 
   /** Column {@code message_id}. */
   public static final Field<UUID> MESSAGE_ID = DSL.field(DSL.name("message_id"), SQLDataType.UUID);
@@ -81,6 +137,4 @@ public final class CommandTables {
    */
   public static final Field<Instant> STATEMENT_TIMESTAMP =
       DSL.function("statement_timestamp", SQLDataType.INSTANT);
-
-  private CommandTables() {}
 }

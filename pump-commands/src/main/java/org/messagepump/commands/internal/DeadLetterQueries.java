@@ -2,9 +2,7 @@ package org.messagepump.commands.internal;
 
 import static org.messagepump.commands.internal.CommandTables.CAUSATION_ID;
 import static org.messagepump.commands.internal.CommandTables.CLOCK_TIMESTAMP;
-import static org.messagepump.commands.internal.CommandTables.COMMANDS;
 import static org.messagepump.commands.internal.CommandTables.CORRELATION_ID;
-import static org.messagepump.commands.internal.CommandTables.DEAD_LETTERS;
 import static org.messagepump.commands.internal.CommandTables.DELIVER_AT;
 import static org.messagepump.commands.internal.CommandTables.ENQUEUED_AT;
 import static org.messagepump.commands.internal.CommandTables.FAILURES;
@@ -22,8 +20,10 @@ import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Record;
 import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
 import org.messagepump.commands.DeadLetter;
 import org.messagepump.core.Envelope;
+import org.messagepump.core.Inputs;
 
 /** The SQL of dead letters: park, list, retry, discard. */
 public final class DeadLetterQueries {
@@ -32,22 +32,48 @@ public final class DeadLetterQueries {
   private static final List<Field<?>> COLUMNS =
       List.copyOf(CommandQueries.columns(FAILURES, LAST_ERROR, PARKED_AT));
 
+  /**
+   * What listing reads: {@link #COLUMNS}, with a time that is not finite ({@code 'infinity'}) shown
+   * as the epoch, so one odd row never makes a listing fail.
+   */
+  private static final List<Field<?>> READ =
+      COLUMNS.stream().map(DeadLetterQueries::finite).toList();
+
   private DeadLetterQueries() {}
 
-  /** Parks a claimed command (its row is already deleted) from its envelope. */
+  @SuppressWarnings("unchecked")
+  private static Field<?> finite(Field<?> f) {
+    if (f != ENQUEUED_AT && f != PARKED_AT) {
+      return f;
+    }
+    Field<java.time.Instant> t = (Field<java.time.Instant>) f;
+    return DSL.when(DSL.condition("isfinite({0})", t), t)
+        .otherwise(DSL.function("to_timestamp", t.getDataType(), DSL.inline(0)))
+        .as(t.getName());
+  }
+
+  /**
+   * Parks a claimed command (its row is already deleted) from its delivery; {@code last_error} is
+   * the failure reason made safe to store ({@link Inputs#reason}).
+   */
   public static void parkClaimed(
-      DSLContext dsl, org.messagepump.core.Envelope e, UUID id, int failures, String reason) {
-    List<Field<?>> values = CommandQueries.stored(e, id);
+      DSLContext dsl,
+      CommandTables t,
+      org.messagepump.core.spi.Delivery d,
+      UUID id,
+      int failures,
+      String reason) {
+    List<Field<?>> values = CommandQueries.stored(d, id);
     values.add(DSL.val(failures, FAILURES));
-    values.add(DSL.val(reason, LAST_ERROR));
+    values.add(DSL.val(Inputs.reason(reason), LAST_ERROR));
     values.add(CLOCK_TIMESTAMP);
-    dsl.insertInto(DEAD_LETTERS, COLUMNS).values(values).execute();
+    dsl.insertInto(t.deadLetters, COLUMNS).values(values).execute();
   }
 
   /** Dead letters, oldest parked first; {@code type} null means all types. */
-  public static List<DeadLetter> list(DSLContext dsl, String type, int limit) {
-    return dsl.select(COLUMNS)
-        .from(DEAD_LETTERS)
+  public static List<DeadLetter> list(DSLContext dsl, CommandTables t, String type, int limit) {
+    return dsl.select(READ)
+        .from(t.deadLetters)
         .where(ofType(type))
         .orderBy(PARKED_AT, MESSAGE_ID)
         .limit(limit)
@@ -55,28 +81,36 @@ public final class DeadLetterQueries {
   }
 
   /** One dead letter, or null. */
-  public static DeadLetter find(DSLContext dsl, UUID id) {
-    return dsl.select(COLUMNS)
-        .from(DEAD_LETTERS)
+  public static DeadLetter find(DSLContext dsl, CommandTables t, UUID id) {
+    return dsl.select(READ)
+        .from(t.deadLetters)
         .where(MESSAGE_ID.eq(id))
         .fetchOne(DeadLetterQueries::deadLetter);
   }
 
   /** Number of dead letters of a type (null: all). */
-  public static long count(DSLContext dsl, String type) {
-    return dsl.selectCount().from(DEAD_LETTERS).where(ofType(type)).fetchOne(0, Long.class);
+  public static long count(DSLContext dsl, CommandTables t, String type) {
+    return dsl.selectCount().from(t.deadLetters).where(ofType(type)).fetchOne(0, Long.class);
   }
 
   /**
    * Moves the selected dead letters back into the queue, due now, failures reset; returns how many.
    */
-  public static int retry(DSLContext dsl, Condition which) {
-    List<UUID> ids = lock(dsl, which);
+  public static int retry(DSLContext dsl, CommandTables t, Condition which) {
+    List<UUID> ids = lock(dsl, t, which);
+    // One array parameter, whatever the number of ids (a list would pass 65,535 bind values),
+    // joined rather than tested with "= ANY(array)", which many ids would make a row-by-row test.
+    Condition locked =
+        MESSAGE_ID.in(
+            DSL.select(DSL.field(DSL.name("locked", "id"), UUID.class))
+                .from(
+                    DSL.unnest(DSL.val(ids.toArray(UUID[]::new), SQLDataType.UUID.array()))
+                        .as("locked", "id")));
     if (ids.isEmpty()) {
       return 0;
     }
     dsl.insertInto(
-            COMMANDS,
+            t.commands,
             MESSAGE_ID,
             MESSAGE_TYPE,
             CORRELATION_ID,
@@ -97,16 +131,16 @@ public final class DeadLetterQueries {
                     DSL.val(0, FAILURES),
                     ENQUEUED_AT,
                     CLOCK_TIMESTAMP)
-                .from(DEAD_LETTERS)
-                .where(MESSAGE_ID.in(ids)))
+                .from(t.deadLetters)
+                .where(locked))
         .onConflictDoNothing()
         .execute();
-    return dsl.deleteFrom(DEAD_LETTERS).where(MESSAGE_ID.in(ids)).execute();
+    return dsl.deleteFrom(t.deadLetters).where(locked).execute();
   }
 
   /** Deletes the selected dead letters; returns how many. */
-  public static int discard(DSLContext dsl, Condition which) {
-    return dsl.deleteFrom(DEAD_LETTERS).where(which).execute();
+  public static int discard(DSLContext dsl, CommandTables t, Condition which) {
+    return dsl.deleteFrom(t.deadLetters).where(which).execute();
   }
 
   /** The condition selecting one dead letter. */
@@ -119,8 +153,20 @@ public final class DeadLetterQueries {
     return type == null ? DSL.noCondition() : MESSAGE_TYPE.eq(type);
   }
 
-  private static List<UUID> lock(DSLContext dsl, Condition which) {
-    return dsl.select(MESSAGE_ID).from(DEAD_LETTERS).where(which).forUpdate().fetch(MESSAGE_ID);
+  private static List<UUID> lock(DSLContext dsl, CommandTables t, Condition which) {
+    return dsl.select(MESSAGE_ID).from(t.deadLetters).where(which).forUpdate().fetch(MESSAGE_ID);
+  }
+
+  /**
+   * The stored headers, or none when they are not a JSON object of strings (a dead letter is listed
+   * whatever its content; retry copies the stored column as it is).
+   */
+  private static java.util.Map<String, String> readableHeaders(org.jooq.JSONB json) {
+    try {
+      return HeadersJson.read(json);
+    } catch (RuntimeException e) {
+      return java.util.Map.of();
+    }
   }
 
   private static DeadLetter deadLetter(Record r) {
@@ -131,7 +177,7 @@ public final class DeadLetterQueries {
             r.get(CORRELATION_ID),
             r.get(CAUSATION_ID),
             r.get(ENQUEUED_AT),
-            HeadersJson.read(r.get(HEADERS)),
+            readableHeaders(r.get(HEADERS)),
             r.get(PAYLOAD));
     return new DeadLetter(e, r.get(FAILURES), r.get(LAST_ERROR), r.get(PARKED_AT));
   }

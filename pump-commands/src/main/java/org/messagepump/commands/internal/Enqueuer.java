@@ -18,12 +18,16 @@ import org.jooq.InsertValuesStep7;
 import org.jooq.JSONB;
 import org.jooq.Record;
 import org.jooq.Record2;
+import org.jooq.Table;
 import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
 import org.jooq.types.DayToSecond;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.commands.EnqueueResult;
 import org.messagepump.commands.NewCommand;
+import org.messagepump.core.Inputs;
+import org.messagepump.core.Limits;
 import org.messagepump.core.UnknownMessageTypeException;
 import org.messagepump.core.WakeSignal;
 import org.messagepump.core.spi.MessageCodec;
@@ -36,18 +40,29 @@ import org.messagepump.core.spi.Tx;
  */
 public final class Enqueuer {
 
-  /** Rows per multi-row insert (9 bind values each, well under PostgreSQL's 65,535). */
+  /**
+   * Rows per multi-row insert: at most 7 bind values each, 35,000 per statement, well under the
+   * 65,535 at which jOOQ would inline every value into the SQL text.
+   */
   public static final int ROWS_PER_INSERT = 5000;
 
   private final MessageCodec codec;
+  private final CommandTables tables;
+  private final String channel;
   private final boolean notify;
-  private final int maxPayloadBytes;
+  private final Limits limits;
 
-  /** An enqueuer encoding with {@code codec} and refusing payloads over {@code maxPayloadBytes}. */
-  public Enqueuer(MessageCodec codec, int maxPayloadBytes, boolean notify) {
-    this.notify = notify;
+  /**
+   * An enqueuer into {@code tables} encoding with {@code codec}, checking input against {@code
+   * limits} and signalling {@code channel} when {@code notify}.
+   */
+  public Enqueuer(
+      MessageCodec codec, CommandTables tables, Limits limits, String channel, boolean notify) {
     this.codec = codec;
-    this.maxPayloadBytes = maxPayloadBytes;
+    this.tables = tables;
+    this.limits = limits;
+    this.channel = channel;
+    this.notify = notify;
   }
 
   /** Validates and encodes; throws {@link IllegalArgumentException} naming the first problem. */
@@ -81,34 +96,37 @@ public final class Enqueuer {
             "command class " + command.getClass().getName() + " is not registered with the codec",
             e);
       }
-      payload = codec.encode(command);
       if (type == null || type.isBlank() || type.length() > CommandQueue.MAX_TYPE_LENGTH) {
         throw new IllegalArgumentException(
             "the codec gave an invalid type name for " + command.getClass().getName());
       }
+      Inputs.key("type of " + command.getClass().getName(), type);
+      payload = codec.encode(command);
       if (payload == null) {
         throw new IllegalArgumentException(
             "the codec encoded " + command.getClass().getName() + " as null");
       }
     }
-    if (payload.length > maxPayloadBytes) {
+    if (payload.length > limits.maxPayloadBytes()) {
       throw new IllegalArgumentException(
           "payload of command '"
               + type
               + "' is "
               + payload.length
               + " bytes, over maxPayloadBytes ("
-              + maxPayloadBytes
+              + limits.maxPayloadBytes()
               + ")");
     }
-    return new EncodedCommand(UUID.randomUUID(), type, payload, c.options());
+    EnqueueOptions o = c.options();
+    Inputs.headers(o.headers(), limits);
+    return new EncodedCommand(UUID.randomUUID(), type, payload, o);
   }
 
   /** Inserts encoded commands in {@code tx}; results in input order. */
   public List<EnqueueResult> insert(Tx tx, List<EncodedCommand> commands) {
     DSLContext dsl = tx.dsl();
     EnqueueResult[] results = new EnqueueResult[commands.size()];
-    Map<String, UUID> keyOwners = claimKeys(dsl, commands);
+    Map<String, UUID> keyOwners = claimKeys(dsl, tables, commands);
     List<EncodedCommand> fresh = new ArrayList<>(commands.size());
     for (int i = 0; i < commands.size(); i++) {
       EncodedCommand c = commands.get(i);
@@ -122,14 +140,14 @@ public final class Enqueuer {
       }
     }
     for (int from = 0; from < fresh.size(); from += ROWS_PER_INSERT) {
-      insertCommands(dsl, fresh.subList(from, Math.min(fresh.size(), from + ROWS_PER_INSERT)));
+      insertCommands(
+          dsl, tables, fresh.subList(from, Math.min(fresh.size(), from + ROWS_PER_INSERT)));
     }
     if (notify && !fresh.isEmpty()) {
       try {
-        WakeSignal.send(tx.connection(), CommandQueue.WAKE_CHANNEL);
+        WakeSignal.send(tx.connection(), channel);
       } catch (java.sql.SQLException ex) {
-        throw new org.jooq.exception.DataAccessException(
-            "signalling " + CommandQueue.WAKE_CHANNEL, ex);
+        throw new org.jooq.exception.DataAccessException("signalling " + channel, ex);
       }
     }
     return Arrays.asList(results);
@@ -139,7 +157,8 @@ public final class Enqueuer {
    * Inserts the keys (sorted, so concurrent batches lock them in one order) and returns, per key,
    * the message id owning it: one of ours when we inserted it, else the original one.
    */
-  private static Map<String, UUID> claimKeys(DSLContext dsl, List<EncodedCommand> commands) {
+  private static Map<String, UUID> claimKeys(
+      DSLContext dsl, CommandTables t, List<EncodedCommand> commands) {
     Map<String, UUID> candidates = new LinkedHashMap<>();
     for (EncodedCommand c : commands) {
       String key = c.options().idempotencyKey();
@@ -156,9 +175,7 @@ public final class Enqueuer {
     for (int from = 0; from < sorted.size(); from += ROWS_PER_INSERT) {
       InsertValuesStep2<Record, String, UUID> insert =
           dsl.insertInto(
-              CommandTables.IDEMPOTENCY_KEYS,
-              CommandTables.IDEMPOTENCY_KEY,
-              CommandTables.MESSAGE_ID);
+              t.idempotencyKeys, CommandTables.IDEMPOTENCY_KEY, CommandTables.MESSAGE_ID);
       for (Map.Entry<String, UUID> e :
           sorted.subList(from, Math.min(sorted.size(), from + ROWS_PER_INSERT))) {
         insert = insert.values(e.getKey(), e.getValue());
@@ -180,25 +197,32 @@ public final class Enqueuer {
     if (!taken.isEmpty()) {
       // A new statement: under READ COMMITTED it sees the key committed by the transaction
       // whose insert made ours do nothing.
+      // The keys as one text[] parameter, whatever their number: an IN list would pass one bind
+      // value per key, and past 65,535 jOOQ inlines them all into the SQL text. A join with the
+      // unnested array, not "= ANY(array)": with many keys that would be tested row by row.
+      Table<?> wanted =
+          DSL.unnest(DSL.val(taken.toArray(String[]::new), SQLDataType.CLOB.array()))
+              .as("wanted", "k");
       dsl.select(CommandTables.IDEMPOTENCY_KEY, CommandTables.MESSAGE_ID)
-          .from(CommandTables.IDEMPOTENCY_KEYS)
-          .where(CommandTables.IDEMPOTENCY_KEY.in(taken))
+          .from(t.idempotencyKeys)
+          .join(wanted)
+          .on(CommandTables.IDEMPOTENCY_KEY.eq(DSL.field(DSL.name("wanted", "k"), String.class)))
           .fetch()
           .forEach(r -> owners.put(r.value1(), r.value2()));
       for (String key : taken) {
         if (!owners.containsKey(key)) {
           throw new IllegalStateException(
-              "idempotency key '" + key + "' conflicted but is not visible (isolation level?)");
+              "an idempotency key conflicted but is not visible (isolation level?)");
         }
       }
     }
     return owners;
   }
 
-  private static void insertCommands(DSLContext dsl, List<EncodedCommand> rows) {
+  private static void insertCommands(DSLContext dsl, CommandTables t, List<EncodedCommand> rows) {
     InsertValuesStep7<Record, UUID, String, String, String, JSONB, byte[], Instant> insert =
         dsl.insertInto(
-            CommandTables.COMMANDS,
+            t.commands,
             CommandTables.MESSAGE_ID,
             CommandTables.MESSAGE_TYPE,
             CommandTables.CORRELATION_ID,

@@ -1,7 +1,6 @@
 package org.messagepump.commands.internal;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.Map;
 import org.jooq.JSONB;
@@ -11,7 +10,6 @@ import org.messagepump.core.PumpException;
 public final class HeadersJson {
 
   private static final ObjectMapper MAPPER = new ObjectMapper();
-  private static final TypeReference<Map<String, String>> MAP = new TypeReference<>() {};
 
   private HeadersJson() {}
 
@@ -29,14 +27,40 @@ public final class HeadersJson {
 
   /** The headers of a JSON object (null or empty gives an empty map). */
   public static Map<String, String> read(JSONB json) {
-    if (json == null || json.data() == null || json.data().isBlank() || "{}".equals(json.data())) {
+    return read(json == null ? null : json.data());
+  }
+
+  /**
+   * The headers of a JSON object's text (null or empty gives an empty map). Anything else (an
+   * array, a nested object, a number or null as a value) throws a {@link PumpException} whose
+   * message names the problem but never quotes the stored data.
+   */
+  public static Map<String, String> read(String json) {
+    if (json == null || json.isBlank() || "{}".equals(json)) {
       return Map.of();
     }
+    com.fasterxml.jackson.databind.JsonNode tree;
     try {
-      Map<String, String> m = MAPPER.readValue(json.data(), MAP);
-      return m == null ? Map.of() : m;
+      tree = MAPPER.readTree(json);
     } catch (JsonProcessingException e) {
-      throw new PumpException("stored headers are not a JSON object of strings: " + json.data(), e);
+      throw new PumpException("stored headers are not valid JSON", null);
     }
+    if (tree == null || !tree.isObject()) {
+      throw new PumpException("stored headers are not a JSON object", null);
+    }
+    Map<String, String> m = new java.util.LinkedHashMap<>();
+    var fields = tree.fields();
+    while (fields.hasNext()) {
+      var f = fields.next();
+      if (!f.getValue().isTextual()) {
+        throw new PumpException(
+            "stored headers are not a JSON object of strings (a value is "
+                + f.getValue().getNodeType().name().toLowerCase(java.util.Locale.ROOT)
+                + ")",
+            null);
+      }
+      m.put(f.getKey(), f.getValue().textValue());
+    }
+    return java.util.Collections.unmodifiableMap(m);
   }
 }

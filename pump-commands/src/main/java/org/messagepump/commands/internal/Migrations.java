@@ -24,28 +24,32 @@ public final class Migrations {
 
   private Migrations() {}
 
-  /** Migrates; returns the number of migrations applied by this call. */
-  public static int migrate(DataSource dataSource) {
+  /**
+   * Migrates {@code schema} (already validated); returns the number of migrations applied by this
+   * call. The history table lives in that schema, so every schema has its own.
+   */
+  public static int migrate(DataSource dataSource, String schema) {
     try (Connection lock = dataSource.getConnection()) {
       advisory(lock, "SELECT pg_advisory_lock(?)");
       try {
         return Flyway.configure()
             .dataSource(dataSource)
-            .schemas(CommandTables.SCHEMA)
-            .defaultSchema(CommandTables.SCHEMA)
+            .schemas(schema)
+            .defaultSchema(schema)
             .createSchemas(true)
             .table(HISTORY_TABLE)
+            .placeholders(java.util.Map.of("schema", schema))
             .locations("classpath:db/" + CommandTables.SCHEMA)
             .load()
             .migrate()
             .migrationsExecuted;
       } catch (FlywayException e) {
-        throw new PumpException("migrating schema commandqueue failed: " + e.getMessage(), e);
+        throw new PumpException("migrating schema " + schema + " failed: " + e.getMessage(), e);
       } finally {
         advisory(lock, "SELECT pg_advisory_unlock(?)");
       }
     } catch (SQLException e) {
-      throw new DatabaseException("migrating schema commandqueue", e);
+      throw new DatabaseException("migrating schema " + schema, e);
     }
   }
 
