@@ -180,6 +180,16 @@ public final class CommandDriver implements Driver {
     return command;
   }
 
+  /**
+   * Claims the command again after its batch rolled back, so the pump can count its failure: the
+   * rollback put the row back as it was, so it is claimed (deleted and returned) as {@link
+   * #acquire} would, unless another worker holds it.
+   */
+  @Override
+  public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) throws SQLException {
+    return CommandQueries.Claim.reclaim(tx.connection(), tables, id(delivery));
+  }
+
   @Override
   public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) throws SQLException {
     CommandQueries.reinsert(tx.dsl(), tables, delivery, id(delivery), failures, delay);

@@ -227,6 +227,41 @@ public final class CommandQueries {
     private static Instant deliverAt(Delivery d) {
       return ((Claimed) d.driverState()).deliverAt();
     }
+
+    /**
+     * Claims one command again by id, whatever its due time, after the batch that held it rolled
+     * back (see {@code Driver.reacquire}): deleted and returned as stored now, or empty when
+     * another transaction has it locked or it is gone.
+     */
+    public static java.util.Optional<Delivery> reclaim(
+        Connection connection, CommandTables tables, UUID id) throws SQLException {
+      DSLContext render = DSL.using(SQLDialect.POSTGRES, RENDER);
+      Table<?> one =
+          render
+              .select(MESSAGE_ID)
+              .from(tables.commands)
+              .where(MESSAGE_ID.eq(DSL.val(id)))
+              .forUpdate()
+              .skipLocked()
+              .asTable("one");
+      org.jooq.Query q =
+          render
+              .deleteFrom(tables.commands)
+              .where(
+                  MESSAGE_ID.eq(
+                      DSL.any(
+                          DSL.array(
+                              render
+                                  .select(one.field(MESSAGE_ID.getName(), UUID.class))
+                                  .from(one)))))
+              .returning(COLUMNS);
+      try (PreparedStatement ps = connection.prepareStatement(render.render(q))) {
+        ps.setObject(1, id);
+        try (ResultSet rs = ps.executeQuery()) {
+          return rs.next() ? java.util.Optional.of(delivery(rs)) : java.util.Optional.empty();
+        }
+      }
+    }
   }
 
   /**
