@@ -165,6 +165,13 @@ final class Hostile {
     }
 
     @Override
+    public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) throws SQLException {
+      java.util.Optional<Delivery> got = d.reacquire(tx, delivery);
+      got.filter(x -> x.messageId().equals(hostileId)).ifPresent(x -> acquisitions.incrementAndGet());
+      return got;
+    }
+
+    @Override
     public java.util.Optional<String> wakeChannel() {
       return d.wakeChannel();
     }

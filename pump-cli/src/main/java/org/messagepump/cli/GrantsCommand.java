@@ -1,0 +1,106 @@
+package org.messagepump.cli;
+
+import java.io.PrintWriter;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import org.messagepump.balancer.Balancer;
+import org.messagepump.commands.CommandQueue;
+import org.messagepump.eventstream.EventStore;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code pump grants}: the exact GRANT statements a DML-only role needs to run pumps and producers
+ * on the library's schemas (migrations stay with the owner role). Prints them; {@code --apply}
+ * runs them in one transaction.
+ */
+@Command(
+    name = "grants",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Print (or --apply) the GRANT statements a DML-only role needs on the library's schemas.",
+      "Run migrations as the owner; run pumps and producers as this role."
+    })
+final class GrantsCommand implements Callable<Integer> {
+
+  @Mixin DatabaseOptions db;
+
+  @Option(
+      names = "--role",
+      required = true,
+      paramLabel = "ROLE",
+      description = "The role to grant to (must exist).")
+  String role;
+
+  @Option(
+      names = "--only",
+      paramLabel = "SCHEMA",
+      description = "Only this driver's schema: ${COMPLETION-CANDIDATES}.")
+  MigrateCommand.Schema only;
+
+  @Option(
+      names = "--schema",
+      paramLabel = "NAME",
+      description = "The schema name, when it is not the driver's default (needs --only).")
+  String schema;
+
+  @Option(
+      names = "--apply",
+      description = "Run the statements (as the connecting user, who must own the schemas).")
+  boolean apply;
+
+  @Spec CommandSpec spec;
+
+  @Override
+  public Integer call() throws SQLException {
+    if (schema != null && only == null) {
+      throw new ParameterException(spec.commandLine(), "--schema needs --only");
+    }
+    List<String> statements = new ArrayList<>();
+    try {
+      for (MigrateCommand.Schema s : MigrateCommand.Schema.values()) {
+        if (only == null || only == s) {
+          statements.addAll(statements(s, schema == null ? MigrateCommand.defaultName(s) : schema));
+        }
+      }
+    } catch (IllegalArgumentException | NullPointerException e) {
+      throw new ParameterException(spec.commandLine(), e.getMessage());
+    }
+    PrintWriter out = spec.commandLine().getOut();
+    if (!apply) {
+      statements.forEach(sql -> out.println(sql + ";"));
+      return 0;
+    }
+    try (Database database = Database.open(db, false, 1, spec.commandLine().getErr());
+        Connection c = database.dataSource().getConnection()) {
+      c.setAutoCommit(false);
+      try (Statement st = c.createStatement()) {
+        for (String sql : statements) {
+          st.execute(sql);
+        }
+        c.commit();
+      } catch (SQLException e) {
+        c.rollback();
+        throw e;
+      }
+    }
+    out.println("granted " + statements.size() + " privileges to " + role);
+    return 0;
+  }
+
+  private List<String> statements(MigrateCommand.Schema s, String name) {
+    return switch (s) {
+      case commands -> CommandQueue.grantStatements(name, role);
+      case eventstream -> EventStore.grantStatements(name, role);
+      case balancer -> Balancer.grantStatements(name, role);
+    };
+  }
+}
