@@ -1,5 +1,5 @@
 -- Event streams: events appended with gap-free offsets, read by any number of handlers,
--- each keeping one checkpoint per stream. The schema is the store's (EventStore.migrate(ds, schema)).
+-- each keeping one checkpoint per stream. The schema is the store's (EventStore.migrate).
 
 -- A stream and the offset its next event gets. Writers lock the row (FOR NO KEY UPDATE) while
 -- they append, so offsets are assigned and committed in order; readers never lock it.

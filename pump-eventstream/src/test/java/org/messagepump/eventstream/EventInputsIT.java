@@ -265,8 +265,8 @@ class EventInputsIT {
         .containsExactly(
             "GRANT USAGE ON SCHEMA \"es_x\" TO \"app\"\"role\"",
             "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE \"es_x\".\"streams\","
-                + " \"es_x\".\"events\", \"es_x\".\"stream_types\", \"es_x\".\"handler_checkpoints\""
-                + " TO \"app\"\"role\"",
+                + " \"es_x\".\"events\", \"es_x\".\"stream_types\","
+                + " \"es_x\".\"handler_checkpoints\" TO \"app\"\"role\"",
             "GRANT USAGE, SELECT ON SEQUENCE \"es_x\".\"streams_id_seq\" TO \"app\"\"role\"");
     EventStore configured =
         EventStore.builder(ds, CODEC).schema("es_x").limits(Limits.defaults()).build();

@@ -95,7 +95,8 @@ class EventSchemasIT {
     assertThat(db.queryLong("SELECT count(*) FROM es_b.eventstream_flyway_history")).isPositive();
     assertThat(
             db.queryLong(
-                "SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'eventstream'"))
+                "SELECT count(*) FROM information_schema.schemata WHERE schema_name ="
+                    + " 'eventstream'"))
         .isZero();
   }
 

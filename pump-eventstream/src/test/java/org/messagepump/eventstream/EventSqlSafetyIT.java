@@ -189,7 +189,8 @@ class EventSqlSafetyIT {
     assertThat(
             queryLong(
                 off,
-                "SELECT latest_offset FROM eventstream.stream_types WHERE stream_id = ? AND type = ?",
+                "SELECT latest_offset FROM eventstream.stream_types WHERE stream_id = ? AND type ="
+                    + " ?",
                 r.streamId(),
                 "test.Noise"))
         .isEqualTo(n - 1);
