@@ -12,6 +12,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.regex.Pattern;
+import org.messagepump.core.Inputs;
+import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.UnknownMessageTypeException;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.DeliveryStream;
@@ -21,6 +23,7 @@ import org.messagepump.core.spi.Outcome;
 import org.messagepump.core.spi.Tx;
 import org.messagepump.eventstream.internal.CheckpointQueries;
 import org.messagepump.eventstream.internal.CheckpointQueries.Claim;
+import org.messagepump.eventstream.internal.EventRows;
 import org.messagepump.eventstream.internal.HandlerLock;
 import org.messagepump.eventstream.internal.StreamRun;
 import org.messagepump.eventstream.internal.StreamRun.Step;
@@ -71,6 +74,7 @@ public final class EventDriver implements Driver {
   }
 
   private final String handlerKey;
+  private final String wakeChannel;
   private final MessageCodec codec;
   private final Map<String, Invocation> handlers;
   private final Concurrency concurrency;
@@ -84,14 +88,15 @@ public final class EventDriver implements Driver {
 
   private EventDriver(Builder b) {
     this.handlerKey = b.handlerKey;
+    this.wakeChannel = b.store.wakeChannel();
     this.codec = b.store.codec();
     this.handlers = Map.copyOf(b.handlers);
     this.concurrency = b.concurrency;
     this.handlerLockWait = b.handlerLockWait;
     this.streamsPerPoll = b.streamsPerPoll;
     this.handoffWait = b.handoffWait;
-    this.queries = new CheckpointQueries(handlerKey, b.handlers.keySet());
-    this.handlerLock = new HandlerLock(handlerKey);
+    this.queries = new CheckpointQueries(b.store.tables(), handlerKey, b.handlers.keySet());
+    this.handlerLock = new HandlerLock(b.store.schema(), handlerKey);
     this.conflicts = counter(b.meterRegistry, "messagepump.eventstream.checkpoint.conflicts");
     this.parked = counter(b.meterRegistry, "messagepump.eventstream.parked");
   }
@@ -112,10 +117,13 @@ public final class EventDriver implements Driver {
     return "eventstream";
   }
 
-  /** Event pumps listen on the channel every append signals, so new events wake them at once. */
+  /**
+   * Event pumps listen on the channel every append to their store's schema signals, so new events
+   * wake them at once.
+   */
   @Override
   public java.util.Optional<String> wakeChannel() {
-    return java.util.Optional.of(org.messagepump.eventstream.internal.StreamWriter.WAKE_CHANNEL);
+    return java.util.Optional.of(wakeChannel);
   }
 
   /** The handler key (the stable name checkpoints are kept under). */
@@ -178,7 +186,7 @@ public final class EventDriver implements Driver {
 
   /** Turns a claim into deliveries, or advances an irrelevant stream's checkpoint to its end. */
   private void take(Tx tx, Claim claim, int limit, List<Delivery> deliveries) {
-    List<StoredEvent> events = queries.nextEvents(tx.dsl(), claim, limit);
+    List<EventRows.Row> events = queries.nextEvents(tx.dsl(), claim, limit);
     if (events.isEmpty()) {
       if (claim.nextOffset() > claim.checkpoint()) {
         // Nothing for this handler below the committed end: do not claim the stream again until
@@ -190,13 +198,14 @@ public final class EventDriver implements Driver {
     StreamRun run = new StreamRun(claim);
     long expected = claim.checkpoint();
     String streamId = Long.toString(claim.streamId());
-    for (StoredEvent event : events) {
+    for (EventRows.Row row : events) {
+      StoredEvent event = row.event();
       deliveries.add(
           new Delivery(
               event.envelope(),
               expected == claim.checkpoint() ? claim.failures() : 0,
               new DeliveryStream(streamId, event.offset(), expected),
-              new Step(run, event, expected)));
+              new Step(run, event, expected, row.problem())));
       expected = event.offset() + 1;
     }
   }
@@ -204,9 +213,10 @@ public final class EventDriver implements Driver {
   /**
    * Decodes the event, runs its handler and advances the checkpoint to offset + 1 (in memory; the
    * row is written once per stream in {@link #completed}); a projection answering another offset
-   * sets the checkpoint there. An undecodable payload or a throwing handler fails the delivery; an
-   * event whose predecessor in the same batch was not handled is Busy (it comes again with the next
-   * acquisition of its stream).
+   * sets the checkpoint there. An undecodable payload, unreadable stored headers (an {@link
+   * UndecodableMessageException} naming the event, not its data) or a throwing handler fails the
+   * delivery; an event whose predecessor in the same batch was not handled is Busy (it comes again
+   * with the next acquisition of its stream).
    */
   @Override
   public Outcome handle(Tx tx, Delivery delivery) throws Exception {
@@ -217,6 +227,9 @@ public final class EventDriver implements Driver {
     }
     if (concurrency == Concurrency.MINIMAL && !handlerLock.tryLock(tx)) {
       return Outcome.busy("handler '" + handlerKey + "' is handling another event");
+    }
+    if (step.problem() != null) {
+      throw new UndecodableMessageException(step.problem(), null);
     }
     Invocation handler = handlers.get(delivery.messageType());
     if (handler == null) {
@@ -332,10 +345,14 @@ public final class EventDriver implements Driver {
       this.store = store;
     }
 
-    /** The handler's stable name (required): 1–200 letters, digits, {@code _ . : / -}. */
+    /**
+     * The handler's stable name (required): 1–200 letters, digits, {@code _ . : / -}. Null is a
+     * {@link NullPointerException}, anything else outside the rule an {@link
+     * IllegalArgumentException}.
+     */
     public Builder handlerKey(String handlerKey) {
-      if (handlerKey == null
-          || handlerKey.length() > MAX_HANDLER_KEY_LENGTH
+      Objects.requireNonNull(handlerKey, "handlerKey must not be null");
+      if (handlerKey.length() > MAX_HANDLER_KEY_LENGTH
           || !HANDLER_KEY.matcher(handlerKey).matches()) {
         throw new IllegalArgumentException(
             "handlerKey must be 1-200 letters, digits, '_', '.', ':', '/' or '-': " + handlerKey);
@@ -346,7 +363,7 @@ public final class EventDriver implements Driver {
 
     /** Handles events of {@code type}; the checkpoint advances after each. */
     public <E> Builder on(Class<E> type, EventHandler<? super E> handler) {
-      Objects.requireNonNull(handler, "handler");
+      Objects.requireNonNull(handler, "handler must not be null");
       register(
           type,
           (ctx, e) -> {
@@ -358,13 +375,13 @@ public final class EventDriver implements Driver {
 
     /** Handles events of {@code type} with a handler that reports its own checkpoint. */
     public <E> Builder project(Class<E> type, ProjectionHandler<? super E> handler) {
-      Objects.requireNonNull(handler, "handler");
+      Objects.requireNonNull(handler, "handler must not be null");
       register(type, (ctx, e) -> handler.handle(ctx, type.cast(e)));
       return this;
     }
 
     private void register(Class<?> type, Invocation invocation) {
-      Objects.requireNonNull(type, "type");
+      Objects.requireNonNull(type, "type must not be null");
       String name;
       try {
         name = store.codec().typeOf(type);
@@ -372,6 +389,8 @@ public final class EventDriver implements Driver {
         throw new IllegalArgumentException(
             "event class " + type.getName() + " is not registered with the codec", e);
       }
+      // A type name no event can be stored under (NUL, over the key limit) would fail every poll.
+      Inputs.key("type name of " + type.getName(), name);
       if (handlers.putIfAbsent(name, invocation) != null) {
         throw new IllegalArgumentException("a handler for " + type.getName() + " is already set");
       }

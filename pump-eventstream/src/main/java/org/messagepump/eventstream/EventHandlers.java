@@ -12,11 +12,10 @@ import org.jooq.DSLContext;
 import org.jooq.Record;
 import org.jooq.Record1;
 import org.jooq.impl.SQLDataType;
+import org.messagepump.core.Inputs;
 import org.messagepump.core.Transactions;
 import org.messagepump.eventstream.internal.CheckpointQueries;
 import org.messagepump.eventstream.internal.Tables;
-import org.messagepump.eventstream.internal.Tables.Checkpoints;
-import org.messagepump.eventstream.internal.Tables.Streams;
 
 /**
  * Operations on the handlers' checkpoints, each in its own transaction: lag per stream, parked
@@ -26,9 +25,15 @@ import org.messagepump.eventstream.internal.Tables.Streams;
 public final class EventHandlers {
 
   private final DataSource dataSource;
+  private final String schema;
+  private final Tables.Checkpoints cp;
+  private final Tables.Streams streams;
 
-  EventHandlers(DataSource dataSource) {
+  EventHandlers(DataSource dataSource, Tables tables) {
     this.dataSource = dataSource;
+    this.schema = tables.schema;
+    this.cp = tables.checkpoints;
+    this.streams = tables.streams;
   }
 
   /** Every handler key that has started reading at least one stream, sorted. */
@@ -38,9 +43,9 @@ public final class EventHandlers {
         "listing handler keys",
         tx ->
             tx.dsl()
-                .selectDistinct(Checkpoints.HANDLER_KEY)
-                .from(Checkpoints.T)
-                .orderBy(Checkpoints.HANDLER_KEY)
+                .selectDistinct(cp.handlerKey)
+                .from(cp.table)
+                .orderBy(cp.handlerKey)
                 .fetch(Record1::value1));
   }
 
@@ -55,13 +60,13 @@ public final class EventHandlers {
         "reading the checkpoints of handler '" + handlerKey + "'",
         tx ->
             tx.dsl()
-                .select(Streams.ID, Streams.NEXT_OFFSET)
+                .select(streams.id, streams.nextOffset)
                 .select(checkpointColumns())
-                .from(Streams.T)
-                .leftJoin(Checkpoints.T)
-                .on(Checkpoints.STREAM_ID.eq(Streams.ID))
-                .and(Checkpoints.HANDLER_KEY.eq(handlerKey))
-                .orderBy(Streams.ID)
+                .from(streams.table)
+                .leftJoin(cp.table)
+                .on(cp.streamId.eq(streams.id))
+                .and(cp.handlerKey.eq(handlerKey))
+                .orderBy(streams.id)
                 .fetch(r -> checkpoint(handlerKey, r)));
   }
 
@@ -73,12 +78,12 @@ public final class EventHandlers {
   /** The streams parked for {@code handlerKey}, by stream id. */
   public List<Checkpoint> parked(String handlerKey) {
     requireKey(handlerKey);
-    return parkedWhere(Checkpoints.HANDLER_KEY.eq(handlerKey));
+    return parkedWhere(cp.handlerKey.eq(handlerKey));
   }
 
   /** The streams parked for any handler, by handler key and stream id. */
   public List<Checkpoint> parked() {
-    return parkedWhere(Checkpoints.PARKED_AT.isNotNull());
+    return parkedWhere(cp.parkedAt.isNotNull());
   }
 
   private List<Checkpoint> parkedWhere(Condition condition) {
@@ -87,15 +92,15 @@ public final class EventHandlers {
         "listing parked streams",
         tx ->
             tx.dsl()
-                .select(Streams.ID, Streams.NEXT_OFFSET)
+                .select(streams.id, streams.nextOffset)
                 .select(checkpointColumns())
-                .from(Checkpoints.T)
-                .join(Streams.T)
-                .on(Streams.ID.eq(Checkpoints.STREAM_ID))
+                .from(cp.table)
+                .join(streams.table)
+                .on(streams.id.eq(cp.streamId))
                 .where(condition)
-                .and(Checkpoints.PARKED_AT.isNotNull())
-                .orderBy(Checkpoints.HANDLER_KEY, Checkpoints.STREAM_ID)
-                .fetch(r -> checkpoint(r.get(Checkpoints.HANDLER_KEY), r)));
+                .and(cp.parkedAt.isNotNull())
+                .orderBy(cp.handlerKey, cp.streamId)
+                .fetch(r -> checkpoint(r.get(cp.handlerKey), r)));
   }
 
   /**
@@ -104,16 +109,13 @@ public final class EventHandlers {
    */
   public boolean resume(String handlerKey, long streamId) {
     requireKey(handlerKey);
-    return resumeWhere(
-            handlerKey,
-            Checkpoints.HANDLER_KEY.eq(handlerKey).and(Checkpoints.STREAM_ID.eq(streamId)))
-        == 1;
+    return resumeWhere(handlerKey, cp.handlerKey.eq(handlerKey).and(cp.streamId.eq(streamId))) == 1;
   }
 
   /** Resumes every stream parked for {@code handlerKey}; returns how many. */
   public int resumeAll(String handlerKey) {
     requireKey(handlerKey);
-    return resumeWhere(handlerKey, Checkpoints.HANDLER_KEY.eq(handlerKey));
+    return resumeWhere(handlerKey, cp.handlerKey.eq(handlerKey));
   }
 
   private int resumeWhere(String handlerKey, Condition condition) {
@@ -122,14 +124,14 @@ public final class EventHandlers {
         "resuming parked streams of handler '" + handlerKey + "'",
         tx ->
             tx.dsl()
-                .update(Checkpoints.T)
-                .setNull(Checkpoints.PARKED_AT)
-                .setNull(Checkpoints.PARKED_REASON)
-                .set(Checkpoints.FAILURES, 0)
-                .set(Checkpoints.RESUME_AT, Tables.clockTimestamp())
-                .set(Checkpoints.UPDATED_AT, Tables.clockTimestamp())
+                .update(cp.table)
+                .setNull(cp.parkedAt)
+                .setNull(cp.parkedReason)
+                .set(cp.failures, 0)
+                .set(cp.resumeAt, Tables.clockTimestamp())
+                .set(cp.updatedAt, Tables.clockTimestamp())
                 .where(condition)
-                .and(Checkpoints.PARKED_AT.isNotNull())
+                .and(cp.parkedAt.isNotNull())
                 .execute());
   }
 
@@ -144,14 +146,14 @@ public final class EventHandlers {
         "resetting handler '" + handlerKey + "'",
         tx ->
             tx.dsl()
-                .update(Checkpoints.T)
-                .set(Checkpoints.OFFSET, 0L)
-                .set(Checkpoints.FAILURES, 0)
-                .setNull(Checkpoints.PARKED_AT)
-                .setNull(Checkpoints.PARKED_REASON)
-                .set(Checkpoints.RESUME_AT, Tables.clockTimestamp())
-                .set(Checkpoints.UPDATED_AT, Tables.clockTimestamp())
-                .where(Checkpoints.HANDLER_KEY.eq(handlerKey))
+                .update(cp.table)
+                .set(cp.offset, 0L)
+                .set(cp.failures, 0)
+                .setNull(cp.parkedAt)
+                .setNull(cp.parkedReason)
+                .set(cp.resumeAt, Tables.clockTimestamp())
+                .set(cp.updatedAt, Tables.clockTimestamp())
+                .where(cp.handlerKey.eq(handlerKey))
                 .execute());
   }
 
@@ -181,29 +183,29 @@ public final class EventHandlers {
           if (current != expectedOffset) {
             throw new CheckpointConflictException(handlerKey, streamId, expectedOffset, current);
           }
-          return dsl.update(Checkpoints.T)
-              .set(Checkpoints.OFFSET, newOffset)
-              .set(Checkpoints.FAILURES, 0)
-              .set(Checkpoints.UPDATED_AT, Tables.clockTimestamp())
-              .where(Checkpoints.HANDLER_KEY.eq(handlerKey))
-              .and(Checkpoints.STREAM_ID.eq(streamId))
+          return dsl.update(cp.table)
+              .set(cp.offset, newOffset)
+              .set(cp.failures, 0)
+              .set(cp.updatedAt, Tables.clockTimestamp())
+              .where(cp.handlerKey.eq(handlerKey))
+              .and(cp.streamId.eq(streamId))
               .execute();
         });
   }
 
-  private static Long lockCheckpoint(DSLContext dsl, String handlerKey, long streamId) {
+  private Long lockCheckpoint(DSLContext dsl, String handlerKey, long streamId) {
     Record1<Long> r =
-        dsl.select(Checkpoints.OFFSET)
-            .from(Checkpoints.T)
-            .where(Checkpoints.HANDLER_KEY.eq(handlerKey))
-            .and(Checkpoints.STREAM_ID.eq(streamId))
+        dsl.select(cp.offset)
+            .from(cp.table)
+            .where(cp.handlerKey.eq(handlerKey))
+            .and(cp.streamId.eq(streamId))
             .forUpdate()
             .fetchOne();
     return r == null ? null : r.value1();
   }
 
-  private static void track(DSLContext dsl, String handlerKey, long streamId) {
-    if (!dsl.fetchExists(dsl.selectOne().from(Streams.T).where(Streams.ID.eq(streamId)))) {
+  private void track(DSLContext dsl, String handlerKey, long streamId) {
+    if (!dsl.fetchExists(dsl.selectOne().from(streams.table).where(streams.id.eq(streamId)))) {
       throw new IllegalArgumentException("stream " + streamId + " does not exist");
     }
     // The same lock acquisition takes before it starts tracking a stream (see CheckpointQueries).
@@ -211,36 +213,31 @@ public final class EventHandlers {
             function(
                 "pg_advisory_xact_lock",
                 SQLDataType.OTHER,
-                val(CheckpointQueries.trackingLockKey(handlerKey)),
+                val(CheckpointQueries.trackingLockKey(schema, handlerKey)),
                 val(CheckpointQueries.streamLockKey(streamId))))
         .execute();
-    dsl.insertInto(Checkpoints.T, Checkpoints.HANDLER_KEY, Checkpoints.STREAM_ID)
+    dsl.insertInto(cp.table, cp.handlerKey, cp.streamId)
         .values(handlerKey, streamId)
         .onConflictDoNothing()
         .execute();
   }
 
-  private static List<org.jooq.Field<?>> checkpointColumns() {
+  private List<org.jooq.Field<?>> checkpointColumns() {
     return List.of(
-        Checkpoints.HANDLER_KEY,
-        Checkpoints.OFFSET,
-        Checkpoints.FAILURES,
-        Checkpoints.RESUME_AT,
-        Checkpoints.PARKED_AT,
-        Checkpoints.PARKED_REASON);
+        cp.handlerKey, cp.offset, cp.failures, cp.resumeAt, cp.parkedAt, cp.parkedReason);
   }
 
-  private static Checkpoint checkpoint(String handlerKey, Record r) {
-    boolean tracked = r.get(Checkpoints.HANDLER_KEY) != null;
+  private Checkpoint checkpoint(String handlerKey, Record r) {
+    boolean tracked = r.get(cp.handlerKey) != null;
     return new Checkpoint(
         handlerKey,
-        r.get(Streams.ID),
-        tracked ? r.get(Checkpoints.OFFSET) : 0,
-        r.get(Streams.NEXT_OFFSET),
-        tracked ? r.get(Checkpoints.FAILURES) : 0,
-        instant(r.get(Checkpoints.RESUME_AT)),
-        instant(r.get(Checkpoints.PARKED_AT)),
-        r.get(Checkpoints.PARKED_REASON),
+        r.get(streams.id),
+        tracked ? r.get(cp.offset) : 0,
+        r.get(streams.nextOffset),
+        tracked ? r.get(cp.failures) : 0,
+        instant(r.get(cp.resumeAt)),
+        instant(r.get(cp.parkedAt)),
+        r.get(cp.parkedReason),
         tracked);
   }
 
@@ -253,8 +250,6 @@ public final class EventHandlers {
   }
 
   private static void requireKey(String handlerKey) {
-    if (handlerKey == null || handlerKey.isBlank()) {
-      throw new IllegalArgumentException("handlerKey must not be blank");
-    }
+    Inputs.key("handlerKey", handlerKey);
   }
 }

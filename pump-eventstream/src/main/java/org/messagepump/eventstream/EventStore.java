@@ -7,6 +7,9 @@ import java.util.Objects;
 import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.FlywayException;
+import org.jooq.impl.DSL;
+import org.messagepump.core.Inputs;
+import org.messagepump.core.Limits;
 import org.messagepump.core.PumpException;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.spi.MessageCodec;
@@ -14,8 +17,6 @@ import org.messagepump.core.spi.Tx;
 import org.messagepump.eventstream.internal.EventRows;
 import org.messagepump.eventstream.internal.StreamWriter;
 import org.messagepump.eventstream.internal.Tables;
-import org.messagepump.eventstream.internal.Tables.Events;
-import org.messagepump.eventstream.internal.Tables.Streams;
 
 /**
  * The event store: appends events to streams inside the caller's transaction, reads them back, and
@@ -26,23 +27,41 @@ import org.messagepump.eventstream.internal.Tables.Streams;
  * EventStore store = EventStore.create(dataSource, codec);
  * AppendResult r = store.append(Tx.of(connection), List.of(new OrderPlaced("o-1")));
  * }</pre>
+ *
+ * <p>Every store lives in one schema ({@value #DEFAULT_SCHEMA} unless {@link Builder#schema} says
+ * otherwise); stores in different schemas of one database share nothing. Every write checks its
+ * input against the store's {@link Limits} before anything is sent, so bad input is an {@link
+ * IllegalArgumentException} (a {@link NullPointerException} for a required null) and the caller's
+ * transaction survives it.
  */
 public final class EventStore {
 
   /** The largest number of events {@link #read} returns at once. */
   public static final int MAX_READ_LIMIT = 10_000;
 
+  /** The schema a store uses unless {@link Builder#schema} says otherwise. */
+  public static final String DEFAULT_SCHEMA = Tables.DEFAULT_SCHEMA;
+
+  private static final int MAX_ROLE_BYTES = 63;
+
   private final DataSource dataSource;
   private final MessageCodec codec;
+  private final Tables tables;
+  private final Limits limits;
   private final StreamWriter writer;
+  private final EventRows rows;
   private final EventHandlers handlers;
   private final Counter appended;
 
-  private EventStore(DataSource dataSource, MessageCodec codec, MeterRegistry registry) {
-    this.dataSource = dataSource;
-    this.codec = codec;
-    this.writer = new StreamWriter(codec);
-    this.handlers = new EventHandlers(dataSource);
+  private EventStore(Builder b) {
+    this.dataSource = b.dataSource;
+    this.codec = b.codec;
+    this.tables = new Tables(b.schema);
+    this.limits = b.limits;
+    this.writer = new StreamWriter(codec, tables, limits);
+    this.rows = new EventRows(tables);
+    this.handlers = new EventHandlers(dataSource, tables);
+    MeterRegistry registry = b.meterRegistry;
     this.appended =
         registry == null
             ? null
@@ -62,23 +81,84 @@ public final class EventStore {
   }
 
   /**
-   * Creates or upgrades the {@code eventstream} schema with its own Flyway history table ({@code
-   * eventstream.eventstream_flyway_history}).
+   * Creates or upgrades the {@value #DEFAULT_SCHEMA} schema with its own Flyway history table
+   * ({@code eventstream.eventstream_flyway_history}).
    */
   public static void migrate(DataSource dataSource) {
-    Objects.requireNonNull(dataSource, "dataSource");
+    migrate(dataSource, DEFAULT_SCHEMA);
+  }
+
+  /**
+   * Creates or upgrades the event store tables in {@code schema} (created if missing), with the
+   * schema's own Flyway history table ({@code <schema>.eventstream_flyway_history}).
+   *
+   * @throws IllegalArgumentException when {@code schema} is not 1-40 lower-case letters, digits or
+   *     {@code _} (not starting with a digit)
+   */
+  public static void migrate(DataSource dataSource, String schema) {
+    Objects.requireNonNull(dataSource, "dataSource must not be null");
+    Tables.schemaName("schema", schema);
     try {
       Flyway.configure()
           .dataSource(dataSource)
-          .schemas(Tables.SCHEMA)
+          .schemas(schema)
+          .defaultSchema(schema)
           .createSchemas(true)
           .table("eventstream_flyway_history")
           .locations("classpath:db/eventstream")
           .load()
           .migrate();
     } catch (FlywayException e) {
-      throw new PumpException("migrating the eventstream schema failed: " + e.getMessage(), e);
+      throw new PumpException(
+          "migrating the event store schema " + schema + " failed: " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * The statements that give {@code role} exactly what a store in {@code schema} needs at run time
+   * (after {@link #migrate(DataSource, String)} ran as the schema's owner): USAGE on the schema;
+   * SELECT, INSERT, UPDATE and DELETE on its four tables; USAGE and SELECT on the stream id
+   * sequence. Identifiers are quoted.
+   *
+   * @throws IllegalArgumentException for a bad schema name, or a role name that is empty, holds NUL
+   *     or is longer than 63 UTF-8 bytes (PostgreSQL would truncate it)
+   */
+  public static List<String> grantStatements(String schema, String role) {
+    Tables.schemaName("schema", schema);
+    Inputs.text("role", Inputs.key("role", role), MAX_ROLE_BYTES);
+    Tables t = new Tables(schema);
+    String r = Tables.quoted(DSL.name(role));
+    String tableList =
+        String.join(
+            ", ",
+            t.quoted("streams"),
+            t.quoted("events"),
+            t.quoted("stream_types"),
+            t.quoted("handler_checkpoints"));
+    return List.of(
+        "GRANT USAGE ON SCHEMA " + Tables.quoted(DSL.name(schema)) + " TO " + r,
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE " + tableList + " TO " + r,
+        "GRANT USAGE, SELECT ON SEQUENCE " + t.quoted("streams_id_seq") + " TO " + r);
+  }
+
+  /** The schema this store's tables live in. */
+  public String schema() {
+    return tables.schema;
+  }
+
+  /** The input limits appends are checked against. */
+  public Limits limits() {
+    return limits;
+  }
+
+  /** The NOTIFY channel appends to this store signal (derived from the schema). */
+  public String wakeChannel() {
+    return tables.wakeChannel();
+  }
+
+  /** The store's tables (for its drivers). */
+  Tables tables() {
+    return tables;
   }
 
   /** The codec events are encoded and decoded with. */
@@ -108,18 +188,24 @@ public final class EventStore {
    * Appends events atomically to one stream no other transaction is appending to (without waiting),
    * in the caller's transaction. The events are visible to handlers when the caller commits.
    *
-   * @throws IllegalArgumentException when the list is null or empty, holds null, or holds an event
-   *     whose class the codec does not know; nothing is written
+   * <p>Any number of events may be appended at once: they are inserted in chunks of bound arrays.
+   *
+   * @throws NullPointerException when {@code tx}, {@code metadata}, the list or one of its events
+   *     is null; nothing is written
+   * @throws IllegalArgumentException when the list is empty, holds an event whose class the codec
+   *     does not know or whose payload is over {@link Limits#maxPayloadBytes()}, or the metadata is
+   *     over the limits (ids over {@link Limits#MAX_KEY_BYTES} bytes, headers over {@link
+   *     Limits#maxHeaders()} or {@link Limits#maxHeaderBytes()}, NUL anywhere); nothing is sent
    */
   public AppendResult append(Tx tx, List<?> events, EventMetadata metadata) {
-    Objects.requireNonNull(tx, "tx");
-    Objects.requireNonNull(metadata, "metadata");
+    Objects.requireNonNull(tx, "tx must not be null");
+    StreamWriter.Meta meta = writer.meta(metadata);
     List<StreamWriter.Encoded> encoded = writer.encode(events);
     AppendResult r =
         Transactions.inCaller(
             tx,
             "appending events",
-            t -> writer.write(tx.dsl(), writer.lockAnyStream(tx.dsl()), encoded, metadata));
+            t -> writer.write(tx, writer.lockAnyStream(tx.dsl()), encoded, meta));
     counted(r);
     return r;
   }
@@ -134,7 +220,8 @@ public final class EventStore {
    * concurrency), in the caller's transaction.
    *
    * @throws OffsetConflictException when the stream's next offset differs; nothing is written
-   * @throws IllegalArgumentException on bad input (negative offset, unknown stream, bad events)
+   * @throws IllegalArgumentException on bad input (negative offset, unknown stream, bad events or
+   *     metadata as for {@link #append(Tx, List, EventMetadata)})
    */
   public AppendResult appendTo(Tx tx, long streamId, long expectedNextOffset, List<?> events) {
     return appendTo(tx, streamId, expectedNextOffset, events, EventMetadata.NONE, true);
@@ -153,12 +240,12 @@ public final class EventStore {
       List<?> events,
       EventMetadata metadata,
       boolean expecting) {
-    Objects.requireNonNull(tx, "tx");
-    Objects.requireNonNull(metadata, "metadata");
+    Objects.requireNonNull(tx, "tx must not be null");
     if (expecting && expectedNextOffset < 0) {
       throw new IllegalArgumentException(
           "expectedNextOffset must not be negative: " + expectedNextOffset);
     }
+    StreamWriter.Meta meta = writer.meta(metadata);
     List<StreamWriter.Encoded> encoded = writer.encode(events);
     AppendResult r =
         Transactions.inCaller(
@@ -166,7 +253,7 @@ public final class EventStore {
             "appending events to stream " + streamId,
             t -> {
               writer.lockStream(tx.dsl(), streamId, expecting ? expectedNextOffset : -1);
-              return writer.write(tx.dsl(), streamId, encoded, metadata);
+              return writer.write(tx, streamId, encoded, meta);
             });
     counted(r);
     return r;
@@ -174,11 +261,16 @@ public final class EventStore {
 
   /** Creates an empty stream in the caller's transaction and returns its id. */
   public long createStream(Tx tx) {
-    Objects.requireNonNull(tx, "tx");
+    Objects.requireNonNull(tx, "tx must not be null");
     return Transactions.inCaller(tx, "creating a stream", t -> writer.createStream(tx.dsl()));
   }
 
-  /** Reads up to {@code limit} committed events of a stream from {@code fromOffset}, in order. */
+  /**
+   * Reads up to {@code limit} committed events of a stream from {@code fromOffset}, in order.
+   *
+   * @throws org.messagepump.core.UndecodableMessageException when a stored event's headers are not
+   *     a JSON object of strings (the message names the event, not its data)
+   */
   public List<StoredEvent> read(long streamId, long fromOffset, int limit) {
     if (fromOffset < 0) {
       throw new IllegalArgumentException("fromOffset must not be negative: " + fromOffset);
@@ -192,13 +284,13 @@ public final class EventStore {
         "reading stream " + streamId,
         tx ->
             tx.dsl()
-                .select(EventRows.COLUMNS)
-                .from(Events.T)
-                .where(Events.STREAM_ID.eq(streamId))
-                .and(Events.OFFSET.ge(fromOffset))
-                .orderBy(Events.OFFSET)
+                .select(rows.columns())
+                .from(tables.events.table)
+                .where(tables.events.streamId.eq(streamId))
+                .and(tables.events.offset.ge(fromOffset))
+                .orderBy(tables.events.offset)
                 .limit(limit)
-                .fetch(EventRows::toEvent));
+                .fetch(rows::toEvent));
   }
 
   /** Decodes a stored event's payload into its registered class. */
@@ -213,9 +305,9 @@ public final class EventStore {
         "listing streams",
         tx ->
             tx.dsl()
-                .select(Streams.ID, Streams.NEXT_OFFSET, Streams.CREATED_AT)
-                .from(Streams.T)
-                .orderBy(Streams.ID)
+                .select(tables.streams.id, tables.streams.nextOffset, tables.streams.createdAt)
+                .from(tables.streams.table)
+                .orderBy(tables.streams.id)
                 .fetch(
                     r ->
                         new StreamInfo(
@@ -235,10 +327,28 @@ public final class EventStore {
     private final DataSource dataSource;
     private final MessageCodec codec;
     private MeterRegistry meterRegistry;
+    private String schema = DEFAULT_SCHEMA;
+    private Limits limits = Limits.defaults();
 
     private Builder(DataSource dataSource, MessageCodec codec) {
-      this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
-      this.codec = Objects.requireNonNull(codec, "codec");
+      this.dataSource = Objects.requireNonNull(dataSource, "dataSource must not be null");
+      this.codec = Objects.requireNonNull(codec, "codec must not be null");
+    }
+
+    /**
+     * The schema holding the store's tables ({@value EventStore#DEFAULT_SCHEMA} by default; create
+     * it with {@link EventStore#migrate(DataSource, String)}): 1-40 lower-case letters, digits or
+     * {@code _}, not starting with a digit.
+     */
+    public Builder schema(String schema) {
+      this.schema = Tables.schemaName("schema", schema);
+      return this;
+    }
+
+    /** The limits appends are checked against ({@link Limits#defaults()} by default). */
+    public Builder limits(Limits limits) {
+      this.limits = Objects.requireNonNull(limits, "limits must not be null");
+      return this;
     }
 
     /** Where to register {@code messagepump.eventstream.appended}; none by default. */
@@ -249,7 +359,7 @@ public final class EventStore {
 
     /** The store. */
     public EventStore build() {
-      return new EventStore(dataSource, codec, meterRegistry);
+      return new EventStore(this);
     }
   }
 }

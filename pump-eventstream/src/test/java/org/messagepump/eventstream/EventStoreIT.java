@@ -93,12 +93,13 @@ class EventStoreIT {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("empty");
     assertThatThrownBy(() -> inTx(ds, tx -> store.append(tx, null)))
-        .isInstanceOf(IllegalArgumentException.class);
+        .isInstanceOf(NullPointerException.class)
+        .hasMessageContaining("events");
     List<Object> withNull = new ArrayList<>();
     withNull.add(new Noise(1));
     withNull.add(null);
     assertThatThrownBy(() -> inTx(ds, tx -> store.append(tx, withNull)))
-        .isInstanceOf(IllegalArgumentException.class)
+        .isInstanceOf(NullPointerException.class)
         .hasMessageContaining("events[1] is null");
     assertThatThrownBy(
             () -> inTx(ds, tx -> store.append(tx, List.of(new Noise(1), new Unregistered(2)))))

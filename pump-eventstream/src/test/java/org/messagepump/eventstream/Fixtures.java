@@ -47,6 +47,41 @@ final class Fixtures {
     }
   }
 
+  /** Runs a query with bound arguments whose first column of the first row is a number. */
+  static long queryLong(DataSource ds, String sql, Object... args) {
+    try (Connection c = ds.getConnection();
+        var ps = c.prepareStatement(sql)) {
+      for (int i = 0; i < args.length; i++) {
+        ps.setObject(i + 1, args[i]);
+      }
+      try (var rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** Runs a query with bound arguments and returns its first column as strings. */
+  static java.util.List<String> queryStrings(DataSource ds, String sql, Object... args) {
+    try (Connection c = ds.getConnection();
+        var ps = c.prepareStatement(sql)) {
+      for (int i = 0; i < args.length; i++) {
+        ps.setObject(i + 1, args[i]);
+      }
+      java.util.List<String> out = new java.util.ArrayList<>();
+      try (var rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.add(rs.getString(1));
+        }
+      }
+      return out;
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** An open transaction the test commits or rolls back itself. */
   static final class OpenTx implements AutoCloseable {
     final Connection connection;

@@ -1,5 +1,7 @@
 package org.messagepump.eventstream.internal;
 
+import static org.jooq.impl.DSL.all;
+import static org.jooq.impl.DSL.any;
 import static org.jooq.impl.DSL.field;
 import static org.jooq.impl.DSL.function;
 import static org.jooq.impl.DSL.max;
@@ -20,11 +22,7 @@ import org.jooq.Record2;
 import org.jooq.Record4;
 import org.jooq.impl.SQLDataType;
 import org.jooq.types.DayToSecond;
-import org.messagepump.eventstream.StoredEvent;
-import org.messagepump.eventstream.internal.Tables.Checkpoints;
-import org.messagepump.eventstream.internal.Tables.Events;
-import org.messagepump.eventstream.internal.Tables.StreamTypes;
-import org.messagepump.eventstream.internal.Tables.Streams;
+import org.messagepump.core.Inputs;
 
 /**
  * The SQL of one handler's checkpoints: claiming a stream (tracking a new one or locking a tracked
@@ -36,30 +34,44 @@ public final class CheckpointQueries {
   /** A checkpoint row this transaction holds, with the stream's committed next offset. */
   public record Claim(long streamId, long checkpoint, int failures, long nextOffset) {}
 
-  /** Longest parked reason stored. */
-  static final int MAX_REASON = 2000;
-
   private final String handlerKey;
-  private final List<String> types;
+  private final String[] types;
   private final int trackingLockKey;
+  private final Tables.Checkpoints cp;
+  private final Tables.Streams streams;
+  private final Tables.StreamTypes streamTypes;
+  private final Tables.Events events;
+  private final EventRows rows;
 
-  /** Queries for one handler and the event types it wants. */
-  public CheckpointQueries(String handlerKey, Collection<String> types) {
+  /** Queries for one handler of the store in {@code tables} and the event types it wants. */
+  public CheckpointQueries(Tables tables, String handlerKey, Collection<String> types) {
     this.handlerKey = handlerKey;
-    this.types = List.copyOf(types);
-    this.trackingLockKey = trackingLockKey(handlerKey);
+    this.types = types.toArray(new String[0]);
+    this.trackingLockKey = trackingLockKey(tables.schema, handlerKey);
+    this.cp = tables.checkpoints;
+    this.streams = tables.streams;
+    this.streamTypes = tables.streamTypes;
+    this.events = tables.events;
+    this.rows = new EventRows(tables);
   }
 
-  /** The first half of the advisory lock a transaction holds while it starts tracking a stream. */
-  public static int trackingLockKey(String handlerKey) {
-    return ("messagepump.eventstream.track:" + handlerKey).hashCode();
+  /**
+   * The first half of the advisory lock a transaction holds while it starts tracking a stream. The
+   * default schema keeps the key it had before schemas were configurable.
+   */
+  public static int trackingLockKey(String schema, String handlerKey) {
+    return ("messagepump.eventstream.track:" + qualified(schema, handlerKey)).hashCode();
   }
 
   /** The advisory lock key of a handler with minimal concurrency. */
-  public static long handlerLockKey(String handlerKey) {
-    String s = "messagepump.eventstream.handler:" + handlerKey;
+  public static long handlerLockKey(String schema, String handlerKey) {
+    String s = "messagepump.eventstream.handler:" + qualified(schema, handlerKey);
     int reversed = new StringBuilder(s).reverse().toString().hashCode();
     return ((long) s.hashCode() << 32) | (reversed & 0xffffffffL);
+  }
+
+  private static String qualified(String schema, String handlerKey) {
+    return Tables.DEFAULT_SCHEMA.equals(schema) ? handlerKey : schema + "/" + handlerKey;
   }
 
   /** The second half of the tracking lock: the stream id folded into an int. */
@@ -67,8 +79,13 @@ public final class CheckpointQueries {
     return (int) (streamId ^ (streamId >>> 32));
   }
 
+  /** Excludes the given ids with one bound {@code bigint[]} parameter, however many there are. */
+  private static Condition notIn(Field<Long> id, Collection<Long> exclude) {
+    return exclude.isEmpty() ? noCondition() : id.ne(all(val(exclude.toArray(new Long[0]))));
+  }
+
   private Condition mine() {
-    return Checkpoints.HANDLER_KEY.eq(handlerKey);
+    return cp.handlerKey.eq(handlerKey);
   }
 
   /**
@@ -78,15 +95,11 @@ public final class CheckpointQueries {
    */
   public Claim trackUntracked(DSLContext dsl, Collection<Long> exclude, int candidates) {
     List<Record2<Long, Long>> untracked =
-        dsl.select(Streams.ID, Streams.NEXT_OFFSET)
-            .from(Streams.T)
+        dsl.select(streams.id, streams.nextOffset)
+            .from(streams.table)
             .where(
-                notExists(
-                    selectOne()
-                        .from(Checkpoints.T)
-                        .where(mine())
-                        .and(Checkpoints.STREAM_ID.eq(Streams.ID))))
-            .and(exclude.isEmpty() ? noCondition() : Streams.ID.notIn(exclude))
+                notExists(selectOne().from(cp.table).where(mine()).and(cp.streamId.eq(streams.id))))
+            .and(notIn(streams.id, exclude))
             .orderBy(rand())
             .limit(candidates)
             .fetch();
@@ -105,10 +118,10 @@ public final class CheckpointQueries {
         continue; // another transaction is starting to track it
       }
       Record2<Long, Integer> inserted =
-          dsl.insertInto(Checkpoints.T, Checkpoints.HANDLER_KEY, Checkpoints.STREAM_ID)
+          dsl.insertInto(cp.table, cp.handlerKey, cp.streamId)
               .values(handlerKey, streamId)
               .onConflictDoNothing()
-              .returningResult(Checkpoints.OFFSET, Checkpoints.FAILURES)
+              .returningResult(cp.offset, cp.failures)
               .fetchOne();
       if (inserted != null) {
         return new Claim(streamId, inserted.value1(), inserted.value2(), s.value2());
@@ -135,19 +148,16 @@ public final class CheckpointQueries {
 
   private Claim lockTracked(DSLContext dsl, Collection<Long> exclude, boolean skipLocked) {
     Field<Long> next =
-        field(
-            select(Streams.NEXT_OFFSET)
-                .from(Streams.T)
-                .where(Streams.ID.eq(Checkpoints.STREAM_ID)));
+        field(select(streams.nextOffset).from(streams.table).where(streams.id.eq(cp.streamId)));
     var query =
-        dsl.select(Checkpoints.STREAM_ID, Checkpoints.OFFSET, Checkpoints.FAILURES, next)
-            .from(Checkpoints.T)
+        dsl.select(cp.streamId, cp.offset, cp.failures, next)
+            .from(cp.table)
             .where(mine())
-            .and(Checkpoints.PARKED_AT.isNull())
-            .and(Checkpoints.RESUME_AT.le(Tables.clockTimestamp()))
-            .and(Checkpoints.OFFSET.lt(next))
-            .and(exclude.isEmpty() ? noCondition() : Checkpoints.STREAM_ID.notIn(exclude))
-            .orderBy(next.minus(Checkpoints.OFFSET).desc())
+            .and(cp.parkedAt.isNull())
+            .and(cp.resumeAt.le(Tables.clockTimestamp()))
+            .and(cp.offset.lt(next))
+            .and(notIn(cp.streamId, exclude))
+            .orderBy(next.minus(cp.offset).desc())
             .limit(1)
             .forUpdate();
     Record4<Long, Long, Integer, Long> r =
@@ -160,34 +170,34 @@ public final class CheckpointQueries {
    * in offset order. The stream's type index answers first when the stream holds nothing relevant
    * past it.
    */
-  public List<StoredEvent> nextEvents(DSLContext dsl, Claim claim, int limit) {
+  public List<EventRows.Row> nextEvents(DSLContext dsl, Claim claim, int limit) {
     Long latest =
-        dsl.select(max(StreamTypes.LATEST_OFFSET))
-            .from(StreamTypes.T)
-            .where(StreamTypes.STREAM_ID.eq(claim.streamId()))
-            .and(StreamTypes.TYPE.in(types))
+        dsl.select(max(streamTypes.latestOffset))
+            .from(streamTypes.table)
+            .where(streamTypes.streamId.eq(claim.streamId()))
+            .and(streamTypes.type.eq(any(val(types))))
             .fetchOne()
             .value1();
     if (latest == null || latest < claim.checkpoint()) {
       return List.of();
     }
-    return dsl.select(EventRows.COLUMNS)
-        .from(Events.T)
-        .where(Events.STREAM_ID.eq(claim.streamId()))
-        .and(Events.OFFSET.between(claim.checkpoint(), latest))
-        .and(Events.TYPE.in(types))
-        .orderBy(Events.OFFSET)
+    return dsl.select(rows.columns())
+        .from(events.table)
+        .where(events.streamId.eq(claim.streamId()))
+        .and(events.offset.between(claim.checkpoint(), latest))
+        .and(events.type.eq(any(val(types))))
+        .orderBy(events.offset)
         .limit(limit)
-        .fetch(EventRows::toEvent);
+        .fetch(rows::toRow);
   }
 
   /** Sets a held checkpoint from {@code old} to {@code next} and resets its failures. */
   public void setOffset(DSLContext dsl, long streamId, long old, long next) {
     int n =
-        dsl.update(Checkpoints.T)
-            .set(Checkpoints.OFFSET, next)
-            .set(Checkpoints.FAILURES, 0)
-            .set(Checkpoints.UPDATED_AT, Tables.clockTimestamp())
+        dsl.update(cp.table)
+            .set(cp.offset, next)
+            .set(cp.failures, 0)
+            .set(cp.updatedAt, Tables.clockTimestamp())
             .where(guard(streamId, old))
             .execute();
     expectOne(n, streamId, old);
@@ -197,32 +207,34 @@ public final class CheckpointQueries {
   public void postpone(
       DSLContext dsl, long streamId, long checkpoint, int failures, Duration delay) {
     int n =
-        dsl.update(Checkpoints.T)
-            .set(Checkpoints.FAILURES, failures)
-            .set(Checkpoints.RESUME_AT, Tables.clockTimestamp().plus(DayToSecond.valueOf(delay)))
-            .set(Checkpoints.UPDATED_AT, Tables.clockTimestamp())
+        dsl.update(cp.table)
+            .set(cp.failures, failures)
+            .set(cp.resumeAt, Tables.clockTimestamp().plus(DayToSecond.valueOf(delay)))
+            .set(cp.updatedAt, Tables.clockTimestamp())
             .where(guard(streamId, checkpoint))
             .execute();
     expectOne(n, streamId, checkpoint);
   }
 
-  /** Parks a held stream for this handler: it is not read again until resumed. */
+  /**
+   * Parks a held stream for this handler: it is not read again until resumed. The reason is
+   * sanitized again here (NUL and control characters replaced, length capped), so a park never
+   * fails on its text whatever the caller passed.
+   */
   public void park(DSLContext dsl, long streamId, long checkpoint, int failures, String reason) {
-    String r = reason == null ? "" : reason;
     int n =
-        dsl.update(Checkpoints.T)
-            .set(Checkpoints.FAILURES, failures)
-            .set(Checkpoints.PARKED_AT, Tables.clockTimestamp())
-            .set(
-                Checkpoints.PARKED_REASON, r.length() > MAX_REASON ? r.substring(0, MAX_REASON) : r)
-            .set(Checkpoints.UPDATED_AT, Tables.clockTimestamp())
+        dsl.update(cp.table)
+            .set(cp.failures, failures)
+            .set(cp.parkedAt, Tables.clockTimestamp())
+            .set(cp.parkedReason, Inputs.reason(reason))
+            .set(cp.updatedAt, Tables.clockTimestamp())
             .where(guard(streamId, checkpoint))
             .execute();
     expectOne(n, streamId, checkpoint);
   }
 
   private Condition guard(long streamId, long checkpoint) {
-    return mine().and(Checkpoints.STREAM_ID.eq(streamId)).and(Checkpoints.OFFSET.eq(checkpoint));
+    return mine().and(cp.streamId.eq(streamId)).and(cp.offset.eq(checkpoint));
   }
 
   private void expectOne(int updated, long streamId, long checkpoint) {

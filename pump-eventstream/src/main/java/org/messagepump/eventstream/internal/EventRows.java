@@ -1,65 +1,132 @@
 package org.messagepump.eventstream.internal;
 
-import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.IOException;
 import java.time.Instant;
 import java.time.OffsetDateTime;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jooq.Field;
-import org.jooq.JSONB;
 import org.jooq.Record;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.eventstream.StoredEvent;
 import org.messagepump.eventstream.internal.Tables.Events;
 
-/** Maps rows of {@code eventstream.events} to {@link StoredEvent}. */
+/**
+ * Maps rows of {@code <schema>.events} to {@link StoredEvent}. Headers are read as text and parsed
+ * per row, so a row whose headers are not a JSON object of strings becomes a {@link Row} with a
+ * problem (handled as undecodable) instead of failing the read of every row.
+ */
 public final class EventRows {
 
-  /** The columns every event read selects. */
-  public static final List<Field<?>> COLUMNS =
-      List.of(
-          Events.MESSAGE_ID,
-          Events.STREAM_ID,
-          Events.OFFSET,
-          Events.TYPE,
-          Events.CORRELATION_ID,
-          Events.CAUSATION_ID,
-          Events.HEADERS,
-          Events.PAYLOAD,
-          Events.RECORDED_AT);
+  /** An event as read, with what is wrong with its stored envelope, or null when nothing is. */
+  public record Row(StoredEvent event, String problem) {}
 
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final TypeReference<Map<String, String>> HEADERS = new TypeReference<>() {};
 
-  private EventRows() {}
+  private final Events events;
+  private final List<Field<?>> columns;
 
-  /** The event in a row selected with {@link #COLUMNS}. */
-  public static StoredEvent toEvent(Record r) {
-    Envelope envelope =
-        new Envelope(
-            r.get(Events.MESSAGE_ID).toString(),
-            r.get(Events.TYPE),
-            r.get(Events.CORRELATION_ID),
-            r.get(Events.CAUSATION_ID),
-            instant(r.get(Events.RECORDED_AT)),
-            headers(r.get(Events.HEADERS)),
-            r.get(Events.PAYLOAD));
-    return new StoredEvent(r.get(Events.STREAM_ID), r.get(Events.OFFSET), envelope);
+  /** Rows of {@code tables.events}. */
+  public EventRows(Tables tables) {
+    this.events = tables.events;
+    this.columns =
+        List.of(
+            events.messageId,
+            events.streamId,
+            events.offset,
+            events.type,
+            events.correlationId,
+            events.causationId,
+            events.headers,
+            events.payload,
+            events.recordedAt);
   }
 
-  private static Map<String, String> headers(JSONB json) {
+  /** The columns every event read selects. */
+  public List<Field<?>> columns() {
+    return columns;
+  }
+
+  /**
+   * The event in a row selected with {@link #columns()}.
+   *
+   * @throws UndecodableMessageException when its stored headers cannot be read
+   */
+  public StoredEvent toEvent(Record r) {
+    Row row = toRow(r);
+    if (row.problem() != null) {
+      throw new UndecodableMessageException(row.problem(), null);
+    }
+    return row.event();
+  }
+
+  /** The event in a row selected with {@link #columns()}; never fails on its headers. */
+  public Row toRow(Record r) {
+    long streamId = r.get(events.streamId);
+    long offset = r.get(events.offset);
+    String problem = null;
+    Map<String, String> headers;
+    try {
+      headers = headers(r.get(events.headers));
+    } catch (IllegalStateException e) {
+      // The message names the shape only: stored data never goes into exception messages.
+      problem =
+          "event at offset "
+              + offset
+              + " of stream "
+              + streamId
+              + ": stored headers are unreadable ("
+              + e.getMessage()
+              + ")";
+      headers = Map.of();
+    }
+    Envelope envelope =
+        new Envelope(
+            r.get(events.messageId).toString(),
+            r.get(events.type),
+            r.get(events.correlationId),
+            r.get(events.causationId),
+            instant(r.get(events.recordedAt)),
+            headers,
+            r.get(events.payload));
+    return new Row(new StoredEvent(streamId, offset, envelope), problem);
+  }
+
+  /** Parses stored headers; an {@link IllegalStateException} naming the shape when they are bad. */
+  private static Map<String, String> headers(String json) {
     if (json == null) {
       return Map.of();
     }
+    JsonNode node;
     try {
-      Map<String, String> m = JSON.readValue(json.data(), HEADERS);
-      return m == null ? Map.of() : m;
-    } catch (IOException e) {
-      throw new UndecodableMessageException("event headers are not a JSON object of strings", e);
+      node = JSON.readTree(json);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("not valid JSON");
     }
+    if (node == null || node.isNull() || node.isMissingNode()) {
+      return Map.of();
+    }
+    if (!node.isObject()) {
+      throw new IllegalStateException("a JSON " + node.getNodeType() + ", not an object");
+    }
+    Map<String, String> m = new LinkedHashMap<>();
+    Iterator<Map.Entry<String, JsonNode>> it = node.fields();
+    int i = 0;
+    while (it.hasNext()) {
+      Map.Entry<String, JsonNode> e = it.next();
+      if (!e.getValue().isTextual()) {
+        throw new IllegalStateException(
+            "value " + i + " is a JSON " + e.getValue().getNodeType() + ", not a string");
+      }
+      m.put(e.getKey(), e.getValue().textValue());
+      i++;
+    }
+    return m;
   }
 
   static Instant instant(OffsetDateTime t) {

@@ -22,9 +22,9 @@ public final class HandlerLock {
 
   private final long key;
 
-  /** The lock of {@code handlerKey}. */
-  public HandlerLock(String handlerKey) {
-    this.key = CheckpointQueries.handlerLockKey(handlerKey);
+  /** The lock of {@code handlerKey} in the store of {@code schema}. */
+  public HandlerLock(String schema, String handlerKey) {
+    this.key = CheckpointQueries.handlerLockKey(schema, handlerKey);
   }
 
   /** Takes the lock if free (or already held by this transaction); never waits. */

@@ -10,8 +10,11 @@ import org.messagepump.eventstream.internal.CheckpointQueries.Claim;
  */
 public final class StreamRun {
 
-  /** One event of a run, with the checkpoint it expects to find: the driver's delivery state. */
-  public record Step(StreamRun run, StoredEvent event, long expectedCheckpoint) {
+  /**
+   * One event of a run, with the checkpoint it expects to find: the driver's delivery state. {@code
+   * problem} says why its stored envelope is unreadable, or is null.
+   */
+  public record Step(StreamRun run, StoredEvent event, long expectedCheckpoint, String problem) {
 
     /** True when every earlier event of the run was handled and advanced the checkpoint here. */
     public boolean isNext() {

@@ -1,28 +1,31 @@
 package org.messagepump.eventstream.internal;
 
-import static org.jooq.impl.DSL.excluded;
-import static org.jooq.impl.DSL.greatest;
 import static org.jooq.impl.DSL.rand;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.UUID;
 import org.jooq.DSLContext;
-import org.jooq.InsertValuesStep8;
-import org.jooq.JSONB;
 import org.jooq.Record1;
+import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
+import org.messagepump.core.Inputs;
+import org.messagepump.core.Limits;
 import org.messagepump.core.UnknownMessageTypeException;
 import org.messagepump.core.spi.MessageCodec;
+import org.messagepump.core.spi.Tx;
 import org.messagepump.eventstream.AppendResult;
 import org.messagepump.eventstream.EventMetadata;
 import org.messagepump.eventstream.OffsetConflictException;
-import org.messagepump.eventstream.internal.Tables.Events;
-import org.messagepump.eventstream.internal.Tables.StreamTypes;
 import org.messagepump.eventstream.internal.Tables.Streams;
 
 /**
@@ -35,34 +38,76 @@ import org.messagepump.eventstream.internal.Tables.Streams;
  * under its row lock, the committed events of a stream always form a prefix {@code 0 .. next_offset
  * - 1}: a reader that sees {@code next_offset = n} has seen every event below {@code n}, and an
  * event still uncommitted has an offset at or above it.
+ *
+ * <p>The events are inserted with one fixed statement whose per-event values are bound as three
+ * arrays ({@code unnest(?::uuid[], ?::text[], ?::bytea[])}), in chunks: however many events one
+ * append holds, no statement has more than a handful of bind parameters (jOOQ would otherwise
+ * inline every value into the SQL text past 65,535 parameters) and none carries more than {@link
+ * #CHUNK_BYTES} of payload.
  */
 public final class StreamWriter {
 
-  /** The NOTIFY channel appends signal and event pumps listen on. */
-  public static final String WAKE_CHANNEL = "messagepump_events";
+  /** Most events one insert statement carries. */
+  static final int CHUNK_EVENTS = 10_000;
+
+  /** Most payload bytes one insert statement carries (a larger single event goes alone). */
+  static final long CHUNK_BYTES = 32L << 20;
 
   /** One event, validated and encoded, not yet written. */
   public record Encoded(UUID messageId, String type, byte[] payload) {}
 
+  /** Metadata validated against the limits, with its headers as JSON. */
+  public record Meta(String correlationId, String causationId, String headersJson) {}
+
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final MessageCodec codec;
+  private final Limits limits;
+  private final Streams streams;
+  private final String channel;
+  private final String insertEvents;
+  private final String upsertTypes;
 
-  /** A writer encoding with {@code codec}. */
-  public StreamWriter(MessageCodec codec) {
+  /** A writer to {@code tables} encoding with {@code codec}, checking input against limits. */
+  public StreamWriter(MessageCodec codec, Tables tables, Limits limits) {
     this.codec = codec;
+    this.limits = limits;
+    this.streams = tables.streams;
+    this.channel = tables.wakeChannel();
+    // Written once per store; the schema is a validated identifier, quoted by jOOQ.
+    this.insertEvents =
+        "INSERT INTO "
+            + tables.quoted("events")
+            + " (message_id, stream_id, stream_offset, type, correlation_id, causation_id,"
+            + " headers, payload)"
+            + " SELECT e.id, ?::bigint, ?::bigint + e.n - 1, e.type, ?::text, ?::text, ?::jsonb,"
+            + " e.payload"
+            + " FROM unnest(?::uuid[], ?::text[], ?::bytea[]) WITH ORDINALITY AS e(id, type,"
+            + " payload, n)";
+    this.upsertTypes =
+        "INSERT INTO "
+            + tables.quoted("stream_types")
+            + " AS st (stream_id, type, latest_offset)"
+            + " SELECT ?::bigint, t.type, t.latest FROM unnest(?::text[], ?::bigint[]) AS t(type,"
+            + " latest)"
+            + " ON CONFLICT (stream_id, type)"
+            + " DO UPDATE SET latest_offset = greatest(st.latest_offset, excluded.latest_offset)";
   }
 
-  /** Validates and encodes every event before anything is written; bad input is an IAE. */
+  /**
+   * Validates and encodes every event before anything is written: a null list or event is a {@link
+   * NullPointerException}, anything else bad an {@link IllegalArgumentException}.
+   */
   public List<Encoded> encode(List<?> events) {
-    if (events == null || events.isEmpty()) {
-      throw new IllegalArgumentException("events must not be null or empty");
+    Objects.requireNonNull(events, "events must not be null");
+    if (events.isEmpty()) {
+      throw new IllegalArgumentException("events must not be empty");
     }
     List<Encoded> encoded = new ArrayList<>(events.size());
     for (int i = 0; i < events.size(); i++) {
       Object event = events.get(i);
       if (event == null) {
-        throw new IllegalArgumentException("events[" + i + "] is null");
+        throw new NullPointerException("events[" + i + "] is null");
       }
       String type;
       byte[] payload;
@@ -73,21 +118,29 @@ public final class StreamWriter {
         throw new IllegalArgumentException(
             "events[" + i + "] has an unknown type: " + e.getMessage(), e);
       }
+      Inputs.key("type name of events[" + i + "]", type);
       if (payload == null) {
         throw new IllegalArgumentException("events[" + i + "] encoded to null");
       }
+      Inputs.payload("payload of events[" + i + "]", payload, limits);
       encoded.add(new Encoded(UUID.randomUUID(), type, payload));
     }
     return encoded;
   }
 
-  /** The headers as JSON; an IAE when they cannot be written. */
-  public static JSONB headersJson(Map<String, String> headers) {
+  /** Validates metadata against the limits; bad input is an IAE (NPE for null). */
+  public Meta meta(EventMetadata metadata) {
+    Objects.requireNonNull(metadata, "metadata must not be null");
+    String correlationId = Inputs.optionalKey("correlationId", metadata.correlationId());
+    String causationId = Inputs.optionalKey("causationId", metadata.causationId());
+    Map<String, String> headers = Inputs.headers(metadata.headers(), limits);
+    String json;
     try {
-      return JSONB.valueOf(JSON.writeValueAsString(headers));
+      json = JSON.writeValueAsString(headers);
     } catch (JsonProcessingException e) {
       throw new IllegalArgumentException("headers cannot be written as JSON", e);
     }
+    return new Meta(correlationId, causationId, json);
   }
 
   /**
@@ -96,9 +149,9 @@ public final class StreamWriter {
    */
   public long lockAnyStream(DSLContext dsl) {
     Record1<Long> free =
-        dsl.select(Streams.ID)
-            .from(Streams.T)
-            .orderBy(Streams.NEXT_OFFSET, rand())
+        dsl.select(streams.id)
+            .from(streams.table)
+            .orderBy(streams.nextOffset, rand())
             .limit(1)
             .forNoKeyUpdate()
             .skipLocked()
@@ -106,12 +159,12 @@ public final class StreamWriter {
     if (free != null) {
       return free.value1();
     }
-    if (dsl.fetchExists(dsl.selectOne().from(Streams.T).where(Streams.NEXT_OFFSET.eq(0L)))) {
+    if (dsl.fetchExists(dsl.selectOne().from(streams.table).where(streams.nextOffset.eq(0L)))) {
       // Another empty stream would only add a stream to read; wait for a held one instead.
       Record1<Long> held =
-          dsl.select(Streams.ID)
-              .from(Streams.T)
-              .orderBy(Streams.NEXT_OFFSET, rand())
+          dsl.select(streams.id)
+              .from(streams.table)
+              .orderBy(streams.nextOffset, rand())
               .limit(1)
               .forNoKeyUpdate()
               .fetchOne();
@@ -124,9 +177,9 @@ public final class StreamWriter {
 
   /** Creates an empty stream (locked by this transaction until it ends) and returns its id. */
   public long createStream(DSLContext dsl) {
-    return dsl.insertInto(Streams.T)
+    return dsl.insertInto(streams.table)
         .defaultValues()
-        .returningResult(Streams.ID)
+        .returningResult(streams.id)
         .fetchOne()
         .value1();
   }
@@ -137,9 +190,9 @@ public final class StreamWriter {
    */
   public void lockStream(DSLContext dsl, long streamId, long expectedNextOffset) {
     Record1<Long> row =
-        dsl.select(Streams.NEXT_OFFSET)
-            .from(Streams.T)
-            .where(Streams.ID.eq(streamId))
+        dsl.select(streams.nextOffset)
+            .from(streams.table)
+            .where(streams.id.eq(streamId))
             .forNoKeyUpdate()
             .fetchOne();
     if (row == null) {
@@ -151,62 +204,105 @@ public final class StreamWriter {
   }
 
   /** Appends to a stream this transaction has locked: assigns offsets and inserts the events. */
-  public AppendResult write(
-      DSLContext dsl, long streamId, List<Encoded> events, EventMetadata metadata) {
+  public AppendResult write(Tx tx, long streamId, List<Encoded> events, Meta meta) {
+    DSLContext dsl = tx.dsl();
     int n = events.size();
     long next =
-        dsl.update(Streams.T)
-            .set(Streams.NEXT_OFFSET, Streams.NEXT_OFFSET.plus((long) n))
-            .where(Streams.ID.eq(streamId))
-            .returningResult(Streams.NEXT_OFFSET)
+        dsl.update(streams.table)
+            .set(streams.nextOffset, streams.nextOffset.plus((long) n))
+            .where(streams.id.eq(streamId))
+            .returningResult(streams.nextOffset)
             .fetchOne()
             .value1();
     long first = next - n;
-    JSONB headers = headersJson(metadata.headers());
-    InsertValuesStep8<?, UUID, Long, Long, String, String, String, JSONB, byte[]> insert =
-        dsl.insertInto(
-            Events.T,
-            Events.MESSAGE_ID,
-            Events.STREAM_ID,
-            Events.OFFSET,
-            Events.TYPE,
-            Events.CORRELATION_ID,
-            Events.CAUSATION_ID,
-            Events.HEADERS,
-            Events.PAYLOAD);
     Map<String, Long> latestByType = new LinkedHashMap<>();
     List<String> ids = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       Encoded e = events.get(i);
-      insert =
-          insert.values(
-              e.messageId(),
-              streamId,
-              first + i,
-              e.type(),
-              metadata.correlationId(),
-              metadata.causationId(),
-              headers,
-              e.payload());
       latestByType.put(e.type(), first + i);
       ids.add(e.messageId().toString());
     }
-    insert.execute();
-    var types =
-        dsl.insertInto(
-            StreamTypes.T, StreamTypes.STREAM_ID, StreamTypes.TYPE, StreamTypes.LATEST_OFFSET);
-    for (Map.Entry<String, Long> t : latestByType.entrySet()) {
-      types = types.values(streamId, t.getKey(), t.getValue());
+    try {
+      Connection c = tx.connection();
+      insertEvents(c, streamId, first, events, meta);
+      upsertTypes(c, streamId, latestByType);
+    } catch (SQLException e) {
+      throw new DataAccessException("inserting events into stream " + streamId, e);
     }
-    types
-        .onConflict(StreamTypes.STREAM_ID, StreamTypes.TYPE)
-        .doUpdate()
-        .set(
-            StreamTypes.LATEST_OFFSET,
-            greatest(StreamTypes.LATEST_OFFSET, excluded(StreamTypes.LATEST_OFFSET)))
-        .execute();
     // Wake idle event pumps in every process; PostgreSQL folds the signals of one transaction.
-    dsl.select(DSL.function("pg_notify", Object.class, DSL.val(WAKE_CHANNEL), DSL.val(""))).fetch();
+    dsl.select(DSL.function("pg_notify", Object.class, DSL.val(channel), DSL.val(""))).fetch();
     return new AppendResult(streamId, first, next, ids);
+  }
+
+  private void insertEvents(
+      Connection c, long streamId, long first, List<Encoded> events, Meta meta)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(insertEvents)) {
+      int from = 0;
+      while (from < events.size()) {
+        int to = from;
+        long bytes = 0;
+        while (to < events.size()
+            && to - from < CHUNK_EVENTS
+            && (to == from || bytes + events.get(to).payload().length <= CHUNK_BYTES)) {
+          bytes += events.get(to).payload().length;
+          to++;
+        }
+        int size = to - from;
+        UUID[] ids = new UUID[size];
+        String[] types = new String[size];
+        byte[][] payloads = new byte[size][];
+        for (int i = 0; i < size; i++) {
+          Encoded e = events.get(from + i);
+          ids[i] = e.messageId();
+          types[i] = e.type();
+          payloads[i] = e.payload();
+        }
+        ps.setLong(1, streamId);
+        ps.setLong(2, first + from);
+        ps.setString(3, meta.correlationId());
+        ps.setString(4, meta.causationId());
+        ps.setString(5, meta.headersJson());
+        Array idArray = c.createArrayOf("uuid", ids);
+        Array typeArray = c.createArrayOf("text", types);
+        Array payloadArray = c.createArrayOf("bytea", payloads);
+        ps.setArray(6, idArray);
+        ps.setArray(7, typeArray);
+        ps.setArray(8, payloadArray);
+        int inserted = ps.executeUpdate();
+        if (inserted != size) {
+          throw new IllegalStateException(
+              "inserted " + inserted + " of " + size + " events into stream " + streamId);
+        }
+        idArray.free();
+        typeArray.free();
+        payloadArray.free();
+        from = to;
+      }
+    }
+  }
+
+  private void upsertTypes(Connection c, long streamId, Map<String, Long> latestByType)
+      throws SQLException {
+    List<Map.Entry<String, Long>> all = new ArrayList<>(latestByType.entrySet());
+    try (PreparedStatement ps = c.prepareStatement(upsertTypes)) {
+      for (int from = 0; from < all.size(); from += CHUNK_EVENTS) {
+        int size = Math.min(CHUNK_EVENTS, all.size() - from);
+        String[] types = new String[size];
+        Long[] latest = new Long[size];
+        for (int i = 0; i < size; i++) {
+          types[i] = all.get(from + i).getKey();
+          latest[i] = all.get(from + i).getValue();
+        }
+        ps.setLong(1, streamId);
+        Array typeArray = c.createArrayOf("text", types);
+        Array latestArray = c.createArrayOf("bigint", latest);
+        ps.setArray(2, typeArray);
+        ps.setArray(3, latestArray);
+        ps.executeUpdate();
+        typeArray.free();
+        latestArray.free();
+      }
+    }
   }
 }

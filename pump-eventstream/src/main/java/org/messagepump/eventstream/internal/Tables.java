@@ -6,91 +6,177 @@ import static org.jooq.impl.DSL.table;
 
 import java.time.OffsetDateTime;
 import java.util.UUID;
+import java.util.regex.Pattern;
 import org.jooq.Field;
-import org.jooq.JSONB;
+import org.jooq.Name;
+import org.jooq.SQLDialect;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
+import org.messagepump.core.Inputs;
 
-/** The jOOQ names of the {@code eventstream} schema: the one place its tables are spelled. */
+/**
+ * The jOOQ names of one event store schema: the one place its tables are spelled. Each store has
+ * its own instance, so two stores in two schemas of one database never share a table.
+ */
 public final class Tables {
 
-  /** The schema name. */
-  public static final String SCHEMA = "eventstream";
+  /** The default schema name. */
+  public static final String DEFAULT_SCHEMA = "eventstream";
 
-  private Tables() {}
+  /** The NOTIFY channel of the default schema (kept from before schemas were configurable). */
+  static final String DEFAULT_WAKE_CHANNEL = "messagepump_events";
 
-  /** {@code eventstream.streams}. */
+  /**
+   * A schema name: lower-case letters, digits and underscores, at most 40 characters, so the NOTIFY
+   * channel derived from it ({@code messagepump_events_<schema>}) stays below PostgreSQL's 63-byte
+   * identifier limit.
+   */
+  private static final Pattern SCHEMA_NAME = Pattern.compile("[a-z_][a-z0-9_]{0,39}");
+
+  /** The schema. */
+  public final String schema;
+
+  /** {@code <schema>.streams}. */
+  public final Streams streams;
+
+  /** {@code <schema>.events}. */
+  public final Events events;
+
+  /** {@code <schema>.stream_types}. */
+  public final StreamTypes streamTypes;
+
+  /** {@code <schema>.handler_checkpoints}. */
+  public final Checkpoints checkpoints;
+
+  /** The tables of {@code schema} (validated with {@link #schemaName}). */
+  public Tables(String schema) {
+    this.schema = schemaName("schema", schema);
+    this.streams = new Streams(schema);
+    this.events = new Events(schema);
+    this.streamTypes = new StreamTypes(schema);
+    this.checkpoints = new Checkpoints(schema);
+  }
+
+  /**
+   * Validates a schema name: not null, no NUL, and {@code [a-z_][a-z0-9_]{0,39}}. Throws an {@link
+   * IllegalArgumentException} naming {@code argument} otherwise.
+   */
+  public static String schemaName(String argument, String schema) {
+    Inputs.key(argument, schema);
+    if (!SCHEMA_NAME.matcher(schema).matches()) {
+      throw new IllegalArgumentException(
+          argument
+              + " must be 1-40 lower-case letters, digits or '_', not starting with a digit: "
+              + (schema.length() > 64 ? schema.substring(0, 64) + "..." : schema));
+    }
+    return schema;
+  }
+
+  /** The NOTIFY channel appends to this schema signal and its event pumps listen on. */
+  public String wakeChannel() {
+    return DEFAULT_SCHEMA.equals(schema)
+        ? DEFAULT_WAKE_CHANNEL
+        : DEFAULT_WAKE_CHANNEL + "_" + schema;
+  }
+
+  /** {@code name} rendered as a quoted PostgreSQL identifier (for SQL written by hand). */
+  public static String quoted(Name name) {
+    return DSL.using(SQLDialect.POSTGRES).render(name);
+  }
+
+  /** {@code <schema>.<table>} as a quoted identifier. */
+  public String quoted(String table) {
+    return quoted(name(schema, table));
+  }
+
+  /** {@code <schema>.streams}. */
   public static final class Streams {
-    public static final Table<?> T = table(name(SCHEMA, "streams"));
-    public static final Field<Long> ID = field(name(SCHEMA, "streams", "id"), SQLDataType.BIGINT);
-    public static final Field<Long> NEXT_OFFSET =
-        field(name(SCHEMA, "streams", "next_offset"), SQLDataType.BIGINT);
-    public static final Field<OffsetDateTime> CREATED_AT =
-        field(name(SCHEMA, "streams", "created_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+    public final Table<?> table;
+    public final Field<Long> id;
+    public final Field<Long> nextOffset;
+    public final Field<OffsetDateTime> createdAt;
 
-    private Streams() {}
+    private Streams(String s) {
+      table = table(name(s, "streams"));
+      id = field(name(s, "streams", "id"), SQLDataType.BIGINT);
+      nextOffset = field(name(s, "streams", "next_offset"), SQLDataType.BIGINT);
+      createdAt = field(name(s, "streams", "created_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+    }
   }
 
-  /** {@code eventstream.events}. */
+  /** {@code <schema>.events}. */
   public static final class Events {
-    public static final Table<?> T = table(name(SCHEMA, "events"));
-    public static final Field<UUID> MESSAGE_ID =
-        field(name(SCHEMA, "events", "message_id"), SQLDataType.UUID);
-    public static final Field<Long> STREAM_ID =
-        field(name(SCHEMA, "events", "stream_id"), SQLDataType.BIGINT);
-    public static final Field<Long> OFFSET =
-        field(name(SCHEMA, "events", "stream_offset"), SQLDataType.BIGINT);
-    public static final Field<String> TYPE =
-        field(name(SCHEMA, "events", "type"), SQLDataType.CLOB);
-    public static final Field<String> CORRELATION_ID =
-        field(name(SCHEMA, "events", "correlation_id"), SQLDataType.CLOB);
-    public static final Field<String> CAUSATION_ID =
-        field(name(SCHEMA, "events", "causation_id"), SQLDataType.CLOB);
-    public static final Field<JSONB> HEADERS =
-        field(name(SCHEMA, "events", "headers"), SQLDataType.JSONB);
-    public static final Field<byte[]> PAYLOAD =
-        field(name(SCHEMA, "events", "payload"), SQLDataType.BLOB);
-    public static final Field<OffsetDateTime> RECORDED_AT =
-        field(name(SCHEMA, "events", "recorded_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+    public final Table<?> table;
+    public final Field<UUID> messageId;
+    public final Field<Long> streamId;
+    public final Field<Long> offset;
+    public final Field<String> type;
+    public final Field<String> correlationId;
+    public final Field<String> causationId;
 
-    private Events() {}
+    /** Read as text and parsed per row in Java, so a bad row cannot fail a whole read. */
+    public final Field<String> headers;
+
+    public final Field<byte[]> payload;
+    public final Field<OffsetDateTime> recordedAt;
+
+    private Events(String s) {
+      table = table(name(s, "events"));
+      messageId = field(name(s, "events", "message_id"), SQLDataType.UUID);
+      streamId = field(name(s, "events", "stream_id"), SQLDataType.BIGINT);
+      offset = field(name(s, "events", "stream_offset"), SQLDataType.BIGINT);
+      type = field(name(s, "events", "type"), SQLDataType.CLOB);
+      correlationId = field(name(s, "events", "correlation_id"), SQLDataType.CLOB);
+      causationId = field(name(s, "events", "causation_id"), SQLDataType.CLOB);
+      headers =
+          field(name(s, "events", "headers"), SQLDataType.JSONB)
+              .cast(SQLDataType.CLOB)
+              .as("headers");
+      payload = field(name(s, "events", "payload"), SQLDataType.BLOB);
+      recordedAt = field(name(s, "events", "recorded_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+    }
   }
 
-  /** {@code eventstream.stream_types}. */
+  /** {@code <schema>.stream_types}. */
   public static final class StreamTypes {
-    public static final Table<?> T = table(name(SCHEMA, "stream_types"));
-    public static final Field<Long> STREAM_ID =
-        field(name(SCHEMA, "stream_types", "stream_id"), SQLDataType.BIGINT);
-    public static final Field<String> TYPE =
-        field(name(SCHEMA, "stream_types", "type"), SQLDataType.CLOB);
-    public static final Field<Long> LATEST_OFFSET =
-        field(name(SCHEMA, "stream_types", "latest_offset"), SQLDataType.BIGINT);
+    public final Table<?> table;
+    public final Field<Long> streamId;
+    public final Field<String> type;
+    public final Field<Long> latestOffset;
 
-    private StreamTypes() {}
+    private StreamTypes(String s) {
+      table = table(name(s, "stream_types"));
+      streamId = field(name(s, "stream_types", "stream_id"), SQLDataType.BIGINT);
+      type = field(name(s, "stream_types", "type"), SQLDataType.CLOB);
+      latestOffset = field(name(s, "stream_types", "latest_offset"), SQLDataType.BIGINT);
+    }
   }
 
-  /** {@code eventstream.handler_checkpoints}. */
+  /** {@code <schema>.handler_checkpoints}. */
   public static final class Checkpoints {
-    public static final Table<?> T = table(name(SCHEMA, "handler_checkpoints"));
-    public static final Field<String> HANDLER_KEY =
-        field(name(SCHEMA, "handler_checkpoints", "handler_key"), SQLDataType.CLOB);
-    public static final Field<Long> STREAM_ID =
-        field(name(SCHEMA, "handler_checkpoints", "stream_id"), SQLDataType.BIGINT);
-    public static final Field<Long> OFFSET =
-        field(name(SCHEMA, "handler_checkpoints", "checkpoint_offset"), SQLDataType.BIGINT);
-    public static final Field<Integer> FAILURES =
-        field(name(SCHEMA, "handler_checkpoints", "failures"), SQLDataType.INTEGER);
-    public static final Field<OffsetDateTime> RESUME_AT =
-        field(name(SCHEMA, "handler_checkpoints", "resume_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
-    public static final Field<OffsetDateTime> PARKED_AT =
-        field(name(SCHEMA, "handler_checkpoints", "parked_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
-    public static final Field<String> PARKED_REASON =
-        field(name(SCHEMA, "handler_checkpoints", "parked_reason"), SQLDataType.CLOB);
-    public static final Field<OffsetDateTime> UPDATED_AT =
-        field(name(SCHEMA, "handler_checkpoints", "updated_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+    public final Table<?> table;
+    public final Field<String> handlerKey;
+    public final Field<Long> streamId;
+    public final Field<Long> offset;
+    public final Field<Integer> failures;
+    public final Field<OffsetDateTime> resumeAt;
+    public final Field<OffsetDateTime> parkedAt;
+    public final Field<String> parkedReason;
+    public final Field<OffsetDateTime> updatedAt;
 
-    private Checkpoints() {}
+    private Checkpoints(String s) {
+      String t = "handler_checkpoints";
+      table = table(name(s, t));
+      handlerKey = field(name(s, t, "handler_key"), SQLDataType.CLOB);
+      streamId = field(name(s, t, "stream_id"), SQLDataType.BIGINT);
+      offset = field(name(s, t, "checkpoint_offset"), SQLDataType.BIGINT);
+      failures = field(name(s, t, "failures"), SQLDataType.INTEGER);
+      resumeAt = field(name(s, t, "resume_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+      parkedAt = field(name(s, t, "parked_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+      parkedReason = field(name(s, t, "parked_reason"), SQLDataType.CLOB);
+      updatedAt = field(name(s, t, "updated_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+    }
   }
 
   /** The database clock, {@code clock_timestamp()}: the time every process agrees on. */
