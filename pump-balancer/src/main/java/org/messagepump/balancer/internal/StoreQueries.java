@@ -149,7 +149,7 @@ public final class StoreQueries {
                 .fetchOne()
             != null;
     Record m =
-        dsl.select(DSL.count(), DSL.min(M.RECEIVED_AT))
+        dsl.select(DSL.count(), oldest())
             .from(M.T)
             .where(M.GROUP.eq(group))
             .and(M.KEY.eq(key))
@@ -179,7 +179,7 @@ public final class StoreQueries {
                 DSL.count(P.PARKED_AT),
                 clock())
             .from(P.T);
-    var mq = dsl.select(M.GROUP, DSL.count(), DSL.min(M.RECEIVED_AT)).from(M.T);
+    var mq = dsl.select(M.GROUP, DSL.count(), oldest()).from(M.T);
     var partitions =
         (onlyGroup == null ? pq.groupBy(P.GROUP) : pq.where(P.GROUP.eq(onlyGroup)).groupBy(P.GROUP))
             .fetch();
@@ -204,6 +204,14 @@ public final class StoreQueries {
     counts.forEach(
         (g, c) -> out.add(new GroupStats(g, c[0], c[1], c[2], c[3], age(oldest.get(g), now))));
     return out;
+  }
+
+  /**
+   * The oldest finite received_at: a value written around the API ({@code -infinity}) must not
+   * break the figures (it is parked as unreadable by the pump).
+   */
+  private static org.jooq.Field<OffsetDateTime> oldest() {
+    return DSL.min(M.RECEIVED_AT).filterWhere(DSL.condition("isfinite({0})", M.RECEIVED_AT));
   }
 
   private static Duration age(OffsetDateTime oldest, OffsetDateTime now) {
