@@ -157,8 +157,13 @@ public final class DeliveryQueries {
 
     private String render(int max, boolean excluding) {
       DSLContext render = ctx.render();
+      // The group as a one-row subquery "(select ?)": the planner cannot look at its value, so
+      // every plan it makes has the same cost, and after five executions the connection keeps
+      // the generic plan. With a plain "= ?" the custom plan of a group with few keys looked
+      // cheaper (it expects fewer rows than the LIMIT) and was made again at every execution.
+      Field<String> groupParam = DSL.field(DSL.select(DSL.val(group)));
       ResultQuery<?> q =
-          acquireQuery(render, DSL.val(group), max, excluding ? excluded(List.of()) : null);
+          acquireQuery(render, groupParam, max, excluding ? excluded(List.of()) : null);
       int binds = q.getBindValues().size();
       if (binds != (excluding ? 2 : 1)) {
         throw new IllegalStateException("the acquisition statement has " + binds + " parameters");
