@@ -2,12 +2,14 @@ package org.messagepump.core;
 
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
+import javax.sql.DataSource;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.Outcome;
@@ -18,42 +20,108 @@ import org.slf4j.MDC;
 
 /**
  * Runs one acquired batch on a worker: each delivery in its own savepoint, the outcome mapped to
- * bookkeeping, one commit. A lost connection or failed commit ends the batch: nothing is written
- * and the deliveries come back by themselves.
+ * bookkeeping, one commit.
+ *
+ * <p>The rule it keeps: every batch moves each of its deliveries forward (handled; postponed with
+ * its failure counted; parked), or it is abandoned and the worker backs off. In detail:
+ *
+ * <ul>
+ *   <li>Every {@link Throwable} a handler throws is classified. Database errors by SQLState:
+ *       transient ones (serialization failure, deadlock, lock timeout) are Busy; a connection error
+ *       abandons the batch only if the pump's own connection is really broken (checked), otherwise
+ *       it came from another connection of the handler's and is a failure. Everything else, {@link
+ *       Error}s included, is a failure that counts towards {@code maxFailures}.
+ *   <li>{@link VirtualMachineError} (a {@link StackOverflowError} from a handler's recursion, an
+ *       {@link OutOfMemoryError} from a huge message) is counted as a failure too, not rethrown:
+ *       the stack has unwound back to the pump, so the JVM is usable again, and the delivery that
+ *       caused it is the likely culprit. Rethrowing would kill the worker and send the same
+ *       delivery round again, uncounted, for ever. It is logged at ERROR.
+ *   <li>An interrupt is a shutdown only while the pump is stopping; otherwise it is a failure.
+ *   <li>When recording an outcome fails for any reason other than a lost connection, the pump rolls
+ *       back to the delivery's savepoint and records it again in the plainest form it has
+ *       (postponed with the failure counted, or parked with a generic reason). When even that, the
+ *       driver's {@code completed} or the commit fails, the batch is abandoned: the delivery at
+ *       fault (or the only one of the batch) still gets its failure counted in a fresh transaction,
+ *       so it parks at {@code maxFailures}; a larger batch whose culprit is unknown is retried one
+ *       delivery per transaction (see {@link Dispatcher}).
+ *   <li>A handler cannot end the pump's transaction: the connection it gets refuses commit,
+ *       rollback, autocommit, close, abort, isolation changes and unwrapping ({@link
+ *       HandlerConnection}); after it returns, the pump checks that its transaction is still open.
+ * </ul>
  */
 final class DeliveryRunner {
 
   private static final Logger log = LoggerFactory.getLogger(MessagePump.class);
 
+  /** What became of a batch, for the dispatcher. */
+  enum BatchResult {
+    /** Committed: every delivery moved forward. */
+    COMMITTED,
+    /** The pump's connection was lost; the deliveries come back by themselves. */
+    CONNECTION_LOST,
+    /** Rolled back; any culprit got its failure counted; the worker backs off. */
+    ABANDONED,
+    /**
+     * Rolled back and the culprit is unknown: the batch's deliveries should be retried one per
+     * transaction. The worker backs off.
+     */
+    ABANDONED_ISOLATE
+  }
+
   private final String pump;
+  private final DataSource dataSource;
   private final Driver driver;
   private final Backoff backoff;
   private final int maxFailures;
   private final PumpMetrics metrics;
+  private volatile boolean stopping;
   private volatile boolean parkUnsupportedLogged;
+  // Whether recording outcomes currently fails: logged when it changes, not at every attempt.
+  private final Object recordingState = new Object();
+  private boolean recordingFails;
 
   DeliveryRunner(
-      String pump, Driver driver, Backoff backoff, int maxFailures, PumpMetrics metrics) {
+      String pump,
+      DataSource dataSource,
+      Driver driver,
+      Backoff backoff,
+      int maxFailures,
+      PumpMetrics metrics) {
     this.pump = pump;
+    this.dataSource = dataSource;
     this.driver = driver;
     this.backoff = backoff;
     this.maxFailures = maxFailures;
     this.metrics = metrics;
   }
 
+  /** From now on an interrupt of a handler means shutdown. */
+  void stopping() {
+    stopping = true;
+  }
+
+  /** One batch's state: the delivery at fault when it is abandoned, and why. */
+  private static final class Batch {
+    Delivery culprit;
+    Throwable culpritCause;
+    boolean connectionLost;
+  }
+
   /** Handles the batch and commits; never throws. The caller closes the connection. */
-  void run(Connection connection, List<Delivery> deliveries) {
+  BatchResult run(Connection connection, List<Delivery> deliveries) {
     Tx tx = Tx.of(connection);
-    LazySavepoint guard = new LazySavepoint(connection);
+    HandlerConnection guard = new HandlerConnection(connection);
     Tx handlerTx = Tx.of(guard.connection());
     Map<PumpMetrics.Result, Integer> results = new EnumMap<>(PumpMetrics.Result.class);
     List<Delivery> handled = new ArrayList<>(deliveries.size());
+    Batch batch = new Batch();
     metrics.inFlight(deliveries.size());
     boolean intact = true;
+    Throwable batchError = null;
     String step = "commit";
     try {
       for (Delivery d : deliveries) {
-        PumpMetrics.Result r = runOne(guard, tx, handlerTx, d);
+        PumpMetrics.Result r = runOne(guard, tx, handlerTx, d, batch);
         if (r == PumpMetrics.Result.ABANDONED) {
           intact = false;
           break;
@@ -73,64 +141,121 @@ final class DeliveryRunner {
       }
     } catch (SQLException | RuntimeException e) {
       intact = false;
-      if (SqlStates.classify(e) == SqlStates.Kind.CONNECTION) {
+      batchError = e;
+      if (SqlStates.classify(e) == SqlStates.Kind.CONNECTION && connectionLost(connection)) {
+        batch.connectionLost = true;
         log.info(
             "{}: {} failed, connection lost; {} deliveries will return",
             pump,
             step,
             deliveries.size());
       } else {
-        log.warn("{}: {} failed; {} deliveries will return", pump, step, deliveries.size(), e);
+        log.warn(
+            "{}: {} failed; {} deliveries will return: {}",
+            pump,
+            step,
+            deliveries.size(),
+            describe(e));
+        log.debug("{}: {} failed", pump, step, e);
       }
     } finally {
       metrics.inFlight(-deliveries.size());
     }
     if (intact) {
       results.forEach(metrics::delivered);
-    } else {
-      Transactions.rollbackQuietly(connection);
-      metrics.delivered(PumpMetrics.Result.ABANDONED, deliveries.size());
+      recordingWorks();
+      return BatchResult.COMMITTED;
     }
+    Transactions.rollbackQuietly(connection);
+    metrics.delivered(PumpMetrics.Result.ABANDONED, deliveries.size());
+    if (batch.connectionLost || stopping) {
+      return BatchResult.CONNECTION_LOST;
+    }
+    if (batch.culprit == null && deliveries.size() == 1) {
+      batch.culprit = deliveries.get(0);
+      batch.culpritCause = batchError;
+    }
+    if (batch.culprit != null) {
+      countFailureInFreshTransaction(batch.culprit, batch.culpritCause);
+      return BatchResult.ABANDONED;
+    }
+    return BatchResult.ABANDONED_ISOLATE;
   }
 
   /**
    * One delivery: the handler runs on {@code handlerTx}, whose connection sets the delivery's
-   * savepoint at the first statement ({@link LazySavepoint}); the pump's own bookkeeping runs on
-   * {@code tx}.
+   * savepoint at the first statement; the pump's own bookkeeping runs on {@code tx}.
    */
-  private PumpMetrics.Result runOne(LazySavepoint guard, Tx tx, Tx handlerTx, Delivery d) {
+  private PumpMetrics.Result runOne(
+      HandlerConnection guard, Tx tx, Tx handlerTx, Delivery d, Batch batch) {
     putMdc(d);
     try {
       guard.arm();
       Outcome outcome;
       try {
-        outcome = handle(handlerTx, d);
+        outcome = handle(guard, handlerTx, d);
       } finally {
         guard.disarm();
       }
       if (outcome == null) {
+        batch.connectionLost = true;
         return PumpMetrics.Result.ABANDONED;
       }
-      try {
-        if (outcome instanceof Outcome.Handled) {
+      String broken = guard.brokenTransaction();
+      if (broken != null) {
+        // The handler got round the guard (for example through Statement.getConnection()) and
+        // ended the transaction: nothing of this batch can be recorded in it any more.
+        batch.culprit = d;
+        batch.culpritCause = new IllegalStateException(broken);
+        log.error(
+            "{}: {}; the batch is abandoned and the delivery counted as failed", pump, broken);
+        return PumpMetrics.Result.ABANDONED;
+      }
+      if (outcome instanceof Outcome.Handled) {
+        if (!guard.aborted()) {
           // No RELEASE SAVEPOINT: the commit releases it, and it would cost a round trip.
           return PumpMetrics.Result.HANDLED;
         }
-        guard.rollback();
-        if (outcome instanceof Outcome.Busy busy) {
-          log.debug("{}: busy ({}), retry in {}", pump, busy.reason(), backoff.base());
-          driver.postpone(tx, d, d.failures(), backoff.base());
-          return PumpMetrics.Result.BUSY;
-        }
-        Throwable cause = ((Outcome.Failed) outcome).cause();
-        int failures = d.failures() + 1;
-        if (failures >= maxFailures) {
-          return park(tx, d, failures, cause);
-        }
+        outcome =
+            Outcome.failed(
+                new IllegalStateException(
+                    "the handler returned normally but its transaction is aborted by an error it"
+                        + " caught; the handler's writes are rolled back"));
+      }
+      return record(guard, tx, d, outcome, batch);
+    } finally {
+      clearMdc(d);
+    }
+  }
+
+  /** Records a Busy or Failed outcome; falls back to the plainest record when that fails. */
+  private PumpMetrics.Result record(
+      HandlerConnection guard, Tx tx, Delivery d, Outcome outcome, Batch batch) {
+    Throwable cause =
+        outcome instanceof Outcome.Failed f
+            ? f.cause()
+            : null; // Busy: no failure counted, nothing to park
+    int failures = cause == null ? d.failures() : d.failures() + 1;
+    Savepoint savepoint;
+    try {
+      savepoint = guard.rollbackOrMark();
+    } catch (SQLException | RuntimeException e) {
+      return recordingFailed(d, cause, e, batch, false);
+    }
+    try {
+      PumpMetrics.Result r;
+      if (cause == null) {
+        String reason = ((Outcome.Busy) outcome).reason();
+        log.debug("{}: busy ({}), retry in {}", pump, reason, backoff.base());
+        driver.postpone(tx, d, failures, backoff.base());
+        r = PumpMetrics.Result.BUSY;
+      } else if (failures >= maxFailures) {
+        r = park(tx, d, failures, cause);
+      } else {
         Duration delay = backoff.delay(failures, ThreadLocalRandom.current());
         // One line per retry; the stack trace only at DEBUG (and with the final failure when the
-        // delivery is parked). A poison message retried again and again printed the same trace
-        // each time, and writing it, under the console's lock, slowed every worker.
+        // delivery is parked). Writing the same trace again and again, under the console's lock,
+        // slowed every worker.
         log.warn(
             "{}: delivery failed (attempt {}), retry in {}: {}",
             pump,
@@ -139,22 +264,49 @@ final class DeliveryRunner {
             describe(cause));
         log.debug("{}: failure of attempt {}", pump, failures, cause);
         driver.postpone(tx, d, failures, delay);
-        return PumpMetrics.Result.FAILED;
-      } catch (SQLException | RuntimeException e) {
-        if (SqlStates.classify(e) == SqlStates.Kind.CONNECTION) {
-          log.info("{}: connection lost while recording the outcome ({})", pump, e.getMessage());
-        } else {
-          log.error("{}: recording the outcome failed; the delivery will return", pump, e);
-        }
-        return PumpMetrics.Result.ABANDONED;
+        r = PumpMetrics.Result.FAILED;
       }
-    } finally {
-      clearMdc(d);
+      return r;
+    } catch (SQLException | RuntimeException e) {
+      if (isConnectionLost(e, guard.target())) {
+        return recordingFailed(d, cause, e, batch, true);
+      }
+      noteRecordingFailure(e);
+      // Second try, in the plainest form: the reason (or something else of this delivery's) may be
+      // what the database refused.
+      try {
+        guard.target().rollback(savepoint);
+        if (cause != null && failures >= maxFailures) {
+          parkPlainly(tx, d, failures, e);
+          return PumpMetrics.Result.PARKED;
+        }
+        driver.postpone(
+            tx,
+            d,
+            failures,
+            cause == null ? backoff.base() : backoff.delay(failures, ThreadLocalRandom.current()));
+        return cause == null ? PumpMetrics.Result.BUSY : PumpMetrics.Result.FAILED;
+      } catch (SQLException | RuntimeException again) {
+        return recordingFailed(d, cause, again, batch, isConnectionLost(again, guard.target()));
+      }
     }
   }
 
-  /** Asks the driver to handle; maps exceptions. Returns null when the transaction is lost. */
-  private Outcome handle(Tx tx, Delivery d) {
+  private PumpMetrics.Result recordingFailed(
+      Delivery d, Throwable cause, Exception e, Batch batch, boolean connectionLost) {
+    if (connectionLost) {
+      log.info("{}: connection lost while recording the outcome ({})", pump, e.getMessage());
+      batch.connectionLost = true;
+    } else {
+      noteRecordingFailure(e);
+      batch.culprit = d;
+      batch.culpritCause = cause != null ? cause : e;
+    }
+    return PumpMetrics.Result.ABANDONED;
+  }
+
+  /** Asks the driver to handle; classifies what it throws. Returns null when the batch is lost. */
+  private Outcome handle(HandlerConnection guard, Tx tx, Delivery d) {
     long start = System.nanoTime();
     try {
       Outcome o = driver.handle(tx, d);
@@ -165,18 +317,33 @@ final class DeliveryRunner {
       return Outcome.busy(e.getMessage() == null ? "busy" : e.getMessage());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      log.info("{}: handler interrupted (shutdown); the delivery will return", pump);
-      return null;
-    } catch (Exception | LinkageError | AssertionError e) {
+      if (stopping) {
+        log.info("{}: handler interrupted (shutdown); the delivery will return", pump);
+        return null;
+      }
+      Thread.interrupted(); // not a shutdown: the handler's own affair; keep the worker usable
+      return Outcome.failed(e);
+    } catch (Throwable e) { // every Throwable is classified: see the class comment
+      if (e instanceof VirtualMachineError) {
+        log.error(
+            "{}: handler threw {}; counted as a failure of this delivery",
+            pump,
+            e.getClass().getName());
+      }
       switch (SqlStates.classify(e)) {
         case TRANSIENT:
           return Outcome.busy(describe(e));
         case CONNECTION:
-          log.info(
-              "{}: connection lost while handling ({}); the delivery will return",
-              pump,
-              e.getMessage());
-          return null;
+          if (connectionLost(guard.target())) {
+            log.info(
+                "{}: connection lost while handling ({}); the delivery will return",
+                pump,
+                e.getMessage());
+            return null;
+          }
+          // Another connection of the handler's (a reporting database, say) failed, not the
+          // pump's: an ordinary failure, counted.
+          return Outcome.failed(e);
         default:
           return Outcome.failed(e);
       }
@@ -187,10 +354,11 @@ final class DeliveryRunner {
 
   private PumpMetrics.Result park(Tx tx, Delivery d, int failures, Throwable cause)
       throws SQLException {
-    String reason = describe(cause);
+    String reason = Inputs.reason(reason(cause));
     try {
       driver.park(tx, d, failures, reason);
-      log.warn("{}: delivery parked after {} failures: {}", pump, failures, reason, cause);
+      log.warn("{}: delivery parked after {} failures: {}", pump, failures, describe(cause));
+      log.debug("{}: final failure", pump, cause);
       return PumpMetrics.Result.PARKED;
     } catch (UnsupportedOperationException e) {
       if (!parkUnsupportedLogged) {
@@ -205,9 +373,139 @@ final class DeliveryRunner {
     }
   }
 
+  /** Parks with a reason that holds nothing of the delivery's: the real one was refused. */
+  private void parkPlainly(Tx tx, Delivery d, int failures, Exception refused) throws SQLException {
+    String reason =
+        "parked after "
+            + failures
+            + " failures; the failure's own reason could not be stored ("
+            + sqlState(refused)
+            + ")";
+    try {
+      driver.park(tx, d, failures, reason);
+    } catch (UnsupportedOperationException e) {
+      driver.postpone(tx, d, failures, backoff.cap());
+    }
+    log.warn("{}: delivery parked after {} failures (plain reason)", pump, failures);
+  }
+
+  /**
+   * Counts a failure of {@code d} in a new transaction after its batch was abandoned, so that a
+   * delivery whose outcome cannot be recorded, or whose commit fails, still parks at {@code
+   * maxFailures} instead of coming back for ever. Its row lock was released with the rollback; if
+   * another worker has taken it meanwhile, the driver's write waits for that worker and applies to
+   * the row as that worker left it (a failure may then be counted twice: it parks early, never
+   * late).
+   */
+  private void countFailureInFreshTransaction(Delivery d, Throwable cause) {
+    int failures = d.failures() + 1;
+    putMdc(d);
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
+      Tx tx = Tx.of(c);
+      try {
+        if (failures >= maxFailures) {
+          try {
+            park(tx, d, failures, cause);
+          } catch (SQLException | RuntimeException e) {
+            Transactions.rollbackQuietly(c);
+            parkPlainly(tx, d, failures, e);
+          }
+        } else {
+          log.warn(
+              "{}: delivery failed (attempt {}) and its batch was abandoned: {}",
+              pump,
+              failures,
+              describe(cause));
+          driver.postpone(tx, d, failures, backoff.delay(failures, ThreadLocalRandom.current()));
+        }
+        c.commit();
+      } catch (SQLException | RuntimeException e) {
+        Transactions.rollbackQuietly(c);
+        throw e;
+      }
+    } catch (SQLException | RuntimeException e) {
+      noteRecordingFailure(e);
+    } finally {
+      clearMdc(d);
+    }
+  }
+
+  /** Logs that recording outcomes fails, once until it works again. */
+  private void noteRecordingFailure(Exception e) {
+    boolean first;
+    synchronized (recordingState) {
+      first = !recordingFails;
+      recordingFails = true;
+    }
+    if (first) {
+      log.warn(
+          "{}: recording an outcome failed ({}); falling back to a plain record. Logged once until"
+              + " recording works again",
+          pump,
+          describe(e));
+    }
+    log.debug("{}: recording an outcome failed", pump, e);
+  }
+
+  private void recordingWorks() {
+    if (recordingFails) { // racy read is fine: a flag for a log line
+      synchronized (recordingState) {
+        if (recordingFails) {
+          recordingFails = false;
+          log.info("{}: recording outcomes works again", pump);
+        }
+      }
+    }
+  }
+
+  /** True when {@code e} is a connection error and the pump's connection is really broken. */
+  private static boolean isConnectionLost(Throwable e, Connection own) {
+    return SqlStates.classify(e) == SqlStates.Kind.CONNECTION && connectionLost(own);
+  }
+
+  /** Checks the pump's own connection (a round trip; only on the error path). */
+  static boolean connectionLost(Connection own) {
+    try {
+      return own.isClosed() || !own.isValid(5);
+    } catch (SQLException | RuntimeException e) {
+      return true;
+    }
+  }
+
+  private static String sqlState(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException s && s.getSQLState() != null) {
+        return "SQLSTATE " + s.getSQLState();
+      }
+      if (t.getCause() == t) {
+        break;
+      }
+    }
+    return e.getClass().getSimpleName();
+  }
+
+  /**
+   * A throwable for a log line: its class and message, made printable and cut to length. Data the
+   * parser quoted from a payload ({@link UndecodableMessageException#detail()}) is left out: it
+   * goes to DEBUG only.
+   */
   static String describe(Throwable t) {
     String m = t.getMessage();
-    return t.getClass().getSimpleName() + (m == null ? "" : ": " + m);
+    return t.getClass().getSimpleName() + (m == null ? "" : ": " + Inputs.reason(cut(m, 500)));
+  }
+
+  /** A throwable as the reason stored with a parked delivery: includes the parser's detail. */
+  static String reason(Throwable t) {
+    String d = describe(t);
+    if (t instanceof UndecodableMessageException u && u.detail() != null) {
+      d = d + ": " + u.detail();
+    }
+    return d;
+  }
+
+  private static String cut(String s, int max) {
+    return s.length() <= max ? s : s.substring(0, max) + "...";
   }
 
   private void putMdc(Delivery d) {

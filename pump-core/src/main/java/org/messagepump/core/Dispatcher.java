@@ -11,6 +11,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
@@ -49,6 +50,8 @@ final class Dispatcher implements Runnable {
   private final ExecutorService workers;
   private final Semaphore freeWorkers;
   private final Set<Connection> inFlight = ConcurrentHashMap.newKeySet();
+  private final AtomicInteger abandonStreak = new AtomicInteger();
+  private final AtomicInteger isolatedPolls = new AtomicInteger();
 
   // Pause state, guarded by `signal`.
   private final Object signal = new Object();
@@ -132,7 +135,15 @@ final class Dispatcher implements Runnable {
   private void poll(long wakeMark) {
     try {
       long mark = wakeMark;
-      while (running && pollOnce(mark)) {
+      while (running) {
+        Turn turn = pollOnce(mark);
+        if (turn == Turn.ABANDONED) {
+          backOffAfterAbandon();
+          break;
+        }
+        if (turn != Turn.WORK) {
+          break;
+        }
         synchronized (signal) {
           mark = wakes;
         }
@@ -142,24 +153,76 @@ final class Dispatcher implements Runnable {
     }
   }
 
-  /** One poll and its deliveries; true when it found work. */
-  private boolean pollOnce(long wakeMark) {
+  /** What a poll came to. */
+  private enum Turn {
+    WORK,
+    NOTHING,
+    ABANDONED
+  }
+
+  /**
+   * After an abandoned batch the worker pauses, with the pump's backoff growing with consecutive
+   * abandoned batches, so a batch that cannot be committed is never retried hot. Other workers go
+   * on.
+   */
+  private void backOffAfterAbandon() {
+    int streak = abandonStreak.incrementAndGet();
+    long until = System.nanoTime() + backoff.delay(streak, ThreadLocalRandom.current()).toNanos();
+    synchronized (signal) {
+      while (running) {
+        long left = until - System.nanoTime();
+        if (left <= 0) {
+          return;
+        }
+        try {
+          TimeUnit.NANOSECONDS.timedWait(signal, left);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+    }
+  }
+
+  /**
+   * The size of the next acquisition: {@code batchSize}, or 1 while the deliveries of an abandoned
+   * batch whose culprit is unknown are being retried one per transaction (then the one that cannot
+   * be committed fails alone, is counted, and parks; the others are handled).
+   */
+  private int nextBatchSize() {
+    if (batchSize == 1) {
+      return 1;
+    }
+    int left = isolatedPolls.getAndUpdate(n -> n > 0 ? n - 1 : 0);
+    return left > 0 ? 1 : batchSize;
+  }
+
+  /** One poll and its deliveries. */
+  private Turn pollOnce(long wakeMark) {
     long start = System.nanoTime();
     Connection c = null;
     try {
       c = dataSource.getConnection();
       inFlight.add(c);
       c.setAutoCommit(false);
-      List<Delivery> deliveries = driver.acquire(Tx.of(c), batchSize);
+      List<Delivery> deliveries = driver.acquire(Tx.of(c), nextBatchSize());
       metrics.acquired(System.nanoTime() - start);
       if (deliveries.isEmpty()) {
         c.commit(); // a driver may write while acquiring (e.g. advance a checkpoint to the end)
         foundNothing(wakeMark);
-        return false;
+        return Turn.NOTHING;
       }
       foundWork();
-      runner.run(c, deliveries);
-      return true;
+      switch (runner.run(c, deliveries)) {
+        case COMMITTED:
+          abandonStreak.set(0);
+          return Turn.WORK;
+        case ABANDONED_ISOLATE:
+          isolatedPolls.addAndGet(deliveries.size());
+          return Turn.ABANDONED;
+        default:
+          return Turn.ABANDONED;
+      }
     } catch (SQLException | RuntimeException e) {
       metrics.acquired(System.nanoTime() - start);
       if (c != null) {
@@ -168,7 +231,7 @@ final class Dispatcher implements Runnable {
       if (running) {
         pollFailed(e);
       }
-      return false;
+      return Turn.NOTHING;
     } finally {
       if (c != null) {
         inFlight.remove(c);

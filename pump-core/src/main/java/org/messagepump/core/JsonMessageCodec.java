@@ -98,9 +98,8 @@ public final class JsonMessageCodec implements MessageCodec {
               + "' ("
               + payload.length
               + " bytes) does not decode into "
-              + c.getName()
-              + ": "
-              + detail,
+              + c.getName(),
+          detail,
           e);
     }
   }

@@ -41,6 +41,16 @@ public final class MessagePump implements AutoCloseable {
   /** Default deliveries per transaction. */
   public static final int DEFAULT_BATCH_SIZE = 1;
 
+  /**
+   * Largest {@code batchSize}: 64. Each delivery that writes runs in its own savepoint, a
+   * subtransaction, and PostgreSQL caches at most 64 subtransaction ids per backend
+   * (PGPROC_MAX_CACHED_SUBXIDS). Past that the cache overflows and every snapshot taken while the
+   * transaction is open, on the primary and on hot standbys, has to look subtransactions up in
+   * pg_subtrans: a known cliff. The gain of larger batches is flat well before 64 (see
+   * docs/benchmarks.md).
+   */
+  public static final int MAX_BATCH_SIZE = 64;
+
   /** Default wait after a poll that found nothing. */
   public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
 
@@ -70,6 +80,7 @@ public final class MessagePump implements AutoCloseable {
   private final ThreadFactory threadFactory;
   private final int workerCount;
   private final Dispatcher dispatcher;
+  private final DeliveryRunner runner;
   private final WakeListener listener;
   private Thread listenerThread;
   private final ExecutorService workers;
@@ -89,7 +100,7 @@ public final class MessagePump implements AutoCloseable {
     this.workers =
         Executors.newFixedThreadPool(
             b.workers, r -> named(r, "pump-" + name + "-worker-" + workerIds.incrementAndGet()));
-    DeliveryRunner runner = new DeliveryRunner(name, b.driver, backoff, b.maxFailures, metrics);
+    this.runner = new DeliveryRunner(name, b.dataSource, b.driver, backoff, b.maxFailures, metrics);
     this.dispatcher =
         new Dispatcher(
             name,
@@ -170,6 +181,7 @@ public final class MessagePump implements AutoCloseable {
     long deadline = System.nanoTime() + shutdownGrace.toNanos();
     // Keep a slice of the grace period for interrupting and aborting what is still running.
     long reserve = Math.min(shutdownGrace.toNanos() / 5, TimeUnit.SECONDS.toNanos(1));
+    runner.stopping();
     dispatcher.stop();
     if (listener != null) {
       listener.stop();
@@ -272,10 +284,14 @@ public final class MessagePump implements AutoCloseable {
       return this;
     }
 
-    /** Deliveries per transaction, at least 1. Default {@value #DEFAULT_BATCH_SIZE}. */
+    /**
+     * Deliveries per transaction, 1 to {@value #MAX_BATCH_SIZE}. Default {@value
+     * #DEFAULT_BATCH_SIZE}.
+     */
     public Builder batchSize(int batchSize) {
-      if (batchSize < 1) {
-        throw new IllegalArgumentException("batchSize must be >= 1: " + batchSize);
+      if (batchSize < 1 || batchSize > MAX_BATCH_SIZE) {
+        throw new IllegalArgumentException(
+            "batchSize must be between 1 and " + MAX_BATCH_SIZE + ": " + batchSize);
       }
       this.batchSize = batchSize;
       return this;

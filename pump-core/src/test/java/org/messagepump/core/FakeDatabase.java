@@ -72,7 +72,7 @@ final class FakeDatabase {
 
   /** The fake behind a connection proxy. */
   static FakeConnection of(Connection c) {
-    if (Proxy.getInvocationHandler(c) instanceof LazySavepoint lazy) {
+    if (Proxy.getInvocationHandler(c) instanceof HandlerConnection lazy) {
       // A handler's connection: touching the fake counts as a statement, as SQL would.
       try {
         lazy.beforeStatement();

@@ -6,11 +6,13 @@ import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
 import org.jooq.conf.Settings;
 import org.jooq.impl.DSL;
+import org.jooq.impl.DefaultConfiguration;
 
 /**
  * One open database transaction: a JDBC {@link Connection} with autocommit off and a jOOQ {@link
  * DSLContext} for PostgreSQL bound to it. The pump owns commit and rollback; drivers and handlers
- * only write through it.
+ * only write through it. {@code dsl().transaction(...)} runs as a savepoint of this transaction,
+ * never as a commit.
  */
 public final class Tx {
 
@@ -40,7 +42,13 @@ public final class Tx {
   /** A jOOQ context for PostgreSQL bound to this transaction's connection. */
   public DSLContext dsl() {
     if (dsl == null) {
-      dsl = DSL.using(connection, SQLDialect.POSTGRES, SETTINGS);
+      dsl =
+          DSL.using(
+              new DefaultConfiguration()
+                  .set(connection)
+                  .set(SQLDialect.POSTGRES)
+                  .set(SETTINGS)
+                  .set(new SavepointTransactionProvider(connection)));
     }
     return dsl;
   }

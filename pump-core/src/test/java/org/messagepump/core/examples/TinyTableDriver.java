@@ -22,7 +22,7 @@ import org.messagepump.core.spi.Tx;
 
 /**
  * A complete driver over one table, {@code work(id bigserial, body text, failures int, due_at
- * timestamptz)}: the README's "Writing a driver" example, also used by the pump's own ITs.
+ * timestamptz)}: the "Writing a driver" example of docs/writing-a-driver.md, also used by the pump's own ITs.
  */
 public final class TinyTableDriver implements Driver {
 

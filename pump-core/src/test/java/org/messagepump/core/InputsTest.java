@@ -1,0 +1,85 @@
+package org.messagepump.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class InputsTest {
+
+  @Test
+  void keysRefuseNullEmptyNulAndMoreThanTheIndexLimitInBytes() {
+    assertThatThrownBy(() -> Inputs.key("group", null))
+        .isInstanceOf(NullPointerException.class)
+        .hasMessageContaining("group");
+    assertThatThrownBy(() -> Inputs.key("group", "")).hasMessageContaining("empty");
+    assertThatThrownBy(() -> Inputs.key("type", "a\0b"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("type")
+        .hasMessageContaining("NUL");
+    String cjk = "漢".repeat(171); // 513 bytes
+    assertThatThrownBy(() -> Inputs.key("key", cjk))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("512");
+    assertThat(Inputs.key("key", "漢".repeat(170))).hasSize(170);
+    assertThat(Inputs.key("key", "x".repeat(512))).hasSize(512);
+    assertThat(Inputs.optionalKey("correlationId", null)).isNull();
+  }
+
+  @Test
+  void headersAreCheckedForNullsNulCountAndSize() {
+    Map<String, String> withNull = new HashMap<>();
+    withNull.put("a", null);
+    assertThatThrownBy(() -> Inputs.headers(withNull, Limits.defaults()))
+        .isInstanceOf(NullPointerException.class)
+        .hasMessageContaining("header 'a'");
+    assertThatThrownBy(() -> Inputs.headers(Map.of("a", "x\0"), Limits.defaults()))
+        .hasMessageContaining("NUL");
+    Map<String, String> many = new LinkedHashMap<>();
+    for (int i = 0; i < 65; i++) {
+      many.put("h" + i, "v");
+    }
+    assertThatThrownBy(() -> Inputs.headers(many, Limits.defaults())).hasMessageContaining("64");
+    Map<String, String> big = new LinkedHashMap<>();
+    for (int i = 0; i < 20; i++) {
+      big.put("h" + i, "v".repeat(1_000));
+    }
+    assertThatThrownBy(() -> Inputs.headers(big, Limits.defaults()))
+        .hasMessageContaining(String.valueOf(Limits.DEFAULT_MAX_HEADER_BYTES));
+    assertThat(Inputs.headers(big, Limits.defaults().withMaxHeaderBytes(100_000))).hasSize(20);
+    assertThat(Inputs.headers(null, Limits.defaults())).isEmpty();
+  }
+
+  @Test
+  void payloadJsonDelaysAndInstantsHaveLimits() {
+    Limits small = Limits.defaults().withMaxPayloadBytes(10);
+    assertThatThrownBy(() -> Inputs.payload("payload", new byte[11], small))
+        .hasMessageContaining("10");
+    assertThatThrownBy(() -> Inputs.json("properties", "{\"a\":\"\\u0000\"}", 100))
+        .hasMessageContaining("NUL");
+    assertThatThrownBy(() -> Inputs.delay("delay", Duration.ofSeconds(Long.MAX_VALUE)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("36500 days");
+    assertThatThrownBy(() -> Inputs.delay("delay", Duration.ofSeconds(-1)))
+        .hasMessageContaining("negative");
+    assertThatThrownBy(() -> Inputs.instant("at", Instant.MAX))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("9999");
+    assertThat(Inputs.instant("at", Instant.parse("2030-01-01T00:00:00Z"))).isNotNull();
+    assertThatThrownBy(() -> Limits.defaults().withMaxPayloadBytes(0))
+        .hasMessageContaining("maxPayloadBytes");
+  }
+
+  @Test
+  void reasonsAreSanitizedAndCut() {
+    assertThat(Inputs.reason("a\0b\u0007c\td\ne")).isEqualTo("a\uFFFDb\uFFFDc\td\ne");
+    assertThat(Inputs.reason("x".repeat(10_000))).hasSize(Limits.MAX_REASON_CHARS + 6);
+    assertThat(Inputs.reason("\uD800 lone")).startsWith("\uFFFD");
+    assertThat(Inputs.reason(null)).isEqualTo("(no reason)");
+  }
+}
