@@ -1,10 +1,11 @@
--- pump-balancer: partition-balanced messages (see BALANCER.md).
+-- pump-balancer: partition-balanced messages (see BALANCER.md). The schema is the one passed to
+-- Balancer.migrate (default balancer), through Flyway's defaultSchema placeholder.
 
 -- Rotation order of keys within a group: a key takes nextval when it joins and whenever it is served,
 -- so the ready key with the lowest rotation is the one that waited longest.
-CREATE SEQUENCE balancer.rotation AS bigint;
+CREATE SEQUENCE ${flyway:defaultSchema}.rotation AS bigint;
 
-CREATE TABLE balancer.messages (
+CREATE TABLE ${flyway:defaultSchema}.messages (
     id              bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     partition_group text        NOT NULL,
     partition_key   text        NOT NULL,
@@ -16,11 +17,11 @@ CREATE TABLE balancer.messages (
 );
 
 -- The head of a key (ORDER BY id LIMIT 1), per-key and per-group counts.
-CREATE INDEX messages_key_order ON balancer.messages (partition_group, partition_key, id);
+CREATE INDEX messages_key_order ON ${flyway:defaultSchema}.messages (partition_group, partition_key, id);
 
 -- One row per key that has messages (or a lease). Producers hold FOR KEY SHARE on it while they
 -- store; consumers lock it FOR NO KEY UPDATE while they handle the key's head message.
-CREATE TABLE balancer.partitions (
+CREATE TABLE ${flyway:defaultSchema}.partitions (
     partition_group  text        NOT NULL,
     partition_key    text        NOT NULL,
     rotation         bigint      NOT NULL,
@@ -40,13 +41,13 @@ CREATE TABLE balancer.partitions (
 );
 
 -- Acquisition: the ready key of a group with the lowest rotation.
-CREATE INDEX partitions_ready ON balancer.partitions (partition_group, rotation)
+CREATE INDEX partitions_ready ON ${flyway:defaultSchema}.partitions (partition_group, rotation)
     WHERE lease_message_id IS NULL AND parked_at IS NULL;
 
 -- The reaper: leases of a group by expiry.
-CREATE INDEX partitions_leased ON balancer.partitions (partition_group, lease_until)
+CREATE INDEX partitions_leased ON ${flyway:defaultSchema}.partitions (partition_group, lease_until)
     WHERE lease_message_id IS NOT NULL;
 
 -- Parked keys of a group (operations, the parked gauge).
-CREATE INDEX partitions_parked ON balancer.partitions (partition_group, parked_at)
+CREATE INDEX partitions_parked ON ${flyway:defaultSchema}.partitions (partition_group, parked_at)
     WHERE parked_at IS NOT NULL;

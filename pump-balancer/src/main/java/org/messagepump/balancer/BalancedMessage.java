@@ -44,6 +44,7 @@ public record BalancedMessage(
     return Json.read(propertiesJson);
   }
 
+  /** Names the message without its data (key, content and properties may be personal data). */
   @Override
   public String toString() {
     return "BalancedMessage[id="
@@ -51,11 +52,13 @@ public record BalancedMessage(
         + ", group="
         + group
         + ", partitionKey="
-        + partitionKey
+        + partitionKey.length()
+        + " chars"
         + ", content="
         + content.length
         + " bytes, properties="
-        + propertiesJson
+        + propertiesJson.length()
+        + " chars"
         + ", attempts="
         + attempts
         + ", failures="

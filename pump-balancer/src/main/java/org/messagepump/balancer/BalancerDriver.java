@@ -15,9 +15,13 @@ import org.jooq.exception.DataAccessException;
 import org.messagepump.balancer.internal.BalancerMetrics;
 import org.messagepump.balancer.internal.Claim;
 import org.messagepump.balancer.internal.DeliveryQueries;
+import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
+import org.messagepump.balancer.internal.Schema;
 import org.messagepump.core.Envelope;
+import org.messagepump.core.Limits;
 import org.messagepump.core.MessagePump;
+import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.Outcome;
@@ -63,12 +67,16 @@ public final class BalancerDriver implements Driver {
   private final String leaseOwner;
   private final BalancerMetrics metrics;
   private final DeliveryQueries.Prepared prepared;
+  private final Schema.Ctx ctx;
+  private final Limits limits;
   private volatile long nextReap = System.nanoTime();
 
   private BalancerDriver(Builder b) {
     this.balancer = b.balancer;
     this.group = b.balancer.group();
-    this.prepared = new DeliveryQueries.Prepared(group);
+    this.ctx = b.balancer.ctx();
+    this.limits = b.balancer.limits();
+    this.prepared = new DeliveryQueries.Prepared(ctx, group);
     this.handler = b.handler;
     this.lockPartition = b.lockPartition;
     this.leaseDuration = b.leaseDuration;
@@ -84,11 +92,12 @@ public final class BalancerDriver implements Driver {
   }
 
   /**
-   * Balancer pumps listen on the channel every store signals, so new messages wake them at once.
+   * Balancer pumps listen on the channel every store of their schema signals ({@code
+   * messagepump_<schema>}), so new messages wake them at once.
    */
   @Override
   public java.util.Optional<String> wakeChannel() {
-    return java.util.Optional.of(org.messagepump.balancer.internal.StoreQueries.WAKE_CHANNEL);
+    return java.util.Optional.of(ctx.wakeChannel());
   }
 
   /** True when at most one message per key is in flight. */
@@ -130,7 +139,7 @@ public final class BalancerDriver implements Driver {
     }
     for (DeliveryQueries.EmptyKey e : a.empty()) {
       taken.add(e.key());
-      DeliveryQueries.deleteIfEmpty(tx.dsl(), group, e.key());
+      DeliveryQueries.deleteIfEmpty(ctx.dsl(tx), group, e.key());
     }
     return !a.empty().isEmpty();
   }
@@ -144,18 +153,19 @@ public final class BalancerDriver implements Driver {
     List<Record2<String, Long>> keys;
     try (Connection c = balancer.dataSource().getConnection()) {
       c.setAutoCommit(true);
-      keys = DeliveryQueries.rotateKeys(Tx.of(c).dsl(), group, max - out.size(), taken);
+      keys = DeliveryQueries.rotateKeys(ctx.dsl(c), group, max - out.size(), taken);
     }
     boolean skipped = false;
+    DSLContext dsl = ctx.dsl(tx);
     for (Record2<String, Long> k : keys) {
       taken.add(k.value1());
-      Claim claim = DeliveryQueries.lockFirstFreeMessage(tx.dsl(), group, k.value1(), k.value2());
+      Claim claim = DeliveryQueries.lockFirstFreeMessage(dsl, group, k.value1(), k.value2());
       if (claim != null) {
         out.add(delivery(claim));
       } else {
         skipped = true;
-        if (DeliveryQueries.isEmpty(tx.dsl(), group, k.value1())) {
-          DeliveryQueries.deleteIfEmpty(tx.dsl(), group, k.value1());
+        if (DeliveryQueries.isEmpty(dsl, group, k.value1())) {
+          DeliveryQueries.deleteIfEmpty(dsl, group, k.value1());
         }
       }
     }
@@ -167,7 +177,7 @@ public final class BalancerDriver implements Driver {
     if (now - nextReap < 0) {
       return;
     }
-    DSLContext dsl = tx.dsl();
+    DSLContext dsl = ctx.dsl(tx);
     nextReap = now + reapInterval.toNanos();
     List<LeaseQueries.Expired> expired = LeaseQueries.reap(dsl, group, REAP_BATCH);
     if (expired.isEmpty()) {
@@ -178,7 +188,9 @@ public final class BalancerDriver implements Driver {
       if (e.attempts() >= maxAttempts) {
         String reason = "hand-off lease expired " + e.attempts() + " times";
         LeaseQueries.parkExpired(dsl, e, reason);
-        log.warn("balancer {}: key {} parked: {}", group, e.key(), reason);
+        // The key is producer data: at DEBUG only; the message id identifies it at WARN.
+        log.warn("balancer {}: key of message {} parked: {}", group, e.messageId(), reason);
+        log.debug("balancer {}: message {} is of key {}", group, e.messageId(), e.key());
       }
     }
     log.info("balancer {}: {} expired hand-off leases freed", group, expired.size());
@@ -221,6 +233,12 @@ public final class BalancerDriver implements Driver {
   public Outcome handle(Tx tx, Delivery delivery) throws Exception {
     State state = state(delivery);
     Claim c = state.claim;
+    if (c.problem() != null) {
+      metrics.handled("undecodable", 0);
+      throw new UndecodableMessageException(
+          "balancer " + group + ": message " + c.messageId() + " cannot be read: " + c.problem(),
+          null);
+    }
     BalancedMessage message =
         new BalancedMessage(
             c.messageId(),
@@ -258,10 +276,11 @@ public final class BalancerDriver implements Driver {
       state.remove = true; // deleted with the rest of the batch in completed()
       return Outcome.HANDLED;
     }
-    DSLContext dsl = tx.dsl();
     if (result instanceof Result.Requeue r) {
       if (r.propertiesJson() != null) {
-        DeliveryQueries.replaceProperties(dsl, c.messageId(), r.propertiesJson());
+        // Checked before anything is sent: an IllegalArgumentException is the handler's failure.
+        String props = Json.object(r.propertiesJson(), "requeue properties", limits);
+        DeliveryQueries.replaceProperties(ctx.dsl(tx), c.messageId(), props);
       }
       return Outcome.HANDLED;
     }
@@ -270,7 +289,9 @@ public final class BalancerDriver implements Driver {
         return Outcome.failed(
             new IllegalStateException("Handoff needs lockPartition(true): a lease blocks its key"));
       }
-      DeliveryQueries.lease(dsl, c, leaseOwner, h.lease() == null ? leaseDuration : h.lease());
+      Duration lease =
+          h.lease() == null ? leaseDuration : Balancer.checkPositive("handoff lease", h.lease());
+      DeliveryQueries.lease(ctx.dsl(tx), c, leaseOwner, lease);
       return Outcome.HANDLED;
     }
     if (result instanceof Result.Busy b) {
@@ -301,9 +322,9 @@ public final class BalancerDriver implements Driver {
       ids[i] = done.get(i).messageId();
     }
     Map<Long, DeliveryQueries.Removed> removed =
-        DeliveryQueries.deleteMessages(tx.connection(), ids);
+        DeliveryQueries.deleteMessages(tx.connection(), ctx, ids);
+    DSLContext dsl = ctx.dsl(tx);
     for (Claim c : done) {
-      DSLContext dsl = tx.dsl();
       DeliveryQueries.Removed r = removed.get(c.messageId());
       if (r != null) {
         metrics.removed(r.endToEnd());
@@ -319,12 +340,12 @@ public final class BalancerDriver implements Driver {
 
   @Override
   public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) {
-    DeliveryQueries.postpone(tx.dsl(), state(delivery).claim, failures, delay, lockPartition);
+    DeliveryQueries.postpone(ctx.dsl(tx), state(delivery).claim, failures, delay, lockPartition);
   }
 
   @Override
   public void park(Tx tx, Delivery delivery, int failures, String reason) {
-    DeliveryQueries.park(tx.dsl(), state(delivery).claim, failures, reason, lockPartition);
+    DeliveryQueries.park(ctx.dsl(tx), state(delivery).claim, failures, reason, lockPartition);
   }
 
   /**
@@ -355,13 +376,19 @@ public final class BalancerDriver implements Driver {
       return this;
     }
 
-    /** How long a hand-off blocks its key without a confirm; positive. Default 5 minutes. */
+    /**
+     * How long a hand-off blocks its key without a confirm; positive, at most {@link
+     * Limits#MAX_DELAY}. Default 5 minutes.
+     */
     public Builder leaseDuration(Duration leaseDuration) {
       this.leaseDuration = Balancer.checkPositive("leaseDuration", leaseDuration);
       return this;
     }
 
-    /** How often this driver looks for expired leases; positive. Default 1 second. */
+    /**
+     * How often this driver looks for expired leases; positive, at most {@link Limits#MAX_DELAY}.
+     * Default 1 second.
+     */
     public Builder reapInterval(Duration reapInterval) {
       this.reapInterval = Balancer.checkPositive("reapInterval", reapInterval);
       return this;
@@ -376,7 +403,10 @@ public final class BalancerDriver implements Driver {
       return this;
     }
 
-    /** The owner recorded on leases (for operators). Default {@code pid@host}. */
+    /**
+     * The owner recorded on leases (for operators): not blank, no NUL, at most {@link
+     * Limits#MAX_KEY_BYTES} UTF-8 bytes. Default {@code pid@host}.
+     */
     public Builder leaseOwner(String leaseOwner) {
       this.leaseOwner = Balancer.checkName("leaseOwner", leaseOwner);
       return this;

@@ -14,7 +14,9 @@ import org.jooq.DSLContext;
 import org.messagepump.balancer.internal.BalancerMetrics;
 import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
+import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
+import org.messagepump.core.Limits;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.spi.Tx;
 
@@ -32,22 +34,27 @@ import org.messagepump.core.spi.Tx;
 public final class MessageBalancer {
 
   /** Default largest content accepted by {@code storeMessage}: 1 MiB. */
-  public static final int DEFAULT_MAX_CONTENT_BYTES = 1 << 20;
+  public static final int DEFAULT_MAX_CONTENT_BYTES = Limits.DEFAULT_MAX_PAYLOAD_BYTES;
 
-  /** Largest partition key and group name, in characters. */
-  public static final int MAX_NAME_LENGTH = 512;
+  /**
+   * Largest partition key, group name and lease owner, in UTF-8 bytes ({@link
+   * Limits#MAX_KEY_BYTES}): group and key together stay below PostgreSQL's B-tree entry limit.
+   */
+  public static final int MAX_NAME_LENGTH = Limits.MAX_KEY_BYTES;
 
   private static final String EMPTY_OBJECT = "{}";
 
   private final DataSource dataSource;
   private final String group;
-  private final int maxContentBytes;
+  private final Limits limits;
+  private final Schema.Ctx ctx;
   private final BalancerMetrics metrics;
 
   private MessageBalancer(Builder b) {
     this.dataSource = b.dataSource;
     this.group = b.group;
-    this.maxContentBytes = b.maxContentBytes;
+    this.limits = b.limits;
+    this.ctx = Schema.Ctx.of(b.schema);
     this.metrics = new BalancerMetrics(b.meterRegistry, group, this::stats);
   }
 
@@ -71,9 +78,19 @@ public final class MessageBalancer {
     return dataSource;
   }
 
-  /** The largest content accepted, in bytes. */
+  /** The largest content accepted, in bytes ({@link Limits#maxPayloadBytes()}). */
   public int maxContentBytes() {
-    return maxContentBytes;
+    return limits.maxPayloadBytes();
+  }
+
+  /** The limits producers' input is checked against. */
+  public Limits limits() {
+    return limits;
+  }
+
+  /** The schema this group's tables are in. */
+  public String schema() {
+    return ctx.schema();
   }
 
   /** Stores a message with empty properties in its own transaction and returns its id. */
@@ -83,18 +100,21 @@ public final class MessageBalancer {
 
   /** Stores a message whose properties are a map (written as a JSON object). */
   public long storeMessage(String partitionKey, byte[] content, Map<String, ?> properties) {
-    if (properties == null) {
-      throw new IllegalArgumentException("properties must not be null");
-    }
-    return storeMessage(partitionKey, content, Json.write(properties));
+    validate(partitionKey, content);
+    return storeMessage(partitionKey, content, Json.write(properties, "properties", limits));
   }
 
   /**
    * Stores a message in its own transaction and returns its id.
    *
-   * @param propertiesJson a JSON object, or {@code null} for {@code {}}
-   * @throws IllegalArgumentException on a null or blank key, null or too large content, or
-   *     properties that are not a JSON object; nothing is stored then
+   * @param partitionKey not blank, no NUL, at most {@value #MAX_NAME_LENGTH} UTF-8 bytes
+   * @param content at most {@link Limits#maxPayloadBytes()} bytes
+   * @param propertiesJson a JSON object of at most {@link Limits#maxPropertiesBytes()} bytes
+   *     without the {@code \u0000} escape, or {@code null} for {@code {}}
+   * @throws NullPointerException for a null key or content
+   * @throws IllegalArgumentException naming the argument and the limit for a blank, NUL-holding or
+   *     too long key, too large content, or properties that are not such a JSON object; nothing is
+   *     sent to the database then
    */
   public long storeMessage(String partitionKey, byte[] content, String propertiesJson) {
     String props = validate(partitionKey, content, propertiesJson);
@@ -104,7 +124,7 @@ public final class MessageBalancer {
             Transactions.inNew(
                 dataSource,
                 "storing a message",
-                tx -> StoreQueries.store(tx.dsl(), group, partitionKey, content, props)));
+                tx -> StoreQueries.store(ctx, ctx.dsl(tx), group, partitionKey, content, props)));
   }
 
   /**
@@ -122,19 +142,28 @@ public final class MessageBalancer {
             Transactions.inCaller(
                 Tx.of(connection),
                 "storing a message",
-                tx -> StoreQueries.store(tx.dsl(), group, partitionKey, content, props)));
+                tx -> StoreQueries.store(ctx, ctx.dsl(tx), group, partitionKey, content, props)));
   }
 
   private String validate(String partitionKey, byte[] content, String propertiesJson) {
+    validate(partitionKey, content);
+    return propertiesJson == null
+        ? EMPTY_OBJECT
+        : Json.object(propertiesJson, "properties", limits);
+  }
+
+  private void validate(String partitionKey, byte[] content) {
     Balancer.checkName("partitionKey", partitionKey);
     if (content == null) {
-      throw new IllegalArgumentException("content must not be null");
+      throw new NullPointerException("content must not be null");
     }
-    if (content.length > maxContentBytes) {
+    if (content.length > limits.maxPayloadBytes()) {
       throw new IllegalArgumentException(
-          "content is " + content.length + " bytes, more than maxContentBytes " + maxContentBytes);
+          "content is "
+              + content.length
+              + " bytes, more than maxContentBytes (Limits.maxPayloadBytes) "
+              + limits.maxPayloadBytes());
     }
-    return propertiesJson == null ? EMPTY_OBJECT : Json.object(propertiesJson, "properties");
   }
 
   /** Keys of this group that have messages or a lease (the whole cluster's view). */
@@ -176,7 +205,7 @@ public final class MessageBalancer {
   public boolean unpark(String partitionKey) {
     Balancer.checkName("partitionKey", partitionKey);
     return Transactions.inNew(
-        dataSource, "unparking a key", tx -> StoreQueries.unpark(tx.dsl(), group, partitionKey));
+        dataSource, "unparking a key", tx -> StoreQueries.unpark(ctx.dsl(tx), group, partitionKey));
   }
 
   /**
@@ -193,7 +222,7 @@ public final class MessageBalancer {
                 Transactions.inNew(
                     dataSource,
                     "confirming a message",
-                    tx -> LeaseQueries.confirm(tx, messageId, token))));
+                    tx -> LeaseQueries.confirm(tx, ctx, messageId, token))));
   }
 
   /** Like {@link #confirm(long, UUID)}, inside the caller's transaction on {@code connection}. */
@@ -208,7 +237,7 @@ public final class MessageBalancer {
                 Transactions.inCaller(
                     Tx.of(connection),
                     "confirming a message",
-                    tx -> LeaseQueries.confirm(tx, messageId, token))));
+                    tx -> LeaseQueries.confirm(tx, ctx, messageId, token))));
   }
 
   /** Moves a lease's expiry to {@code duration} from now by the database clock. */
@@ -223,7 +252,7 @@ public final class MessageBalancer {
                 Transactions.inNew(
                     dataSource,
                     "extending a lease",
-                    tx -> LeaseQueries.extend(tx.dsl(), messageId, token, duration))));
+                    tx -> LeaseQueries.extend(ctx.dsl(tx), messageId, token, duration))));
   }
 
   /** Ends a lease and puts the message back at the front of its key, the key at the back. */
@@ -234,7 +263,8 @@ public final class MessageBalancer {
   /** Like {@link #requeue(long, UUID)}, replacing the properties with a JSON object. */
   public LeaseResult requeue(long messageId, UUID token, String propertiesJson) {
     Objects.requireNonNull(token, "token");
-    String props = propertiesJson == null ? null : Json.object(propertiesJson, "properties");
+    String props =
+        propertiesJson == null ? null : Json.object(propertiesJson, "properties", limits);
     return timed(
         "requeue",
         () ->
@@ -243,7 +273,7 @@ public final class MessageBalancer {
                 Transactions.inNew(
                     dataSource,
                     "requeueing a message",
-                    tx -> LeaseQueries.requeue(tx.dsl(), messageId, token, props))));
+                    tx -> LeaseQueries.requeue(ctx.dsl(tx), messageId, token, props))));
   }
 
   /** A builder for the driver that hands this group's messages to {@code handler}. */
@@ -255,6 +285,10 @@ public final class MessageBalancer {
     return metrics;
   }
 
+  Schema.Ctx ctx() {
+    return ctx;
+  }
+
   private LeaseResult counted(String operation, LeaseQueries.Applied applied) {
     metrics.leaseOperation(operation, applied.result().name());
     if (applied.endToEnd() != null) {
@@ -264,7 +298,7 @@ public final class MessageBalancer {
   }
 
   private <T> T read(String doing, Function<DSLContext, T> query) {
-    return Transactions.inNew(dataSource, doing, tx -> query.apply(tx.dsl()));
+    return Transactions.inNew(dataSource, doing, tx -> query.apply(ctx.dsl(tx)));
   }
 
   private <T> T timed(String operation, java.util.function.Supplier<T> work) {
@@ -283,32 +317,54 @@ public final class MessageBalancer {
   public static final class Builder {
     private final DataSource dataSource;
     private final String group;
-    private int maxContentBytes = DEFAULT_MAX_CONTENT_BYTES;
+    private Limits limits = Limits.defaults();
+    private String schema = Balancer.DEFAULT_SCHEMA;
     private MeterRegistry meterRegistry;
 
     private Builder(DataSource dataSource, String group) {
-      if (dataSource == null) {
-        throw new IllegalArgumentException("dataSource must not be null");
-      }
-      this.dataSource = dataSource;
+      this.dataSource = Objects.requireNonNull(dataSource, "dataSource must not be null");
       this.group = Balancer.checkName("group", group);
     }
 
-    /** Largest content {@code storeMessage} accepts, in bytes (≥ 1). Default 1 MiB. */
+    /**
+     * Largest content {@code storeMessage} accepts, in bytes (1 to {@link
+     * Limits#HARD_MAX_PAYLOAD_BYTES}): sets {@link Limits#maxPayloadBytes()}. Default 1 MiB.
+     */
     public Builder maxContentBytes(int maxContentBytes) {
-      if (maxContentBytes < 1) {
-        throw new IllegalArgumentException("maxContentBytes must be >= 1: " + maxContentBytes);
+      if (maxContentBytes < 1 || maxContentBytes > Limits.HARD_MAX_PAYLOAD_BYTES) {
+        throw new IllegalArgumentException(
+            "maxContentBytes must be between 1 and "
+                + Limits.HARD_MAX_PAYLOAD_BYTES
+                + ": "
+                + maxContentBytes);
       }
-      this.maxContentBytes = maxContentBytes;
+      this.limits = limits.withMaxPayloadBytes(maxContentBytes);
+      return this;
+    }
+
+    /**
+     * The limits producers' input is checked against: {@link Limits#maxPayloadBytes()} for content,
+     * {@link Limits#maxPropertiesBytes()} for properties. Default {@link Limits#defaults()}.
+     */
+    public Builder limits(Limits limits) {
+      this.limits = Objects.requireNonNull(limits, "limits must not be null");
+      return this;
+    }
+
+    /**
+     * The schema of the tables, as migrated by {@link Balancer#migrate(DataSource, String)}: lower
+     * case letters, digits and {@code _}, at most {@value Balancer#MAX_SCHEMA_LENGTH} characters.
+     * Default {@value Balancer#DEFAULT_SCHEMA}. Groups of different schemas never see each other's
+     * messages, and their pumps listen on different channels.
+     */
+    public Builder schema(String schema) {
+      this.schema = org.messagepump.balancer.internal.Schema.checkSchema("schema", schema);
       return this;
     }
 
     /** Where to register the {@code messagepump.balancer.*} meters; none by default. */
     public Builder meterRegistry(MeterRegistry meterRegistry) {
-      if (meterRegistry == null) {
-        throw new IllegalArgumentException("meterRegistry must not be null");
-      }
-      this.meterRegistry = meterRegistry;
+      this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry must not be null");
       return this;
     }
 

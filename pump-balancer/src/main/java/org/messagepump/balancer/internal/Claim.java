@@ -17,6 +17,8 @@ import java.util.UUID;
  * @param attempts expired leases so far
  * @param failures the key's failures
  * @param token the hand-off token of this delivery
+ * @param problem why the stored row cannot be handed to a handler (names the column, never quotes
+ *     its data), or {@code null} when it can
  */
 public record Claim(
     String group,
@@ -28,4 +30,5 @@ public record Claim(
     OffsetDateTime receivedAt,
     int attempts,
     int failures,
-    UUID token) {}
+    UUID token,
+    String problem) {}

@@ -12,7 +12,6 @@ import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import java.util.UUID;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
@@ -25,6 +24,7 @@ import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.balancer.internal.Schema.M;
 import org.messagepump.balancer.internal.Schema.P;
+import org.messagepump.core.Inputs;
 import org.messagepump.core.spi.Tx;
 
 /** The SQL of acquisition and of the bookkeeping after a handler ran. */
@@ -33,7 +33,6 @@ public final class DeliveryQueries {
   private static final Field<String> C_GROUP = DSL.field(DSL.name("c", "c_group"), String.class);
   private static final Field<String> C_KEY = DSL.field(DSL.name("c", "c_key"), String.class);
   private static final Field<Long> C_ROTATION = DSL.field(DSL.name("c", "c_rotation"), Long.class);
-  private static final Field<Long> C_LEASED = DSL.field(DSL.name("c", "c_leased"), Long.class);
   private static final Field<Long> H_ID = DSL.field(DSL.name("h", "h_id"), Long.class);
   private static final Field<byte[]> H_CONTENT =
       DSL.field(DSL.name("h", "h_content"), SQLDataType.BLOB);
@@ -58,18 +57,24 @@ public final class DeliveryQueries {
   }
 
   /**
-   * Ready keys of a group: no lease, not parked, due, and not among {@code taken} — the keys this
-   * acquisition already holds (SKIP LOCKED does not skip rows the transaction itself locks, so a
-   * second round would otherwise return them again).
+   * Ready keys of a group: no lease, not parked, due, and not among {@code excluded} (when not
+   * null) — the keys this acquisition already holds (SKIP LOCKED does not skip rows the transaction
+   * itself locks, so a second round would otherwise return them again). Both are bind values: the
+   * excluded keys as one {@code text[]} parameter, whatever their number.
    */
-  private static Condition ready(String group, Collection<String> taken) {
+  private static Condition ready(Field<String> group, Field<String[]> excluded) {
     Condition ready =
         P.GROUP
             .eq(group)
             .and(P.LEASE_MESSAGE_ID.isNull())
             .and(P.PARKED_AT.isNull())
             .and(P.RESUME_AT.le(clock()));
-    return taken.isEmpty() ? ready : ready.and(P.KEY.notIn(taken));
+    return excluded == null ? ready : ready.and(P.KEY.ne(DSL.all(excluded)));
+  }
+
+  /** The excluded keys as a {@code text[]} bind value. */
+  private static Field<String[]> excluded(Collection<String> taken) {
+    return DSL.val(taken.toArray(new String[0]), TEXT_ARRAY);
   }
 
   /**
@@ -77,108 +82,126 @@ public final class DeliveryQueries {
    * rotation, locked {@code FOR NO KEY UPDATE SKIP LOCKED}, moved to the back of the rotation, each
    * joined to its head message ({@code ORDER BY id LIMIT 1}).
    *
-   * <p>The statement is rendered by jOOQ with every value inlined and run through JDBC (see {@link
-   * Prepared#acquire}); the first round of a poll ({@code taken} empty) reuses one text per {@code
-   * max}, later rounds (rare: only after empty keys) render theirs with the exclusions.
+   * <p>The statement is rendered once per {@code max} with bind markers (see {@link Prepared}) and
+   * run through JDBC: the group is bound, and so are the keys a later round excludes, as one {@code
+   * text[]} parameter.
    */
   public static Acquired acquireLocked(Tx tx, Prepared prepared, int max, Collection<String> taken)
       throws SQLException {
     String group = prepared.group;
-    String sql = taken.isEmpty() ? prepared.acquire(max) : inlined(group, max, taken);
+    Connection connection = tx.connection();
     List<Claim> claims = new ArrayList<>();
     List<EmptyKey> empty = new ArrayList<>();
-    try (PreparedStatement ps = tx.connection().prepareStatement(sql);
-        ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        String key = rs.getString(1);
-        long rotation = rs.getLong(2);
-        long id = rs.getLong(4);
-        if (rs.wasNull()) {
-          empty.add(new EmptyKey(key, rotation));
-          continue;
+    try (PreparedStatement ps =
+        connection.prepareStatement(
+            taken.isEmpty() ? prepared.acquire(max) : prepared.acquireExcluding(max))) {
+      ps.setString(1, group);
+      if (!taken.isEmpty()) {
+        ps.setArray(2, connection.createArrayOf("text", taken.toArray()));
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          String key = rs.getString(1);
+          long rotation = rs.getLong(2);
+          long id = rs.getLong(4);
+          if (rs.wasNull()) {
+            empty.add(new EmptyKey(key, rotation));
+            continue;
+          }
+          claims.add(Rows.claim(rs, group, key, rotation, id, rs.getInt(3), 5));
         }
-        claims.add(
-            new Claim(
-                group,
-                key,
-                rotation,
-                id,
-                rs.getBytes(5),
-                rs.getString(6),
-                rs.getObject(7, OffsetDateTime.class),
-                rs.getInt(8),
-                rs.getInt(3),
-                UUID.randomUUID()));
       }
     }
     claims.sort((a, b) -> Long.compare(a.oldRotation(), b.oldRotation()));
     return new Acquired(claims, empty);
   }
 
-  /** The acquisition statement of {@link #acquireQuery} as SQL text with every value inlined. */
-  private static String inlined(String group, int max, Collection<String> taken) {
-    DSLContext render = DSL.using(org.jooq.SQLDialect.POSTGRES, RENDER);
-    return render.renderInlined(acquireQuery(render, group, max, taken));
-  }
-
   /**
-   * The acquisition statements of one group, rendered by jOOQ with every value inlined and run
-   * through plain JDBC (rendering per poll was a large part of the pump's CPU per delivery on a
-   * two-core machine shared with PostgreSQL).
+   * The acquisition statements of one group in one schema, rendered once by jOOQ with bind markers
+   * and run through plain JDBC (rendering per poll was a large part of the pump's CPU per delivery
+   * on a two-core machine shared with PostgreSQL).
    */
   public static final class Prepared {
     final String group;
+    private final Schema.Ctx ctx;
     private final java.util.Map<Integer, String> acquireByMax =
         new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.Map<Integer, String> excludingByMax =
+        new java.util.concurrent.ConcurrentHashMap<>();
 
-    /** The statements of {@code group}. */
-    public Prepared(String group) {
+    /** The statements of {@code group} in the schema of {@code ctx}. */
+    public Prepared(Schema.Ctx ctx, String group) {
+      this.ctx = ctx;
       this.group = group;
     }
 
     /**
-     * The acquisition statement for {@code max} keys, with every value inlined (the group is
-     * validated, the limits are numbers). Without parameters PostgreSQL plans it once per
-     * connection and reuses the plan; with the group and the limits as parameters the server log
-     * showed a fresh custom plan at every bind (0.38 ms per delivery). A pump uses one {@code max}
-     * (its batch size) nearly always, so there are few texts.
+     * The first acquisition round for {@code max} keys; parameter 1 is the group. {@code max} is
+     * written into the text (an integer of the code, never data): with the limit as a parameter
+     * PostgreSQL built a custom plan at every execution (0.38 ms per delivery in the server log; a
+     * bound LIMIT measured 1.67-2.40x slower), while with only the group bound it settles on one
+     * generic plan per connection. A pump uses one {@code max} (its batch size) nearly always, so
+     * there are few texts.
      */
     public String acquire(int max) {
-      return acquireByMax.computeIfAbsent(max, m -> inlined(group, m, List.of()));
+      return acquireByMax.computeIfAbsent(max, m -> render(m, false));
+    }
+
+    /**
+     * A later acquisition round (after empty keys) for {@code max} keys; parameter 1 is the group,
+     * parameter 2 the keys already taken, as one {@code text[]}.
+     */
+    public String acquireExcluding(int max) {
+      return excludingByMax.computeIfAbsent(max, m -> render(m, true));
+    }
+
+    private String render(int max, boolean excluding) {
+      DSLContext render = ctx.render();
+      // The group as a one-row subquery "(select ?)": the planner cannot look at its value, so
+      // every plan it makes has the same cost, and after five executions the connection keeps
+      // the generic plan. With a plain "= ?" the custom plan of a group with few keys looked
+      // cheaper (it expects fewer rows than the LIMIT) and was made again at every execution.
+      Field<String> groupParam = DSL.field(DSL.select(DSL.val(group)));
+      ResultQuery<?> q =
+          acquireQuery(render, groupParam, max, excluding ? excluded(List.of()) : null);
+      int binds = q.getBindValues().size();
+      if (binds != (excluding ? 2 : 1)) {
+        throw new IllegalStateException("the acquisition statement has " + binds + " parameters");
+      }
+      return render.render(q);
     }
   }
 
-  private static final org.jooq.conf.Settings RENDER =
-      new org.jooq.conf.Settings().withRenderSchema(true);
   private static final org.jooq.DataType<Long[]> LONG_ARRAY = SQLDataType.BIGINT.array();
-
-  /** The bulk delete (ids as one array parameter, twice), rendered once. */
-  private static final String DELETE_MANY;
+  private static final org.jooq.DataType<String[]> TEXT_ARRAY = SQLDataType.CLOB.array();
 
   /**
-   * The delete of one id (every batch of one): a scalar parameter keeps a cheap cached plan, where
-   * the array form was planned again at each bind (0.19 ms per delivery in the server log).
+   * The deletes of handled messages, rendered once per schema: [0] the bulk delete (ids as one
+   * array parameter, twice); [1] the delete of one id (every batch of one): a scalar parameter
+   * keeps a cheap cached plan, where the array form was planned again at each bind (0.19 ms per
+   * delivery in the server log).
    */
-  private static final String DELETE_ONE;
-
-  static {
-    DSLContext render = DSL.using(org.jooq.SQLDialect.POSTGRES, RENDER);
-    DELETE_MANY = render.render(deleteQuery(render, DSL.val(new Long[0], LONG_ARRAY)));
+  static String[] renderDeletes(DSLContext render) {
+    String many = render.render(deleteQuery(render, DSL.val(new Long[0], LONG_ARRAY)));
     Field<Long> one = DSL.val(0L, SQLDataType.BIGINT);
-    DELETE_ONE =
+    String single =
         render.render(
             deleteQuery(render, M.ID.eq(one), DSL.field(DSL.name("o", "id"), Long.class).ne(one)));
+    return new String[] {many, single};
   }
 
-  /** The acquisition statement (see {@link #acquireLocked}). */
+  /**
+   * The acquisition statement (see {@link #acquireLocked}): {@code group} and {@code excluded}
+   * (null: no exclusion) are bind values, {@code max} is written as an integer.
+   */
   public static ResultQuery<?> acquireQuery(
-      DSLContext dsl, String group, int max, Collection<String> taken) {
+      DSLContext dsl, Field<String> group, int max, Field<String[]> excluded) {
     Table<?> c =
         DSL.select(P.GROUP.as("c_group"), P.KEY.as("c_key"), P.ROTATION.as("c_rotation"))
             .from(P.T)
-            .where(ready(group, taken))
+            .where(ready(group, excluded))
             .orderBy(P.ROTATION)
-            .limit(max)
+            .limit(DSL.inline(max))
             .forNoKeyUpdate()
             .skipLocked()
             .asTable("c");
@@ -194,7 +217,7 @@ public final class DeliveryQueries {
                     .where(M.GROUP.eq(C_GROUP))
                     .and(M.KEY.eq(C_KEY))
                     .orderBy(M.ID)
-                    .limit(1)
+                    .limit(DSL.inline(1))
                     // Locking the head re-reads it after the key lock was granted: a head that
                     // the previous holder deleted (committed after this statement's snapshot) is
                     // skipped, and a requeue's new properties are seen.
@@ -219,9 +242,11 @@ public final class DeliveryQueries {
     Table<?> c =
         DSL.select(P.GROUP.as("c_group"), P.KEY.as("c_key"), P.ROTATION.as("c_rotation"))
             .from(P.T)
-            .where(ready(group, taken))
+            .where(ready(DSL.val(group), taken.isEmpty() ? null : excluded(taken)))
             .orderBy(P.ROTATION)
-            .limit(max)
+            // An integer of the code, written into the text: a bound LIMIT makes PostgreSQL plan
+            // again at every execution.
+            .limit(DSL.inline(max))
             .forNoKeyUpdate()
             .skipLocked()
             .asTable("c");
@@ -237,35 +262,28 @@ public final class DeliveryQueries {
   /**
    * Without {@code lockPartition}, step two (in the pump's transaction): the first message of a key
    * that no other transaction holds, locked {@code FOR UPDATE SKIP LOCKED}; {@code null} when every
-   * message of the key is in flight or the key is empty.
+   * message of the key is in flight or the key is empty. A row whose columns cannot be read is a
+   * claim with a {@link Claim#problem()}.
    */
   public static Claim lockFirstFreeMessage(
-      DSLContext dsl, String group, String key, long oldRotation) {
-    Record r =
+      DSLContext dsl, String group, String key, long oldRotation) throws SQLException {
+    Integer failures = dsl.select(P.FAILURES).from(P.T).where(key(group, key)).fetchOne(P.FAILURES);
+    try (ResultSet rs =
         dsl.select(M.ID, M.CONTENT, M.PROPERTIES, M.RECEIVED_AT, M.ATTEMPTS)
             .from(M.T)
             .where(M.GROUP.eq(group))
             .and(M.KEY.eq(key))
             .orderBy(M.ID)
-            .limit(1)
+            .limit(DSL.inline(1))
             .forUpdate()
             .skipLocked()
-            .fetchOne();
-    if (r == null) {
-      return null;
+            .fetchResultSet()) {
+      if (!rs.next()) {
+        return null;
+      }
+      return Rows.claim(
+          rs, group, key, oldRotation, rs.getLong(1), failures == null ? 0 : failures, 2);
     }
-    Integer failures = dsl.select(P.FAILURES).from(P.T).where(key(group, key)).fetchOne(P.FAILURES);
-    return new Claim(
-        group,
-        key,
-        oldRotation,
-        r.get(M.ID),
-        r.get(M.CONTENT),
-        r.get(M.PROPERTIES).data(),
-        r.get(M.RECEIVED_AT),
-        r.get(M.ATTEMPTS),
-        failures == null ? 0 : failures,
-        UUID.randomUUID());
   }
 
   /** True when the key has no message at all (committed or ours). */
@@ -309,11 +327,12 @@ public final class DeliveryQueries {
    * tries {@link #deleteIfEmpty}, which re-checks with a fresh snapshot under the row lock). An id
    * already gone is absent from the answer.
    */
-  public static java.util.Map<Long, Removed> deleteMessages(Connection connection, long[] ids)
-      throws SQLException {
+  public static java.util.Map<Long, Removed> deleteMessages(
+      Connection connection, Schema.Ctx ctx, long[] ids) throws SQLException {
     java.util.Map<Long, Removed> out = new java.util.HashMap<>();
     boolean one = ids.length == 1;
-    try (PreparedStatement ps = connection.prepareStatement(one ? DELETE_ONE : DELETE_MANY)) {
+    try (PreparedStatement ps =
+        connection.prepareStatement(one ? ctx.deleteOne() : ctx.deleteMany())) {
       if (one) {
         ps.setLong(1, ids[0]);
         ps.setLong(2, ids[0]);
@@ -328,9 +347,7 @@ public final class DeliveryQueries {
       }
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          OffsetDateTime received = rs.getObject(2, OffsetDateTime.class);
-          OffsetDateTime now = rs.getObject(3, OffsetDateTime.class);
-          out.put(rs.getLong(1), new Removed(Duration.between(received, now), rs.getBoolean(4)));
+          out.put(rs.getLong(1), new Removed(Rows.age(rs, 2, 3), rs.getBoolean(4)));
         }
       }
     }
@@ -396,14 +413,17 @@ public final class DeliveryQueries {
     update.where(key(claim.group(), claim.key())).execute();
   }
 
-  /** Parks the key: it is not delivered until it is unparked. */
+  /**
+   * Parks the key: it is not delivered until it is unparked. The reason is made safe to store first
+   * ({@link Inputs#reason}: no NUL, bounded length), whoever passed it.
+   */
   public static void park(
       DSLContext dsl, Claim claim, int failures, String reason, boolean keepPlace) {
     var update =
         dsl.update(P.T)
             .set(P.FAILURES, failures)
             .set(P.PARKED_AT, clock())
-            .set(P.PARKED_REASON, reason);
+            .set(P.PARKED_REASON, Inputs.reason(reason));
     if (keepPlace) {
       update = update.set(P.ROTATION, claim.oldRotation());
     }

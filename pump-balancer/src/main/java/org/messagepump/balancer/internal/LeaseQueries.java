@@ -78,8 +78,8 @@ public final class LeaseQueries {
   }
 
   /** Confirms a handed-off message: deletes it, frees its key (deleting the key row if empty). */
-  public static Applied confirm(Tx tx, long messageId, UUID token) {
-    DSLContext dsl = tx.dsl();
+  public static Applied confirm(Tx tx, Schema.Ctx ctx, long messageId, UUID token) {
+    DSLContext dsl = ctx.dsl(tx);
     Lease m = lockLease(dsl, messageId, token);
     if (m.rejection() != null) {
       return new Applied(m.rejection(), null, null);
@@ -87,7 +87,8 @@ public final class LeaseQueries {
     DeliveryQueries.Removed removed;
     try {
       removed =
-          DeliveryQueries.deleteMessages(tx.connection(), new long[] {messageId}).get(messageId);
+          DeliveryQueries.deleteMessages(tx.connection(), ctx, new long[] {messageId})
+              .get(messageId);
     } catch (SQLException e) {
       throw new DatabaseException("confirming a message", e);
     }
@@ -194,7 +195,7 @@ public final class LeaseQueries {
   public static void parkExpired(DSLContext dsl, Expired e, String reason) {
     dsl.update(P.T)
         .set(P.PARKED_AT, clock())
-        .set(P.PARKED_REASON, reason)
+        .set(P.PARKED_REASON, org.messagepump.core.Inputs.reason(reason))
         .where(DeliveryQueries.key(e.group(), e.key()))
         .execute();
   }

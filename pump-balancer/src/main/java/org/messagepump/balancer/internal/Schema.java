@@ -3,22 +3,139 @@ package org.messagepump.balancer.internal;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.UUID;
+import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Name;
+import org.jooq.SQLDialect;
 import org.jooq.Sequence;
 import org.jooq.Table;
+import org.jooq.conf.MappedSchema;
+import org.jooq.conf.RenderMapping;
+import org.jooq.conf.Settings;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.jooq.types.DayToSecond;
 
-/** jOOQ names of the {@code balancer} schema's tables, columns and sequence. */
+/**
+ * jOOQ names of the balancer's tables, columns and sequence. They are written against the default
+ * schema {@value #SCHEMA}; an instance in another schema renders them through a {@link Ctx}, whose
+ * jOOQ render mapping replaces the schema (and quotes it, as every name).
+ */
 public final class Schema {
 
   private Schema() {}
 
-  /** The schema name. */
+  /** The default schema name. */
   public static final String SCHEMA = "balancer";
+
+  /**
+   * Longest schema name: the NOTIFY channel {@code messagepump_<schema>} must fit PostgreSQL's
+   * 63-byte identifiers.
+   */
+  public static final int MAX_SCHEMA_LENGTH = 63 - "messagepump_".length();
+
+  private static final java.util.regex.Pattern SCHEMA_NAME =
+      java.util.regex.Pattern.compile("[a-z_][a-z0-9_]{0," + (MAX_SCHEMA_LENGTH - 1) + "}");
+
+  /**
+   * Checks a schema name: lower-case letters, digits and underscores, not starting with a digit, at
+   * most {@link #MAX_SCHEMA_LENGTH} characters, and not a PostgreSQL system schema.
+   *
+   * @throws IllegalArgumentException naming {@code argument} and the rule
+   */
+  public static String checkSchema(String argument, String schema) {
+    org.messagepump.core.Inputs.key(argument, schema);
+    if (!SCHEMA_NAME.matcher(schema).matches()) {
+      throw new IllegalArgumentException(
+          argument
+              + " must match [a-z_][a-z0-9_]* and have at most "
+              + MAX_SCHEMA_LENGTH
+              + " characters");
+    }
+    if (schema.startsWith("pg_") || schema.equals("information_schema")) {
+      throw new IllegalArgumentException(argument + " must not be a PostgreSQL system schema");
+    }
+    return schema;
+  }
+
+  /**
+   * One balancer schema as the code uses it: the jOOQ settings that map {@value #SCHEMA} onto it,
+   * its NOTIFY channel, and the statements rendered once per schema (with bind markers).
+   */
+  public static final class Ctx {
+    private final String schema;
+    private final Settings settings;
+    private final String wakeChannel;
+    private final String lockPrefix;
+    private final String deleteMany;
+    private final String deleteOne;
+
+    private static final java.util.Map<String, Ctx> BY_SCHEMA =
+        new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** The context of {@code schema} (validated by {@link #checkSchema}). */
+    public static Ctx of(String schema) {
+      return BY_SCHEMA.computeIfAbsent(checkSchema("schema", schema), Ctx::new);
+    }
+
+    private Ctx(String schema) {
+      this.schema = schema;
+      Settings s = new Settings().withRenderSchema(true).withExecuteLogging(false);
+      if (!schema.equals(SCHEMA)) {
+        s =
+            s.withRenderMapping(
+                new RenderMapping()
+                    .withSchemata(new MappedSchema().withInput(SCHEMA).withOutput(schema)));
+      }
+      this.settings = s;
+      this.wakeChannel = "messagepump_" + schema;
+      // The default schema keeps the lock ids of earlier versions (a rolling upgrade keeps one
+      // key's producers serialized); another schema gets its own.
+      this.lockPrefix = schema.equals(SCHEMA) ? "" : schema + "|";
+      String[] deletes = DeliveryQueries.renderDeletes(render());
+      this.deleteMany = deletes[0];
+      this.deleteOne = deletes[1];
+    }
+
+    /** The schema name. */
+    public String schema() {
+      return schema;
+    }
+
+    /** The NOTIFY channel stores signal and pumps of this schema listen on. */
+    public String wakeChannel() {
+      return wakeChannel;
+    }
+
+    /** What precedes group and key in the text hashed to a producer's advisory lock id. */
+    public String lockPrefix() {
+      return lockPrefix;
+    }
+
+    /** A jOOQ context on {@code tx}'s connection rendering names into this schema. */
+    public DSLContext dsl(org.messagepump.core.spi.Tx tx) {
+      return dsl(tx.connection());
+    }
+
+    /** A jOOQ context on {@code connection} rendering names into this schema. */
+    public DSLContext dsl(java.sql.Connection connection) {
+      return DSL.using(connection, SQLDialect.POSTGRES, settings);
+    }
+
+    /** A jOOQ context without connection, to render statements once. */
+    public DSLContext render() {
+      return DSL.using(SQLDialect.POSTGRES, settings);
+    }
+
+    String deleteMany() {
+      return deleteMany;
+    }
+
+    String deleteOne() {
+      return deleteOne;
+    }
+  }
 
   /** {@code balancer.rotation}. */
   public static final Sequence<Long> ROTATION =

@@ -21,8 +21,11 @@ import org.messagepump.balancer.internal.Schema.P;
 /** The SQL of storing messages and of introspection. */
 public final class StoreQueries {
 
-  /** The NOTIFY channel a store signals and balancer pumps listen on. */
-  public static final String WAKE_CHANNEL = "messagepump_balancer";
+  /**
+   * The NOTIFY channel a store in the default schema signals and its pumps listen on; another
+   * schema's is {@code messagepump_<schema>} ({@link Schema.Ctx#wakeChannel()}).
+   */
+  public static final String WAKE_CHANNEL = "messagepump_" + Schema.SCHEMA;
 
   private static final int MAX_KEY_ROW_ATTEMPTS = 100;
 
@@ -33,10 +36,15 @@ public final class StoreQueries {
    * serializes the key's producers (ids commit in key order, so a later id is never visible before
    * an earlier one); then the key row is locked {@code FOR KEY SHARE} (created at the back of the
    * rotation if missing), which keeps a consumer from deleting it as empty but does not wait for a
-   * consumer handling the key; then the message is inserted.
+   * consumer handling the key; then the message is inserted. Every value is bound.
    */
   public static long store(
-      DSLContext dsl, String group, String key, byte[] content, String propertiesJson) {
+      Schema.Ctx ctx,
+      DSLContext dsl,
+      String group,
+      String key,
+      byte[] content,
+      String propertiesJson) {
     dsl.select(
             DSL.function(
                 "pg_advisory_xact_lock",
@@ -44,10 +52,10 @@ public final class StoreQueries {
                 DSL.function(
                     "hashtextextended",
                     SQLDataType.BIGINT,
-                    DSL.val(group.length() + ":" + group + "/" + key),
+                    DSL.val(ctx.lockPrefix() + group.length() + ":" + group + "/" + key),
                     DSL.val(0x62616c616e636572L))),
             // In the same round trip: wake idle balancer pumps at commit (folded per transaction).
-            DSL.function("pg_notify", SQLDataType.OTHER, DSL.val(WAKE_CHANNEL), DSL.val("")))
+            DSL.function("pg_notify", SQLDataType.OTHER, DSL.val(ctx.wakeChannel()), DSL.val("")))
         .fetch();
     for (int attempt = 0; ; attempt++) {
       if (dsl.selectOne().from(P.T).where(DeliveryQueries.key(group, key)).forKeyShare().fetchOne()
@@ -55,7 +63,8 @@ public final class StoreQueries {
         break;
       }
       if (attempt >= MAX_KEY_ROW_ATTEMPTS) {
-        throw new IllegalStateException("could not create the row of key " + key);
+        throw new IllegalStateException(
+            "could not create the row of the key after " + MAX_KEY_ROW_ATTEMPTS + " attempts");
       }
       dsl.insertInto(P.T, P.GROUP, P.KEY, P.ROTATION)
           .values(DSL.val(group), DSL.val(key), Schema.ROTATION.nextval())
@@ -140,7 +149,7 @@ public final class StoreQueries {
                 .fetchOne()
             != null;
     Record m =
-        dsl.select(DSL.count(), DSL.min(M.RECEIVED_AT))
+        dsl.select(DSL.count(), oldest())
             .from(M.T)
             .where(M.GROUP.eq(group))
             .and(M.KEY.eq(key))
@@ -170,7 +179,7 @@ public final class StoreQueries {
                 DSL.count(P.PARKED_AT),
                 clock())
             .from(P.T);
-    var mq = dsl.select(M.GROUP, DSL.count(), DSL.min(M.RECEIVED_AT)).from(M.T);
+    var mq = dsl.select(M.GROUP, DSL.count(), oldest()).from(M.T);
     var partitions =
         (onlyGroup == null ? pq.groupBy(P.GROUP) : pq.where(P.GROUP.eq(onlyGroup)).groupBy(P.GROUP))
             .fetch();
@@ -195,6 +204,14 @@ public final class StoreQueries {
     counts.forEach(
         (g, c) -> out.add(new GroupStats(g, c[0], c[1], c[2], c[3], age(oldest.get(g), now))));
     return out;
+  }
+
+  /**
+   * The oldest finite received_at: a value written around the API ({@code -infinity}) must not
+   * break the figures (it is parked as unreadable by the pump).
+   */
+  private static org.jooq.Field<OffsetDateTime> oldest() {
+    return DSL.min(M.RECEIVED_AT).filterWhere(DSL.condition("isfinite({0})", M.RECEIVED_AT));
   }
 
   private static Duration age(OffsetDateTime oldest, OffsetDateTime now) {

@@ -1,0 +1,45 @@
+package org.messagepump.balancer;
+
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.testkit.PostgresExtension;
+import org.messagepump.testkit.TestDatabase;
+
+/**
+ * The grants of {@link Balancer#grantStatements} are enough to run everything at run time (issue
+ * 13): migrated by the owner, the whole workload (stores, pumps with and without lockPartition,
+ * every result, parking and unparking, the reaper, hand-off with extend and confirm, figures) runs
+ * as a role with only those grants, which cannot change the schema.
+ */
+@ExtendWith(PostgresExtension.class)
+class LeastPrivilegeIT {
+
+  private static final String SCHEMA = "dml_app";
+  private static final String ROLE = "balancer_least_privilege";
+
+  @Test
+  void theWholeWorkloadRunsAsADmlOnlyRole(TestDatabase db) throws Exception {
+    Balancer.migrate(db.dataSource(), SCHEMA);
+    db.createLoginRole(ROLE, "secret'pw");
+    for (String grant : Balancer.grantStatements(SCHEMA, ROLE)) {
+      db.execute(grant);
+    }
+    DataSource app = db.newDataSource("dml-role", 8, ROLE, "secret'pw");
+
+    Workload.run(app, SCHEMA, Workload.emptyKeyRow(db.dataSource(), SCHEMA));
+
+    try (Connection c = app.getConnection()) {
+      assertThatThrownBy(() -> c.createStatement().execute("CREATE TABLE dml_app.x (i int)"))
+          .isInstanceOf(SQLException.class)
+          .hasMessageContaining("permission denied");
+      assertThatThrownBy(() -> c.createStatement().execute("DROP TABLE dml_app.messages"))
+          .isInstanceOf(SQLException.class);
+      assertThatThrownBy(() -> Balancer.migrate(app, SCHEMA)).isInstanceOf(RuntimeException.class);
+    }
+  }
+}
