@@ -167,7 +167,8 @@ final class Hostile {
     @Override
     public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) throws SQLException {
       java.util.Optional<Delivery> got = d.reacquire(tx, delivery);
-      got.filter(x -> x.messageId().equals(hostileId)).ifPresent(x -> acquisitions.incrementAndGet());
+      got.filter(x -> x.messageId().equals(hostileId))
+          .ifPresent(x -> acquisitions.incrementAndGet());
       return got;
     }
 

@@ -19,8 +19,8 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code pump grants}: the exact GRANT statements a DML-only role needs to run pumps and producers
- * on the library's schemas (migrations stay with the owner role). Prints them; {@code --apply}
- * runs them in one transaction.
+ * on the library's schemas (migrations stay with the owner role). Prints them; {@code --apply} runs
+ * them in one transaction.
  */
 @Command(
     name = "grants",

@@ -17,6 +17,7 @@ import picocli.CommandLine.Command;
     subcommands = {
       DemoCommand.class,
       MigrateCommand.class,
+      GrantsCommand.class,
       StatusCommand.class,
       DeadLettersCommand.class,
       CheckpointsCommand.class,

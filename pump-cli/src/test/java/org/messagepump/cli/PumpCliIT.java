@@ -65,6 +65,55 @@ class PumpCliIT {
   }
 
   @Test
+  @Order(1)
+  void migrateTakesASchemaAndGrantsGiveADmlRoleWhatItNeeds() throws Exception {
+    assertThat(runOnDb("migrate", "--only", "commands", "--schema", "cli_app").code()).isZero();
+    Result printed =
+        runOnDb("grants", "--role", "cli_app_role", "--only", "commands", "--schema", "cli_app");
+    assertThat(printed.code()).as(printed.err()).isZero();
+    assertThat(printed.out())
+        .contains("GRANT USAGE ON SCHEMA \"cli_app\" TO \"cli_app_role\";")
+        .contains("\"cli_app\".\"commands\"");
+    db.createLoginRole("cli_app_role", "secret");
+    Result applied =
+        runOnDb(
+            "grants",
+            "--role",
+            "cli_app_role",
+            "--only",
+            "commands",
+            "--schema",
+            "cli_app",
+            "--apply");
+    assertThat(applied.code()).as(applied.err()).isZero();
+    // The role enqueues and reads the depth with exactly those grants, and cannot drop a table.
+    var ds = db.newDataSource("cli-role", 2, "cli_app_role", "secret");
+    CommandQueue queue =
+        CommandQueue.builder(ds)
+            .schema("cli_app")
+            .codec(
+                org.messagepump.core.JsonMessageCodec.of(
+                    org.messagepump.core.MessageTypes.builder()
+                        .register(Ping.class, "cli.Ping")
+                        .build()))
+            .build();
+    queue.enqueue(new Ping(1));
+    assertThat(queue.depth().of("cli.Ping").due()).isEqualTo(1);
+    try (Connection c = ds.getConnection();
+        var st = c.createStatement()) {
+      assertThat(
+              org.assertj.core.api.Assertions.catchThrowable(
+                  () -> st.execute("DROP TABLE cli_app.commands")))
+          .isNotNull();
+    }
+    // Bad arguments are usage errors, not stack traces.
+    assertThat(runOnDb("grants", "--role", "x", "--schema", "s").code()).isEqualTo(2);
+    assertThat(run("grants", "--role", "bad\u0000role").code()).isEqualTo(2);
+  }
+
+  record Ping(int n) {}
+
+  @Test
   @Order(2)
   void demoFinishesWithItsInvariantsHolding() {
     Result r = runOnDb("demo", "--messages", "500");

@@ -260,7 +260,7 @@ public final class EventDriver implements Driver {
           next);
     }
     // The row is written once per stream when the batch completes (or before a postponement).
-    run.moved(next, next == expected);
+    run.moved(step, next, next == expected);
     return Outcome.HANDLED;
   }
 
@@ -292,6 +292,7 @@ public final class EventDriver implements Driver {
   @Override
   public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) {
     Step step = step(delivery);
+    step.run().undo(step); // a Handled outcome the pump turned into a failure: not moved after all
     if (step.isNext()) {
       StreamRun run = step.run();
       run.end();
@@ -306,6 +307,7 @@ public final class EventDriver implements Driver {
   @Override
   public void park(Tx tx, Delivery delivery, int failures, String reason) {
     Step step = step(delivery);
+    step.run().undo(step);
     if (step.isNext()) {
       StreamRun run = step.run();
       run.end();

@@ -26,6 +26,9 @@ public final class StreamRun {
   private long checkpoint;
   private long stored;
   private boolean broken;
+  private Step lastMoved;
+  private long beforeLastMove;
+  private boolean brokenBeforeLastMove;
 
   /** A run starting at a claim's checkpoint. */
   public StreamRun(Claim claim) {
@@ -62,12 +65,33 @@ public final class StreamRun {
     return checkpoint;
   }
 
-  /** Records that this transaction set the checkpoint; a jump elsewhere ends the run. */
-  public void moved(long to, boolean inSequence) {
+  /**
+   * Records that {@code step}'s handling set the checkpoint; a jump elsewhere ends the run. The
+   * move can be undone while it is the last one ({@link #undo}).
+   */
+  public void moved(Step step, long to, boolean inSequence) {
+    lastMoved = step;
+    beforeLastMove = checkpoint;
+    brokenBeforeLastMove = broken;
     checkpoint = to;
     if (!inSequence) {
       broken = true;
     }
+  }
+
+  /**
+   * Takes back {@code step}'s move when it is the last one: the pump turned its Handled outcome
+   * into a failure after {@code handle} returned (its deferred constraints were violated, or its
+   * transaction was aborted by an error the handler swallowed). True when undone.
+   */
+  public boolean undo(Step step) {
+    if (lastMoved != step) {
+      return false;
+    }
+    checkpoint = beforeLastMove;
+    broken = brokenBeforeLastMove;
+    lastMoved = null;
+    return true;
   }
 
   /** Ends the run: the remaining steps are not handled in this transaction. */
