@@ -1,6 +1,6 @@
 package org.messagepump.balancer;
 
-import org.messagepump.core.spi.Tx;
+import org.messagepump.core.Tx;
 
 /**
  * Handles one message of a partition group inside the pump's transaction; its writes through {@code

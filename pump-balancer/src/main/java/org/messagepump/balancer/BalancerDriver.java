@@ -21,11 +21,11 @@ import org.messagepump.balancer.internal.Schema;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.Limits;
 import org.messagepump.core.MessagePump;
+import org.messagepump.core.Tx;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.Outcome;
-import org.messagepump.core.spi.Tx;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

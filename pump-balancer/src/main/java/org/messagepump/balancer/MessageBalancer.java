@@ -18,7 +18,7 @@ import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Transactions;
-import org.messagepump.core.spi.Tx;
+import org.messagepump.core.Tx;
 
 /**
  * One partition group: stores messages by partition key, answers introspection from the database

@@ -249,7 +249,7 @@ class BalancerBasicsIT {
     BalancerDriver driver = b.driver((m, tx) -> Result.ok()).build();
     try (Connection c = ds.getConnection()) {
       c.setAutoCommit(false);
-      org.messagepump.core.spi.Tx tx = org.messagepump.core.spi.Tx.of(c);
+      org.messagepump.core.Tx tx = org.messagepump.core.Tx.of(c);
       for (int i = 0; i < 30; i++) {
         assertThat(driver.acquire(tx, 3)).hasSize(3);
         c.rollback();

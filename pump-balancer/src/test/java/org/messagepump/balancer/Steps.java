@@ -6,10 +6,10 @@ import java.time.Duration;
 import java.util.List;
 import javax.sql.DataSource;
 import org.messagepump.core.MessagePump;
+import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.Outcome;
-import org.messagepump.core.spi.Tx;
 
 /**
  * Drives a {@link Driver} by hand, the way the pump does, so tests can hold transactions open at

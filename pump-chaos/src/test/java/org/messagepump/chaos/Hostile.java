@@ -8,10 +8,10 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.Outcome;
-import org.messagepump.core.spi.Tx;
 
 /** Shared pieces of scenario 10 (hostile handlers and payloads). */
 final class Hostile {

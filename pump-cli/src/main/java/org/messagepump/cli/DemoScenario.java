@@ -20,7 +20,7 @@ import org.messagepump.commands.CommandContext;
 import org.messagepump.core.BusyException;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.core.spi.Tx;
+import org.messagepump.core.Tx;
 import org.messagepump.eventstream.EventContext;
 import org.messagepump.eventstream.EventStore;
 

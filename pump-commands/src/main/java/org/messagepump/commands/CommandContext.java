@@ -2,7 +2,7 @@ package org.messagepump.commands;
 
 import java.util.UUID;
 import org.messagepump.core.Envelope;
-import org.messagepump.core.spi.Tx;
+import org.messagepump.core.Tx;
 
 /**
  * What a {@link CommandHandler} gets besides its command: the delivery's transaction, the envelope,

@@ -14,13 +14,13 @@ import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.DeadLetterQueries;
 import org.messagepump.core.Inputs;
+import org.messagepump.core.Tx;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.UnknownMessageTypeException;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.core.spi.Outcome;
-import org.messagepump.core.spi.Tx;
 
 /**
  * The {@link Driver} of the command queue: acquires due commands of the types its handlers cover

@@ -16,8 +16,8 @@ import org.messagepump.commands.internal.Migrations;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Transactions;
+import org.messagepump.core.Tx;
 import org.messagepump.core.spi.MessageCodec;
-import org.messagepump.core.spi.Tx;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
-import org.messagepump.core.spi.Tx;
+import org.messagepump.core.Tx;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 

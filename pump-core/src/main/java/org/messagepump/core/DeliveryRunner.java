@@ -13,7 +13,6 @@ import javax.sql.DataSource;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.Outcome;
-import org.messagepump.core.spi.Tx;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;

@@ -15,7 +15,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
-import org.messagepump.core.spi.Tx;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -5,7 +5,6 @@ import java.sql.SQLException;
 import java.util.function.Function;
 import javax.sql.DataSource;
 import org.jooq.exception.DataAccessException;
-import org.messagepump.core.spi.Tx;
 
 /**
  * Runs database work in a transaction and turns JDBC and jOOQ errors into {@link

@@ -19,7 +19,6 @@ import org.messagepump.core.examples.TinyTableDriver;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.Outcome;
-import org.messagepump.core.spi.Tx;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 

@@ -14,7 +14,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.Outcome;
-import org.messagepump.core.spi.Tx;
 
 /** A driver over an in-memory queue whose writes go through {@link FakeDatabase} journals. */
 final class InMemoryDriver implements Driver {

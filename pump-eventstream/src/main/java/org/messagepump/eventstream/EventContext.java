@@ -3,7 +3,7 @@ package org.messagepump.eventstream;
 import java.time.Instant;
 import java.util.Map;
 import org.messagepump.core.Envelope;
-import org.messagepump.core.spi.Tx;
+import org.messagepump.core.Tx;
 
 /**
  * What a handler knows about the event it handles: the open transaction (write effects through it),

@@ -6,8 +6,8 @@ import java.util.function.Function;
 import javax.sql.DataSource;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
+import org.messagepump.core.Tx;
 import org.messagepump.core.spi.MessageCodec;
-import org.messagepump.core.spi.Tx;
 
 /** Test events, the codec and small transaction helpers. */
 final class Fixtures {

@@ -25,7 +25,7 @@ import org.jooq.impl.SQLDataType;
 import org.messagepump.balancer.internal.Schema.M;
 import org.messagepump.balancer.internal.Schema.P;
 import org.messagepump.core.Inputs;
-import org.messagepump.core.spi.Tx;
+import org.messagepump.core.Tx;
 
 /** The SQL of acquisition and of the bookkeeping after a handler ran. */
 public final class DeliveryQueries {

@@ -20,7 +20,7 @@ import org.messagepump.balancer.LeaseResult;
 import org.messagepump.balancer.internal.Schema.M;
 import org.messagepump.balancer.internal.Schema.P;
 import org.messagepump.core.DatabaseException;
-import org.messagepump.core.spi.Tx;
+import org.messagepump.core.Tx;
 
 /** The SQL of hand-off leases: confirm, extend, requeue, and the reaper of expired leases. */
 public final class LeaseQueries {

@@ -114,7 +114,7 @@ public final class Schema {
     }
 
     /** A jOOQ context on {@code tx}'s connection rendering names into this schema. */
-    public DSLContext dsl(org.messagepump.core.spi.Tx tx) {
+    public DSLContext dsl(org.messagepump.core.Tx tx) {
       return dsl(tx.connection());
     }
 

@@ -28,10 +28,10 @@ import org.messagepump.commands.EnqueueResult;
 import org.messagepump.commands.NewCommand;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
+import org.messagepump.core.Tx;
 import org.messagepump.core.UnknownMessageTypeException;
 import org.messagepump.core.WakeSignal;
 import org.messagepump.core.spi.MessageCodec;
-import org.messagepump.core.spi.Tx;
 
 /**
  * Validates, encodes and inserts commands: idempotency keys first (one multi-row insert, then one

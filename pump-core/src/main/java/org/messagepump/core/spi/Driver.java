@@ -3,6 +3,7 @@ package org.messagepump.core.spi;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
+import org.messagepump.core.Tx;
 
 /**
  * What a {@link org.messagepump.core.MessagePump} pumps: a driver acquires deliveries inside the

@@ -10,7 +10,7 @@ import java.time.Duration;
 import java.util.function.Supplier;
 import org.jooq.exception.DataAccessException;
 import org.jooq.impl.SQLDataType;
-import org.messagepump.core.spi.Tx;
+import org.messagepump.core.Tx;
 
 /**
  * The transaction-scoped advisory lock of a handler with minimal concurrency: whoever holds it runs

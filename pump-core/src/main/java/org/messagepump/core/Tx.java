@@ -1,4 +1,4 @@
-package org.messagepump.core.spi;
+package org.messagepump.core;
 
 import java.sql.Connection;
 import java.util.Objects;
