@@ -105,10 +105,23 @@ final class DeliveryRunner {
     Delivery culprit;
     Throwable culpritCause;
     boolean connectionLost;
+    Throwable lastCause; // the failure runOne recorded last, for observers
   }
+
+  /** What became of one delivery, for {@link PumpTester}. */
+  record Recorded(Delivery delivery, PumpMetrics.Result result, Throwable cause) {}
 
   /** Handles the batch and commits; never throws. The caller closes the connection. */
   BatchResult run(Connection connection, List<Delivery> deliveries) {
+    return run(connection, deliveries, null);
+  }
+
+  /**
+   * As {@link #run(Connection, List)}; when {@code observed} is not null, what became of each
+   * delivery is added to it once the batch's transaction has ended.
+   */
+  BatchResult run(Connection connection, List<Delivery> deliveries, List<Recorded> observed) {
+    List<Recorded> seen = observed == null ? null : new ArrayList<>(deliveries.size());
     Tx tx = Tx.of(connection);
     HandlerConnection guard = new HandlerConnection(connection);
     Tx handlerTx = Tx.of(guard.connection());
@@ -121,10 +134,14 @@ final class DeliveryRunner {
     String step = "commit";
     try {
       for (Delivery d : deliveries) {
+        batch.lastCause = null;
         PumpMetrics.Result r = runOne(guard, tx, handlerTx, d, batch);
         if (r == PumpMetrics.Result.ABANDONED) {
           intact = false;
           break;
+        }
+        if (seen != null) {
+          seen.add(new Recorded(d, r, batch.lastCause));
         }
         if (r == PumpMetrics.Result.HANDLED) {
           handled.add(d);
@@ -167,7 +184,16 @@ final class DeliveryRunner {
     if (intact) {
       results.forEach(metrics::delivered);
       recordingWorks();
+      if (observed != null) {
+        observed.addAll(seen);
+      }
       return BatchResult.COMMITTED;
+    }
+    if (observed != null) {
+      Throwable cause = batch.culpritCause != null ? batch.culpritCause : batchError;
+      for (Delivery d : deliveries) {
+        observed.add(new Recorded(d, PumpMetrics.Result.ABANDONED, cause));
+      }
     }
     Transactions.rollbackQuietly(connection);
     metrics.delivered(PumpMetrics.Result.ABANDONED, deliveries.size());
@@ -278,6 +304,7 @@ final class DeliveryRunner {
         outcome instanceof Outcome.Failed f
             ? f.cause()
             : null; // Busy: no failure counted, nothing to park
+    batch.lastCause = cause;
     int failures = cause == null ? d.failures() : d.failures() + 1;
     Savepoint savepoint;
     try {

@@ -3,7 +3,6 @@ package org.messagepump.core;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -13,7 +12,6 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -45,12 +43,11 @@ final class Dispatcher implements Runnable {
   private final Duration pollInterval;
   private final Backoff backoff;
   private final PumpMetrics metrics;
-  private final DeliveryRunner runner;
+  private final Poller poller;
   private final ExecutorService workers;
   private final Semaphore freeWorkers;
   private final Set<Connection> inFlight = ConcurrentHashMap.newKeySet();
   private final AtomicInteger abandonStreak = new AtomicInteger();
-  private final AtomicInteger isolatedPolls = new AtomicInteger();
 
   // Pause state, guarded by `signal`.
   private final Object signal = new Object();
@@ -80,7 +77,7 @@ final class Dispatcher implements Runnable {
     this.pollInterval = pollInterval;
     this.backoff = backoff;
     this.metrics = metrics;
-    this.runner = runner;
+    this.poller = new Poller(driver, runner, batchSize, metrics);
     this.workers = workers;
     this.freeWorkers = new Semaphore(workerCount);
   }
@@ -185,45 +182,26 @@ final class Dispatcher implements Runnable {
     }
   }
 
-  /**
-   * Whether the next poll is isolated: after a batch was abandoned with its culprit unknown (its
-   * commit or the driver's completion failed), as many polls as it had deliveries take one delivery
-   * each and check deferred constraints at each statement. The delivery that cannot be committed
-   * then fails alone, inside its savepoint, is counted and parks; the others are handled.
-   */
-  private boolean nextPollIsolated() {
-    return isolatedPolls.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0;
-  }
-
   /** One poll and its deliveries. */
   private Turn pollOnce(long wakeMark) {
-    long start = System.nanoTime();
     Connection c = null;
     try {
       c = dataSource.getConnection();
       inFlight.add(c);
       c.setAutoCommit(false);
-      boolean isolated = nextPollIsolated();
-      List<Delivery> deliveries = driver.acquire(Tx.of(c), isolated ? 1 : batchSize);
-      metrics.acquired(System.nanoTime() - start);
-      if (deliveries.isEmpty()) {
-        c.commit(); // a driver may write while acquiring (e.g. advance a checkpoint to the end)
-        foundNothing(wakeMark);
-        return Turn.NOTHING;
-      }
-      foundWork();
-      switch (runner.run(c, deliveries)) {
+      switch (poller.poll(c, null)) {
+        case NOTHING:
+          foundNothing(wakeMark);
+          return Turn.NOTHING;
         case COMMITTED:
+          foundWork();
           abandonStreak.set(0);
           return Turn.WORK;
-        case ABANDONED_ISOLATE:
-          isolatedPolls.addAndGet(deliveries.size());
-          return Turn.ABANDONED;
         default:
+          foundWork();
           return Turn.ABANDONED;
       }
     } catch (SQLException | RuntimeException e) {
-      metrics.acquired(System.nanoTime() - start);
       if (c != null) {
         Transactions.rollbackQuietly(c);
       }

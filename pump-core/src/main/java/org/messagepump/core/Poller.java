@@ -1,0 +1,72 @@
+package org.messagepump.core;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.messagepump.core.spi.Delivery;
+import org.messagepump.core.spi.Driver;
+
+/**
+ * One poll on an open connection: acquire up to {@code batchSize} deliveries, hand them to the
+ * {@link DeliveryRunner}, and keep the isolation rule. The one poll path: the pump's workers
+ * ({@link Dispatcher}) and {@link PumpTester} both run it.
+ */
+final class Poller {
+
+  /** What a poll came to. */
+  enum Polled {
+    /** Nothing was due; the (empty) transaction committed. */
+    NOTHING,
+    /** A batch was handled and committed. */
+    COMMITTED,
+    /** A batch was rolled back (connection lost, or a commit/record that failed). */
+    ABANDONED
+  }
+
+  private final Driver driver;
+  private final DeliveryRunner runner;
+  private final int batchSize;
+  private final PumpMetrics metrics;
+  private final AtomicInteger isolatedPolls = new AtomicInteger();
+
+  Poller(Driver driver, DeliveryRunner runner, int batchSize, PumpMetrics metrics) {
+    this.driver = driver;
+    this.runner = runner;
+    this.batchSize = batchSize;
+    this.metrics = metrics;
+  }
+
+  /**
+   * Polls once on {@code c} (autocommit off, owned by the caller, who closes it). Acquisition
+   * errors are thrown; the caller rolls back and backs off.
+   *
+   * <p>After a batch was abandoned with its culprit unknown (its commit or the driver's completion
+   * failed), as many polls as it had deliveries take one delivery each. The delivery that cannot be
+   * committed then fails alone and is counted (in its own transaction when its deferred constraints
+   * are checked at its end, else in a fresh one), so it parks; the others are handled.
+   */
+  Polled poll(Connection c, List<DeliveryRunner.Recorded> observed) throws SQLException {
+    long start = System.nanoTime();
+    boolean isolated = isolatedPolls.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0;
+    List<Delivery> deliveries;
+    try {
+      deliveries = driver.acquire(Tx.of(c), isolated ? 1 : batchSize);
+    } finally {
+      metrics.acquired(System.nanoTime() - start);
+    }
+    if (deliveries.isEmpty()) {
+      c.commit(); // a driver may write while acquiring (e.g. advance a checkpoint to the end)
+      return Polled.NOTHING;
+    }
+    switch (runner.run(c, deliveries, observed)) {
+      case COMMITTED:
+        return Polled.COMMITTED;
+      case ABANDONED_ISOLATE:
+        isolatedPolls.addAndGet(deliveries.size());
+        return Polled.ABANDONED;
+      default:
+        return Polled.ABANDONED;
+    }
+  }
+}

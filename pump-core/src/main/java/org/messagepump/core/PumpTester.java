@@ -1,0 +1,162 @@
+package org.messagepump.core;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Objects;
+import javax.sql.DataSource;
+import org.messagepump.core.spi.Delivery;
+import org.messagepump.core.spi.Driver;
+
+/**
+ * Runs a driver through the pump's real poll path — acquire, handle in lazy savepoints, record
+ * Busy/Failed/parking, the driver's {@code completed}, commit, and the pump's rules for failed
+ * commits — synchronously on the calling thread, and says what became of each delivery. For tests
+ * of drivers and handlers: no threads, no timing, the same code the {@link MessagePump}'s workers
+ * run.
+ *
+ * <pre>{@code
+ * PumpTester tester = PumpTester.builder(dataSource, queue.driver(handlers)).maxFailures(3).build();
+ * List<PumpTester.Result> r = tester.runOnce();        // one poll: one transaction
+ * assertThat(r).extracting(PumpTester.Result::kind).containsExactly(PumpTester.Kind.HANDLED);
+ * tester.drainUntilIdle();                               // poll until nothing is due
+ * }</pre>
+ *
+ * <p>Postponed deliveries are due again only after their backoff by the database clock; set a small
+ * {@code backoff} to see them again in the same test.
+ */
+public final class PumpTester {
+
+  /** What became of one delivery. */
+  public enum Kind {
+    /** Handled: its bookkeeping committed with the handler's writes. */
+    HANDLED,
+    /** Busy: postponed by the backoff base, no failure counted. */
+    BUSY,
+    /** Failed: failure counted, postponed with backoff. */
+    FAILED,
+    /** Failed for the {@code maxFailures}-th time and parked. */
+    PARKED,
+    /** Its transaction was rolled back (lost connection, failed commit); it comes back. */
+    ABANDONED
+  }
+
+  /**
+   * One delivery's fate.
+   *
+   * @param delivery the delivery as acquired
+   * @param kind what became of it
+   * @param cause the failure, for FAILED, PARKED and (when known) ABANDONED; else null
+   */
+  public record Result(Delivery delivery, Kind kind, Throwable cause) {
+
+    /** The delivery's message id. */
+    public String messageId() {
+      return delivery.messageId();
+    }
+  }
+
+  private final DataSource dataSource;
+  private final Poller poller;
+
+  private PumpTester(Builder b) {
+    PumpMetrics metrics = new PumpMetrics(null, "tester", b.driver.name());
+    Backoff backoff = new Backoff(b.backoffBase, b.backoffCap);
+    DeliveryRunner runner =
+        new DeliveryRunner("tester", b.dataSource, b.driver, backoff, b.maxFailures, metrics);
+    this.dataSource = b.dataSource;
+    this.poller = new Poller(b.driver, runner, b.batchSize, metrics);
+  }
+
+  /** A builder for a tester of {@code driver} on {@code dataSource}. */
+  public static Builder builder(DataSource dataSource, Driver driver) {
+    return new Builder(
+        Objects.requireNonNull(dataSource, "dataSource"), Objects.requireNonNull(driver, "driver"));
+  }
+
+  /**
+   * One poll in one transaction: the deliveries acquired and what became of each, in order; empty
+   * when nothing was due. A database error while acquiring is thrown as a {@link
+   * DatabaseException}.
+   */
+  public List<Result> runOnce() {
+    List<DeliveryRunner.Recorded> seen = new ArrayList<>();
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
+      try {
+        poller.poll(c, seen);
+      } catch (SQLException | RuntimeException e) {
+        Transactions.rollbackQuietly(c);
+        throw e;
+      }
+    } catch (SQLException e) {
+      throw new DatabaseException("polling", e);
+    }
+    List<Result> out = new ArrayList<>(seen.size());
+    for (DeliveryRunner.Recorded r : seen) {
+      out.add(new Result(r.delivery(), Kind.valueOf(r.result().name()), r.cause()));
+    }
+    return Collections.unmodifiableList(out);
+  }
+
+  /**
+   * Polls until a poll finds nothing due (at most {@code 10,000} polls) and returns every result in
+   * order.
+   */
+  public List<Result> drainUntilIdle() {
+    List<Result> all = new ArrayList<>();
+    for (int i = 0; i < 10_000; i++) {
+      List<Result> r = runOnce();
+      if (r.isEmpty()) {
+        return all;
+      }
+      all.addAll(r);
+    }
+    throw new IllegalStateException("still not idle after 10,000 polls: a delivery loops");
+  }
+
+  /** Builds a {@link PumpTester}; options as on {@link MessagePump.Builder}. */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private final Driver driver;
+    private int batchSize = MessagePump.DEFAULT_BATCH_SIZE;
+    private int maxFailures = MessagePump.DEFAULT_MAX_FAILURES;
+    private Duration backoffBase = MessagePump.DEFAULT_BACKOFF_BASE;
+    private Duration backoffCap = MessagePump.DEFAULT_BACKOFF_CAP;
+
+    private Builder(DataSource dataSource, Driver driver) {
+      this.dataSource = dataSource;
+      this.driver = driver;
+    }
+
+    /** Deliveries per poll, 1 to {@value MessagePump#MAX_BATCH_SIZE}. */
+    public Builder batchSize(int batchSize) {
+      MessagePump.builder(dataSource).batchSize(batchSize); // the pump's own check
+      this.batchSize = batchSize;
+      return this;
+    }
+
+    /** Failures after which a delivery is parked; at least 1. */
+    public Builder maxFailures(int maxFailures) {
+      MessagePump.builder(dataSource).maxFailures(maxFailures);
+      this.maxFailures = maxFailures;
+      return this;
+    }
+
+    /** Backoff base and cap (the Busy delay and the bounds of the Failed delay). */
+    public Builder backoff(Duration base, Duration cap) {
+      MessagePump.builder(dataSource).backoff(base, cap);
+      this.backoffBase = base;
+      this.backoffCap = cap;
+      return this;
+    }
+
+    /** The tester. */
+    public PumpTester build() {
+      return new PumpTester(this);
+    }
+  }
+}
