@@ -20,11 +20,11 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.LeaseResult;
 import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.chaos.kit.ChaosReport;
+import org.messagepump.chaos.kit.Ledger;
+import org.messagepump.chaos.kit.NodeProcess;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
-import org.messagepump.testkit.chaos.ChaosReport;
-import org.messagepump.testkit.chaos.Ledger;
-import org.messagepump.testkit.chaos.NodeProcess;
 
 /**
  * Scenario 9 (balancer): kill -9 one of two balancer JVMs again and again while messages of 10 keys

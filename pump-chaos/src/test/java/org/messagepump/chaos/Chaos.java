@@ -13,14 +13,14 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import javax.sql.DataSource;
+import org.messagepump.chaos.kit.Ledger;
+import org.messagepump.chaos.kit.NodeProcess;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueResult;
 import org.messagepump.commands.NewCommand;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.TestDatabase;
-import org.messagepump.testkit.chaos.Ledger;
-import org.messagepump.testkit.chaos.NodeProcess;
 
 /** Shared helpers of the scenarios: sizes by run, node processes, producers, waiting on marks. */
 final class Chaos {

@@ -9,12 +9,12 @@ import java.util.List;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.chaos.kit.ChaosReport;
+import org.messagepump.chaos.kit.Ledger;
+import org.messagepump.chaos.kit.NodeProcess;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
-import org.messagepump.testkit.chaos.ChaosReport;
-import org.messagepump.testkit.chaos.Ledger;
-import org.messagepump.testkit.chaos.NodeProcess;
 
 /** Scenario 1: kill -9 one of two command-pump JVMs again and again while they drain. */
 @Tag("chaos")

@@ -13,13 +13,13 @@ import java.util.Map;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.chaos.kit.ChaosReport;
+import org.messagepump.chaos.kit.Ledger;
+import org.messagepump.chaos.kit.NodeProcess;
 import org.messagepump.core.Tx;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
-import org.messagepump.testkit.chaos.ChaosReport;
-import org.messagepump.testkit.chaos.Ledger;
-import org.messagepump.testkit.chaos.NodeProcess;
 
 /**
  * Scenario 9 (event streams): kill -9 one of two event-handler JVMs again and again while events

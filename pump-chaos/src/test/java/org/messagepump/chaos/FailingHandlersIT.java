@@ -10,13 +10,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.chaos.kit.ChaosReport;
+import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
-import org.messagepump.testkit.chaos.ChaosReport;
-import org.messagepump.testkit.chaos.Ledger;
 
 /**
  * Scenario 6: handlers that fail by rule (n % 10 fail twice, n % 100 always) with maxFailures 5:

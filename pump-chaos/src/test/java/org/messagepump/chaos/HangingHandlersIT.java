@@ -14,13 +14,13 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.chaos.kit.ChaosReport;
+import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
-import org.messagepump.testkit.chaos.ChaosReport;
-import org.messagepump.testkit.chaos.Ledger;
 
 /**
  * Scenario 7: 2% of the commands hang 10 s in their handler. The others keep flowing at no less

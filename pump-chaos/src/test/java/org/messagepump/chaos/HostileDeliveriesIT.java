@@ -29,6 +29,8 @@ import org.messagepump.chaos.Hostile.Case;
 import org.messagepump.chaos.Hostile.Config;
 import org.messagepump.chaos.Hostile.CountingDriver;
 import org.messagepump.chaos.Hostile.ErrLines;
+import org.messagepump.chaos.kit.ChaosReport;
+import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
@@ -40,8 +42,6 @@ import org.messagepump.eventstream.EventDriver;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
-import org.messagepump.testkit.chaos.ChaosReport;
-import org.messagepump.testkit.chaos.Ledger;
 
 /**
  * Scenario 10, cases 1 to 7: N good messages and one hostile one (a handler throwing a NUL-bearing

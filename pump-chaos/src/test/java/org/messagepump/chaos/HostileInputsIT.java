@@ -18,6 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.commands.NewCommand;
@@ -28,7 +29,6 @@ import org.messagepump.eventstream.EventStore;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.StatementCapture;
 import org.messagepump.testkit.TestDatabase;
-import org.messagepump.testkit.chaos.ChaosReport;
 
 /**
  * Scenario 10, case 8: bad input to the write APIs (NUL in header names and values, keys, ids and

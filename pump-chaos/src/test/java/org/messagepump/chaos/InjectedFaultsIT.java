@@ -9,13 +9,13 @@ import java.util.List;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.chaos.kit.ChaosReport;
+import org.messagepump.chaos.kit.FaultInjectingDataSource;
+import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
-import org.messagepump.testkit.chaos.ChaosReport;
-import org.messagepump.testkit.chaos.FaultInjectingDataSource;
-import org.messagepump.testkit.chaos.Ledger;
 
 /**
  * Scenario 8: every 7th statement fails with 40001, 40P01, 55P03 or 08006 in turn (08006 also

@@ -5,9 +5,9 @@ import static org.awaitility.Awaitility.await;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import org.messagepump.chaos.kit.Ledger;
+import org.messagepump.chaos.kit.NodeProcess;
 import org.messagepump.testkit.TestDatabase;
-import org.messagepump.testkit.chaos.Ledger;
-import org.messagepump.testkit.chaos.NodeProcess;
 
 /**
  * Kills one of the node JVMs with SIGKILL round after round while work keeps arriving, restarts it,

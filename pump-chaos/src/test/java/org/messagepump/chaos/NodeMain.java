@@ -8,13 +8,13 @@ import java.sql.PreparedStatement;
 import java.time.Duration;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
+import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.eventstream.EventDriver;
 import org.messagepump.eventstream.EventStore;
-import org.messagepump.testkit.chaos.Ledger;
 
 /**
  * A pump node in its own JVM: {@code NodeMain <commands|events|balancer> <jdbcUrl> <user>

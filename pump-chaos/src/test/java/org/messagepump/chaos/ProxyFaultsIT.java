@@ -14,13 +14,13 @@ import java.time.Instant;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.chaos.kit.ChaosProxy;
+import org.messagepump.chaos.kit.ChaosReport;
+import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
-import org.messagepump.testkit.chaos.ChaosProxy;
-import org.messagepump.testkit.chaos.ChaosReport;
-import org.messagepump.testkit.chaos.Ledger;
 
 /**
  * Scenario 4: one pump reaches PostgreSQL through a {@link ChaosProxy}, another directly. The proxy

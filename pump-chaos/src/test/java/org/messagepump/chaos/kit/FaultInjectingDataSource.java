@@ -1,4 +1,4 @@
-package org.messagepump.testkit.chaos;
+package org.messagepump.chaos.kit;
 
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;

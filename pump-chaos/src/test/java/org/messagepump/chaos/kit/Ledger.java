@@ -1,4 +1,4 @@
-package org.messagepump.testkit.chaos;
+package org.messagepump.chaos.kit;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
