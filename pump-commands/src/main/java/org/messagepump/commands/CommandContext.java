@@ -1,15 +1,19 @@
 package org.messagepump.commands;
 
+import java.util.List;
+import java.util.Map;
 import java.util.UUID;
+import org.messagepump.core.DeliveryContext;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.Tx;
 
 /**
- * What a {@link CommandHandler} gets besides its command: the delivery's transaction, the envelope,
- * the attempt number, and {@link #enqueue} for follow-up commands that commit (or roll back) with
- * the handler's other writes.
+ * What a {@link CommandHandler} gets besides its command: the {@link DeliveryContext} every handler
+ * gets (the delivery's transaction, the attempt, the command's ids, type and headers), the stored
+ * envelope, the typed {@link #commandId()}, and {@link #enqueue} for follow-up commands that commit
+ * (or roll back) with the handler's other writes.
  */
-public final class CommandContext {
+public final class CommandContext implements DeliveryContext {
 
   private final CommandQueue queue;
   private final Tx tx;
@@ -24,6 +28,7 @@ public final class CommandContext {
   }
 
   /** The delivery's open transaction; the handler writes through it and never commits. */
+  @Override
   public Tx tx() {
     return tx;
   }
@@ -33,22 +38,48 @@ public final class CommandContext {
     return envelope;
   }
 
-  /** The command's message id. */
-  public UUID messageId() {
+  /** The command's message id in text form (a UUID); {@link #commandId()} is the same, typed. */
+  @Override
+  public String messageId() {
+    return envelope.messageId();
+  }
+
+  /** The command's message id as a UUID, as {@link EnqueueResult#messageId()} returned it. */
+  public UUID commandId() {
     return UUID.fromString(envelope.messageId());
   }
 
+  /** The command's stable type name (the codec's name for its class, or the raw type). */
+  @Override
+  public String messageType() {
+    return envelope.type();
+  }
+
   /** Which attempt this is: 1 the first time, {@code failures + 1} after failures. */
+  @Override
   public int attempt() {
     return attempt;
   }
 
   /**
    * The correlation id follow-ups inherit: the command's own, or its message id when it has none
-   * (it starts the conversation).
+   * (it starts the conversation). Never null for a command.
    */
+  @Override
   public String correlationId() {
     return envelope.correlationId() != null ? envelope.correlationId() : envelope.messageId();
+  }
+
+  /** The id of the message that caused this command (as enqueued), or {@code null}. */
+  @Override
+  public String causationId() {
+    return envelope.causationId();
+  }
+
+  /** The command's headers as enqueued (empty when it has none); never null. */
+  @Override
+  public Map<String, String> headers() {
+    return envelope.headers();
   }
 
   /** Enqueues a follow-up command in this transaction, due now. */
@@ -66,9 +97,7 @@ public final class CommandContext {
 
   /** Enqueues an already-encoded follow-up command in this transaction (same ids as above). */
   public EnqueueResult enqueueRaw(String type, byte[] payload, EnqueueOptions options) {
-    return queue
-        .enqueueAll(tx, java.util.List.of(NewCommand.raw(type, payload, followUp(options))))
-        .get(0);
+    return queue.enqueueAll(tx, List.of(NewCommand.raw(type, payload, followUp(options)))).get(0);
   }
 
   private EnqueueOptions followUp(EnqueueOptions options) {

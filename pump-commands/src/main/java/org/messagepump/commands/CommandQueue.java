@@ -4,17 +4,17 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import java.sql.Connection;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
-import org.messagepump.commands.internal.EncodedCommand;
-import org.messagepump.commands.internal.Enqueuer;
-import org.messagepump.commands.internal.Migrations;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
+import org.messagepump.core.Migrations;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.MessageCodec;
@@ -110,7 +110,13 @@ public final class CommandQueue {
    */
   public static int migrate(DataSource dataSource, String schema) {
     Objects.requireNonNull(dataSource, "dataSource");
-    return Migrations.migrate(dataSource, CommandTables.of(schema).schema());
+    String s = CommandTables.of(schema).schema();
+    return Migrations.migrate(
+        dataSource,
+        s,
+        CommandTables.HISTORY_TABLE,
+        "classpath:db/" + CommandTables.SCHEMA,
+        Map.of("schema", s));
   }
 
   /**
@@ -218,8 +224,8 @@ public final class CommandQueue {
 
   /**
    * Enqueues many commands in a transaction of its own with multi-row inserts (one statement per
-   * {@value Enqueuer#ROWS_PER_INSERT} commands). Every command is validated before anything is
-   * written. Results are in input order.
+   * 5,000 commands). Every command is validated before anything is written. Results are in input
+   * order.
    */
   public List<EnqueueResult> enqueueAll(List<? extends NewCommand> commands) {
     List<EncodedCommand> encoded = enqueuer.encode(commands);
@@ -254,8 +260,14 @@ public final class CommandQueue {
 
   /** Per-type counts of due and delayed commands and dead letters (database clock). */
   public QueueDepth depth() {
-    return Transactions.inNew(
-        dataSource, "reading the queue depth", tx -> CommandQueries.depth(tx.dsl(), tables));
+    Map<String, CommandQueries.TypeCounts> counts =
+        Transactions.inNew(
+            dataSource, "reading the queue depth", tx -> CommandQueries.depth(tx.dsl(), tables));
+    Map<String, QueueDepth.TypeDepth> byType = new HashMap<>();
+    counts.forEach(
+        (type, c) ->
+            byType.put(type, new QueueDepth.TypeDepth(c.due(), c.delayed(), c.deadLetters())));
+    return new QueueDepth(byType);
   }
 
   /** Operations on parked commands: list, retry, discard. */

@@ -65,17 +65,21 @@ public final class DeadLetters {
     return Transactions.inNew(
         dataSource,
         "listing dead letters",
-        tx -> DeadLetterQueries.list(tx.dsl(), tables, type, limit));
+        tx ->
+            DeadLetterQueries.list(tx.dsl(), tables, type, limit).stream()
+                .map(DeadLetters::deadLetter)
+                .toList());
   }
 
   /** The dead letter with this message id, if parked. */
   public Optional<DeadLetter> find(UUID messageId) {
     id(messageId);
     return Optional.ofNullable(
-        Transactions.inNew(
-            dataSource,
-            "reading a dead letter",
-            tx -> DeadLetterQueries.find(tx.dsl(), tables, messageId)));
+            Transactions.inNew(
+                dataSource,
+                "reading a dead letter",
+                tx -> DeadLetterQueries.find(tx.dsl(), tables, messageId)))
+        .map(DeadLetters::deadLetter);
   }
 
   /** Number of dead letters of every type. */
@@ -152,6 +156,10 @@ public final class DeadLetters {
       }
       return gaugeValue;
     }
+  }
+
+  private static DeadLetter deadLetter(DeadLetterQueries.Parked p) {
+    return new DeadLetter(p.envelope(), p.failures(), p.lastError(), p.parkedAt());
   }
 
   private static void id(UUID messageId) {

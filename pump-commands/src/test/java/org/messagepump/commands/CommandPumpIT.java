@@ -42,7 +42,7 @@ class CommandPumpIT {
           ctx.tx()
               .connection()
               .prepareStatement("INSERT INTO handled (message_id, type, pump) VALUES (?, ?, ?)")) {
-        ps.setObject(1, ctx.messageId());
+        ps.setObject(1, ctx.commandId());
         ps.setString(2, ctx.envelope().type());
         ps.setString(3, pump);
         ps.executeUpdate();

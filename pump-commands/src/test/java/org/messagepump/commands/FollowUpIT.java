@@ -40,7 +40,7 @@ class FollowUpIT {
         (c, ctx) -> {
           try (PreparedStatement ps =
               ctx.tx().connection().prepareStatement("INSERT INTO shipped VALUES (?, ?, ?, ?)")) {
-            ps.setObject(1, ctx.messageId());
+            ps.setObject(1, ctx.commandId());
             ps.setString(2, c.orderId());
             ps.setString(3, ctx.envelope().causationId());
             ps.setString(4, ctx.envelope().correlationId());

@@ -54,7 +54,7 @@ class RetryIT {
         ctx.tx()
             .connection()
             .prepareStatement("INSERT INTO handled_at VALUES (?, clock_timestamp(), ?)")) {
-      ps.setObject(1, ctx.messageId());
+      ps.setObject(1, ctx.commandId());
       ps.setInt(2, ctx.attempt());
       ps.executeUpdate();
     }

@@ -51,7 +51,7 @@ class UnreadableRowIT {
     List<UUID> handled = new CopyOnWriteArrayList<>();
     CommandHandlers handlers =
         CommandHandlers.builder()
-            .on(PlaceOrder.class, (c, ctx) -> handled.add(ctx.messageId()))
+            .on(PlaceOrder.class, (c, ctx) -> handled.add(ctx.commandId()))
             .build();
     try (MessagePump pump =
         MessagePump.builder(ds)

@@ -35,7 +35,6 @@ import org.jooq.SelectField;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.messagepump.commands.QueueDepth;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.spi.Delivery;
 
@@ -304,7 +303,7 @@ public final class CommandQueries {
       DSLContext dsl, CommandTables t, Delivery d, UUID id, int failures, Duration delay) {
     List<Field<?>> values = stored(d, id);
     values.add(DSL.val(failures, FAILURES));
-    values.add(Enqueuer.deliverAt(delay, null));
+    values.add(CommandTables.deliverAt(delay, null));
     dsl.insertInto(t.commands, columns(FAILURES, DELIVER_AT)).values(values).execute();
   }
 
@@ -344,8 +343,17 @@ public final class CommandQueries {
             enqueuedAt));
   }
 
-  /** Per type: due, delayed and dead-letter counts. */
-  public static QueueDepth depth(DSLContext dsl, CommandTables t) {
+  /**
+   * How many commands of one type are due now, due later and parked.
+   *
+   * @param due pending and due now
+   * @param delayed pending and due later
+   * @param deadLetters parked
+   */
+  public record TypeCounts(long due, long delayed, long deadLetters) {}
+
+  /** Per type: due, delayed and dead-letter counts (database clock). */
+  public static Map<String, TypeCounts> depth(DSLContext dsl, CommandTables t) {
     Field<Integer> due = DSL.count().filterWhere(DELIVER_AT.le(CLOCK_TIMESTAMP)).as("due");
     Field<Integer> delayed = DSL.count().filterWhere(DELIVER_AT.gt(CLOCK_TIMESTAMP)).as("delayed");
     Map<String, long[]> counts = new HashMap<>();
@@ -359,8 +367,8 @@ public final class CommandQueries {
         dsl.select(MESSAGE_TYPE, DSL.count()).from(t.deadLetters).groupBy(MESSAGE_TYPE).fetch()) {
       counts.computeIfAbsent(r.value1(), k -> new long[3])[2] = r.value2();
     }
-    Map<String, QueueDepth.TypeDepth> byType = new HashMap<>();
-    counts.forEach((type, c) -> byType.put(type, new QueueDepth.TypeDepth(c[0], c[1], c[2])));
-    return new QueueDepth(byType);
+    Map<String, TypeCounts> byType = new HashMap<>();
+    counts.forEach((type, c) -> byType.put(type, new TypeCounts(c[0], c[1], c[2])));
+    return byType;
   }
 }

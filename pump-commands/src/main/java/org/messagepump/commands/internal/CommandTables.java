@@ -1,6 +1,8 @@
 package org.messagepump.commands.internal;
 
+import java.time.Duration;
 import java.time.Instant;
+import java.util.Objects;
 import java.util.UUID;
 import org.jooq.Field;
 import org.jooq.JSONB;
@@ -8,6 +10,7 @@ import org.jooq.Record;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
+import org.jooq.types.DayToSecond;
 
 /**
  * jOOQ names of one command-queue schema (see {@code db/commandqueue/V1__*.sql}): the tables are
@@ -18,6 +21,9 @@ public final class CommandTables {
 
   /** The default schema. */
   public static final String SCHEMA = "commandqueue";
+
+  /** Flyway's history table, in the queue's schema (so every schema has its own). */
+  public static final String HISTORY_TABLE = "commandqueue_flyway_history";
 
   /**
    * A schema name: a lower-case SQL identifier short enough that the derived NOTIFY channel ({@code
@@ -137,4 +143,21 @@ public final class CommandTables {
    */
   public static final Field<Instant> STATEMENT_TIMESTAMP =
       DSL.function("statement_timestamp", SQLDataType.INSTANT);
+
+  /** The due time: the database clock plus the delay, the given instant, or now. */
+  public static Field<Instant> deliverAt(Duration delay, Instant at) {
+    if (at != null) {
+      return DSL.val(at, DELIVER_AT);
+    }
+    if (delay == null || delay.isZero()) {
+      return CLOCK_TIMESTAMP;
+    }
+    return after(delay);
+  }
+
+  /** {@code clock_timestamp() + delay}, the delay bound as an interval. */
+  public static Field<Instant> after(Duration delay) {
+    Objects.requireNonNull(delay, "delay");
+    return CLOCK_TIMESTAMP.plus(DSL.val(DayToSecond.valueOf(delay)));
+  }
 }

@@ -21,7 +21,6 @@ import org.jooq.Field;
 import org.jooq.Record;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.messagepump.commands.DeadLetter;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.Inputs;
 
@@ -70,8 +69,15 @@ public final class DeadLetterQueries {
     dsl.insertInto(t.deadLetters, COLUMNS).values(values).execute();
   }
 
+  /**
+   * A dead letter as read: the command as stored, its failures, last error and parking time (the
+   * public {@code DeadLetter} is made of it).
+   */
+  public record Parked(
+      Envelope envelope, int failures, String lastError, java.time.Instant parkedAt) {}
+
   /** Dead letters, oldest parked first; {@code type} null means all types. */
-  public static List<DeadLetter> list(DSLContext dsl, CommandTables t, String type, int limit) {
+  public static List<Parked> list(DSLContext dsl, CommandTables t, String type, int limit) {
     return dsl.select(READ)
         .from(t.deadLetters)
         .where(ofType(type))
@@ -81,7 +87,7 @@ public final class DeadLetterQueries {
   }
 
   /** One dead letter, or null. */
-  public static DeadLetter find(DSLContext dsl, CommandTables t, UUID id) {
+  public static Parked find(DSLContext dsl, CommandTables t, UUID id) {
     return dsl.select(READ)
         .from(t.deadLetters)
         .where(MESSAGE_ID.eq(id))
@@ -169,7 +175,7 @@ public final class DeadLetterQueries {
     }
   }
 
-  private static DeadLetter deadLetter(Record r) {
+  private static Parked deadLetter(Record r) {
     Envelope e =
         new Envelope(
             r.get(MESSAGE_ID).toString(),
@@ -179,6 +185,6 @@ public final class DeadLetterQueries {
             r.get(ENQUEUED_AT),
             readableHeaders(r.get(HEADERS)),
             r.get(PAYLOAD));
-    return new DeadLetter(e, r.get(FAILURES), r.get(LAST_ERROR), r.get(PARKED_AT));
+    return new Parked(e, r.get(FAILURES), r.get(LAST_ERROR), r.get(PARKED_AT));
   }
 }

@@ -1,6 +1,5 @@
-package org.messagepump.commands.internal;
+package org.messagepump.commands;
 
-import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -9,10 +8,8 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.UUID;
 import org.jooq.DSLContext;
-import org.jooq.Field;
 import org.jooq.InsertValuesStep2;
 import org.jooq.InsertValuesStep7;
 import org.jooq.JSONB;
@@ -21,11 +18,8 @@ import org.jooq.Record2;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.jooq.types.DayToSecond;
-import org.messagepump.commands.CommandQueue;
-import org.messagepump.commands.EnqueueOptions;
-import org.messagepump.commands.EnqueueResult;
-import org.messagepump.commands.NewCommand;
+import org.messagepump.commands.internal.CommandTables;
+import org.messagepump.commands.internal.HeadersJson;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Tx;
@@ -37,14 +31,17 @@ import org.messagepump.core.spi.MessageCodec;
  * Validates, encodes and inserts commands: idempotency keys first (one multi-row insert, then one
  * look-up of the keys that existed), then the commands in multi-row inserts of up to {@value
  * #ROWS_PER_INSERT} rows. Everything is validated before anything is written.
+ *
+ * <p>In the public package, package-private: it works on the public types ({@link NewCommand},
+ * {@link EnqueueOptions}, {@link EnqueueResult}), and {@code internal} must not depend on them.
  */
-public final class Enqueuer {
+final class Enqueuer {
 
   /**
    * Rows per multi-row insert: at most 7 bind values each, 35,000 per statement, well under the
    * 65,535 at which jOOQ would inline every value into the SQL text.
    */
-  public static final int ROWS_PER_INSERT = 5000;
+  static final int ROWS_PER_INSERT = 5000;
 
   private final MessageCodec codec;
   private final CommandTables tables;
@@ -56,7 +53,7 @@ public final class Enqueuer {
    * An enqueuer into {@code tables} encoding with {@code codec}, checking input against {@code
    * limits} and signalling {@code channel} when {@code notify}.
    */
-  public Enqueuer(
+  Enqueuer(
       MessageCodec codec, CommandTables tables, Limits limits, String channel, boolean notify) {
     this.codec = codec;
     this.tables = tables;
@@ -66,7 +63,7 @@ public final class Enqueuer {
   }
 
   /** Validates and encodes; throws {@link IllegalArgumentException} naming the first problem. */
-  public List<EncodedCommand> encode(List<? extends NewCommand> commands) {
+  List<EncodedCommand> encode(List<? extends NewCommand> commands) {
     if (commands == null) {
       throw new IllegalArgumentException("commands must not be null");
     }
@@ -123,7 +120,7 @@ public final class Enqueuer {
   }
 
   /** Inserts encoded commands in {@code tx}; results in input order. */
-  public List<EnqueueResult> insert(Tx tx, List<EncodedCommand> commands) {
+  List<EnqueueResult> insert(Tx tx, List<EncodedCommand> commands) {
     DSLContext dsl = tx.dsl();
     EnqueueResult[] results = new EnqueueResult[commands.size()];
     Map<String, UUID> keyOwners = claimKeys(dsl, tables, commands);
@@ -240,25 +237,8 @@ public final class Enqueuer {
               DSL.val(o.causationId(), CommandTables.CAUSATION_ID),
               DSL.val(HeadersJson.write(o.headers()), CommandTables.HEADERS),
               DSL.val(c.payload(), CommandTables.PAYLOAD),
-              deliverAt(o.delay(), o.deliverAt()));
+              CommandTables.deliverAt(o.delay(), o.deliverAt()));
     }
     insert.execute();
-  }
-
-  /** The due time: the database clock plus the delay, the given instant, or now. */
-  public static Field<Instant> deliverAt(Duration delay, Instant at) {
-    if (at != null) {
-      return DSL.val(at, CommandTables.DELIVER_AT);
-    }
-    if (delay == null || delay.isZero()) {
-      return CommandTables.CLOCK_TIMESTAMP;
-    }
-    return after(delay);
-  }
-
-  /** {@code clock_timestamp() + delay}, the delay bound as an interval. */
-  public static Field<Instant> after(Duration delay) {
-    Objects.requireNonNull(delay, "delay");
-    return CommandTables.CLOCK_TIMESTAMP.plus(DSL.val(DayToSecond.valueOf(delay)));
   }
 }

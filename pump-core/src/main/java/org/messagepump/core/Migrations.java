@@ -1,0 +1,116 @@
+package org.messagepump.core;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.util.Map;
+import java.util.Objects;
+import java.util.regex.Pattern;
+import javax.sql.DataSource;
+import org.flywaydb.core.Flyway;
+import org.flywaydb.core.api.FlywayException;
+
+/**
+ * Applies a driver's Flyway migrations to one schema, safely when several processes start together:
+ * for driver authors, and what the bundled drivers' {@code migrate} methods call.
+ *
+ * <p>Every call through this class, whatever the schema or driver, first takes one session advisory
+ * lock on a connection of its own (held only while it migrates, released even when the migration
+ * fails), so concurrent calls run one after the other: the first creates the schema and applies
+ * what is missing, the next find nothing left to apply. Flyway alone would let two processes race
+ * to create the schema or the history table. A call therefore needs two connections of the pool at
+ * once.
+ *
+ * <pre>{@code
+ * int applied = Migrations.migrate(
+ *     dataSource, "tinyqueue", "tinyqueue_flyway_history", "classpath:db/tinyqueue",
+ *     Map.of("schema", "tinyqueue"));
+ * }</pre>
+ */
+public final class Migrations {
+
+  /**
+   * Key of the session advisory lock serializing migrations ("cmdqueue" in ASCII: the key the
+   * command queue took before this class existed, kept so that processes of both versions still
+   * serialize).
+   */
+  private static final long LOCK_KEY = 0x636d_6471_7565_7565L;
+
+  /** A PostgreSQL identifier needing no quoting care: lower case, at most 63 bytes. */
+  private static final Pattern IDENTIFIER = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
+
+  private Migrations() {}
+
+  /**
+   * Applies the migrations found at {@code location} to {@code schema} (created if missing), with
+   * the history table {@code historyTable} in that schema, so every schema keeps its own history.
+   * Flyway runs with {@code schema} as its only and default schema and with {@code placeholders}
+   * (e.g. {@code Map.of("schema", schema)} for scripts that write {@code "${schema}".table}).
+   * Serialized across processes as the class describes; idempotent.
+   *
+   * @param dataSource where to migrate (a pool: the call takes two connections)
+   * @param schema the schema: lower-case letters, digits and {@code _}, not starting with a digit,
+   *     at most 63 characters (drivers may be stricter)
+   * @param historyTable Flyway's history table, same rule as {@code schema}
+   * @param location where Flyway finds the scripts, e.g. {@code "classpath:db/commandqueue"}
+   * @param placeholders placeholder values for the scripts; null means none
+   * @return the number of migrations this call applied (0 when the schema was up to date)
+   * @throws IllegalArgumentException for a schema or history table outside the rule, or a blank
+   *     location
+   * @throws PumpException when Flyway fails (the message says why)
+   * @throws DatabaseException when the lock cannot be taken or released
+   */
+  public static int migrate(
+      DataSource dataSource,
+      String schema,
+      String historyTable,
+      String location,
+      Map<String, String> placeholders) {
+    Objects.requireNonNull(dataSource, "dataSource");
+    identifier("schema", schema);
+    identifier("historyTable", historyTable);
+    if (location == null || location.isBlank()) {
+      throw new IllegalArgumentException("location must not be blank");
+    }
+    Map<String, String> values = placeholders == null ? Map.of() : Map.copyOf(placeholders);
+    try (Connection lock = dataSource.getConnection()) {
+      advisory(lock, "SELECT pg_advisory_lock(?)");
+      try {
+        return Flyway.configure()
+            .dataSource(dataSource)
+            .schemas(schema)
+            .defaultSchema(schema)
+            .createSchemas(true)
+            .table(historyTable)
+            .placeholders(values)
+            .locations(location)
+            .load()
+            .migrate()
+            .migrationsExecuted;
+      } catch (FlywayException e) {
+        throw new PumpException("migrating schema " + schema + " failed: " + e.getMessage(), e);
+      } finally {
+        advisory(lock, "SELECT pg_advisory_unlock(?)");
+      }
+    } catch (SQLException e) {
+      throw new DatabaseException("migrating schema " + schema, e);
+    }
+  }
+
+  private static void identifier(String argument, String value) {
+    if (value == null) {
+      throw new NullPointerException(argument + " must not be null");
+    }
+    if (!IDENTIFIER.matcher(value).matches()) {
+      throw new IllegalArgumentException(
+          argument + " must be 1-63 lower-case letters, digits or _, not starting with a digit");
+    }
+  }
+
+  private static void advisory(Connection c, String sql) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setLong(1, LOCK_KEY);
+      ps.execute();
+    }
+  }
+}
