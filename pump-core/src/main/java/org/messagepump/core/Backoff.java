@@ -10,7 +10,7 @@ import java.util.random.RandomGenerator;
  *
  * <p>Written here rather than taken from Resilience4j's {@code IntervalFunction}: its randomized
  * exponential backoff spreads around the interval ({@code ± factor}) instead of the equal-jitter
- * formula DESIGN.md fixes, and the pump's retries are not an in-process retry loop but a
+ * formula docs/design.md states, and the pump's retries are not an in-process retry loop but a
  * postponement stored in the database.
  */
 public final class Backoff {
