@@ -42,7 +42,7 @@ import org.slf4j.MDC;
  *       driver's {@code completed} or the commit fails, the batch is abandoned: the delivery at
  *       fault (or the only one of the batch) still gets its failure counted in a fresh transaction,
  *       so it parks at {@code maxFailures}; a larger batch whose culprit is unknown is retried one
- *       delivery per transaction (see {@link Dispatcher}).
+ *       delivery per transaction (see {@link WorkerScheduler}).
  *   <li>A handler cannot end the pump's transaction: the connection it gets refuses commit,
  *       rollback, autocommit, close, abort, isolation changes and unwrapping ({@link
  *       HandlerConnection}); after it returns, the pump checks that its transaction is still open.
@@ -67,7 +67,7 @@ final class DeliveryRunner {
     ABANDONED_ISOLATE
   }
 
-  private final String pump;
+  private final String pumpName;
   private final DataSource dataSource;
   private final Driver driver;
   private final Backoff backoff;
@@ -81,13 +81,13 @@ final class DeliveryRunner {
   private boolean recordingFails;
 
   DeliveryRunner(
-      String pump,
+      String pumpName,
       DataSource dataSource,
       Driver driver,
       Backoff backoff,
       int maxFailures,
       PumpMetrics metrics) {
-    this.pump = pump;
+    this.pumpName = pumpName;
     this.dataSource = dataSource;
     this.driver = driver;
     this.backoff = backoff;
@@ -163,7 +163,7 @@ final class DeliveryRunner {
         batch.connectionLost = true;
         log.info(
             "{}: {} failed, connection lost; {} deliveries will return",
-            pump,
+            pumpName,
             step,
             deliveries.size());
       } else {
@@ -172,11 +172,11 @@ final class DeliveryRunner {
         }
         log.warn(
             "{}: {} failed; {} deliveries will return: {}",
-            pump,
+            pumpName,
             step,
             deliveries.size(),
             describe(e));
-        log.debug("{}: {} failed", pump, step, e);
+        log.debug("{}: {} failed", pumpName, step, e);
       }
     } finally {
       metrics.inFlight(-deliveries.size());
@@ -239,7 +239,7 @@ final class DeliveryRunner {
         batch.culprit = d;
         batch.culpritCause = new IllegalStateException(broken);
         log.error(
-            "{}: {}; the batch is abandoned and the delivery counted as failed", pump, broken);
+            "{}: {}; the batch is abandoned and the delivery counted as failed", pumpName, broken);
         return PumpMetrics.Result.ABANDONED;
       }
       if (outcome instanceof Outcome.Handled
@@ -293,7 +293,7 @@ final class DeliveryRunner {
       log.warn(
           "{}: a commit failed; from now on the deferred constraints of each delivery are checked"
               + " at its end, so that a violation fails that delivery alone",
-          pump);
+          pumpName);
     }
   }
 
@@ -316,7 +316,7 @@ final class DeliveryRunner {
       PumpMetrics.Result r;
       if (cause == null) {
         String reason = ((Outcome.Busy) outcome).reason();
-        log.debug("{}: busy ({}), retry in {}", pump, reason, backoff.base());
+        log.debug("{}: busy ({}), retry in {}", pumpName, reason, backoff.base());
         driver.postpone(tx, d, failures, backoff.base());
         r = PumpMetrics.Result.BUSY;
       } else if (failures >= maxFailures) {
@@ -328,11 +328,11 @@ final class DeliveryRunner {
         // slowed every worker.
         log.warn(
             "{}: delivery failed (attempt {}), retry in {}: {}",
-            pump,
+            pumpName,
             failures,
             delay,
             describe(cause));
-        log.debug("{}: failure of attempt {}", pump, failures, cause);
+        log.debug("{}: failure of attempt {}", pumpName, failures, cause);
         driver.postpone(tx, d, failures, delay);
         r = PumpMetrics.Result.FAILED;
       }
@@ -365,7 +365,7 @@ final class DeliveryRunner {
   private PumpMetrics.Result recordingFailed(
       Delivery d, Throwable cause, Exception e, Batch batch, boolean connectionLost) {
     if (connectionLost) {
-      log.info("{}: connection lost while recording the outcome ({})", pump, e.getMessage());
+      log.info("{}: connection lost while recording the outcome ({})", pumpName, e.getMessage());
       batch.connectionLost = true;
     } else {
       noteRecordingFailure(e);
@@ -388,7 +388,7 @@ final class DeliveryRunner {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       if (stopping) {
-        log.info("{}: handler interrupted (shutdown); the delivery will return", pump);
+        log.info("{}: handler interrupted (shutdown); the delivery will return", pumpName);
         return null;
       }
       Thread.interrupted(); // not a shutdown: the handler's own affair; keep the worker usable
@@ -397,7 +397,7 @@ final class DeliveryRunner {
       if (e instanceof VirtualMachineError) {
         log.error(
             "{}: handler threw {}; counted as a failure of this delivery",
-            pump,
+            pumpName,
             e.getClass().getName());
       }
       switch (SqlStates.classify(e)) {
@@ -407,7 +407,7 @@ final class DeliveryRunner {
           if (connectionLost(guard.target())) {
             log.info(
                 "{}: connection lost while handling ({}); the delivery will return",
-                pump,
+                pumpName,
                 e.getMessage());
             return null;
           }
@@ -427,15 +427,15 @@ final class DeliveryRunner {
     String reason = Inputs.reason(reason(cause));
     try {
       driver.park(tx, d, failures, reason);
-      log.warn("{}: delivery parked after {} failures: {}", pump, failures, describe(cause));
-      log.debug("{}: final failure", pump, cause);
+      log.warn("{}: delivery parked after {} failures: {}", pumpName, failures, describe(cause));
+      log.debug("{}: final failure", pumpName, cause);
       return PumpMetrics.Result.PARKED;
     } catch (UnsupportedOperationException e) {
       if (!parkUnsupportedLogged) {
         parkUnsupportedLogged = true;
         log.warn(
             "{}: {} cannot park; deliveries past maxFailures are postponed by the cap",
-            pump,
+            pumpName,
             driver.name());
       }
       driver.postpone(tx, d, failures, backoff.cap());
@@ -456,7 +456,7 @@ final class DeliveryRunner {
     } catch (UnsupportedOperationException e) {
       driver.postpone(tx, d, failures, backoff.cap());
     }
-    log.warn("{}: delivery parked after {} failures (plain reason)", pump, failures);
+    log.warn("{}: delivery parked after {} failures (plain reason)", pumpName, failures);
   }
 
   /**
@@ -478,7 +478,7 @@ final class DeliveryRunner {
           log.warn(
               "{}: delivery failed and its batch was abandoned; {} cannot count the failure"
                   + " after a rollback (or another worker has it), so it returns uncounted: {}",
-              pump,
+              pumpName,
               driver.name(),
               describe(cause));
           return;
@@ -495,7 +495,7 @@ final class DeliveryRunner {
         } else {
           log.warn(
               "{}: delivery failed (attempt {}) and its batch was abandoned: {}",
-              pump,
+              pumpName,
               failures,
               describe(cause));
           driver.postpone(tx, d, failures, backoff.delay(failures, ThreadLocalRandom.current()));
@@ -523,10 +523,10 @@ final class DeliveryRunner {
       log.warn(
           "{}: recording an outcome failed ({}); falling back to a plain record. Logged once until"
               + " recording works again",
-          pump,
+          pumpName,
           describe(e));
     }
-    log.debug("{}: recording an outcome failed", pump, e);
+    log.debug("{}: recording an outcome failed", pumpName, e);
   }
 
   private void recordingWorks() {
@@ -534,7 +534,7 @@ final class DeliveryRunner {
       synchronized (recordingState) {
         if (recordingFails) {
           recordingFails = false;
-          log.info("{}: recording outcomes works again", pump);
+          log.info("{}: recording outcomes works again", pumpName);
         }
       }
     }
@@ -599,7 +599,7 @@ final class DeliveryRunner {
   }
 
   private void putMdc(Delivery d) {
-    MDC.put("pump", pump);
+    MDC.put("pump", pumpName);
     MDC.put("messageId", d.messageId());
     MDC.put("messageType", d.messageType());
     MDC.put("attempt", Integer.toString(d.attempt()));

@@ -79,7 +79,7 @@ public final class MessagePump implements AutoCloseable {
   private final Duration shutdownGrace;
   private final ThreadFactory threadFactory;
   private final int workerCount;
-  private final Dispatcher dispatcher;
+  private final WorkerScheduler dispatcher;
   private final DeliveryRunner runner;
   private final WakeListener listener;
   private Thread listenerThread;
@@ -102,7 +102,7 @@ public final class MessagePump implements AutoCloseable {
             b.workers, r -> named(r, "pump-" + name + "-worker-" + workerIds.incrementAndGet()));
     this.runner = new DeliveryRunner(name, b.dataSource, b.driver, backoff, b.maxFailures, metrics);
     this.dispatcher =
-        new Dispatcher(
+        new WorkerScheduler(
             name,
             b.dataSource,
             b.driver,

@@ -10,7 +10,7 @@ import org.messagepump.core.spi.Driver;
 /**
  * One poll on an open connection: acquire up to {@code batchSize} deliveries, hand them to the
  * {@link DeliveryRunner}, and keep the isolation rule. The one poll path: the pump's workers
- * ({@link Dispatcher}) and {@link PumpTester} both run it.
+ * ({@link WorkerScheduler}) and {@link PumpTester} both run it.
  */
 final class Poller {
 

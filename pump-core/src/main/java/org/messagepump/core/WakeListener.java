@@ -22,17 +22,21 @@ final class WakeListener implements Runnable {
   private static final Logger log = LoggerFactory.getLogger(MessagePump.class);
   private static final int WAIT_MILLIS = 500;
 
-  private final String pump;
+  private final String pumpName;
   private final DataSource dataSource;
   private final String channel;
-  private final Dispatcher dispatcher;
+  private final WorkerScheduler dispatcher;
   private final Backoff backoff;
   private volatile boolean running = true;
   private volatile Connection connection;
 
   WakeListener(
-      String pump, DataSource dataSource, String channel, Dispatcher dispatcher, Backoff backoff) {
-    this.pump = pump;
+      String pumpName,
+      DataSource dataSource,
+      String channel,
+      WorkerScheduler dispatcher,
+      Backoff backoff) {
+    this.pumpName = pumpName;
     this.dataSource = dataSource;
     this.channel = channel;
     this.dispatcher = dispatcher;
@@ -53,7 +57,7 @@ final class WakeListener implements Runnable {
           s.execute("LISTEN \"" + channel.replace("\"", "\"\"") + "\"");
         }
         if (failures > 0) {
-          log.info("{}: listening on '{}' again", pump, channel);
+          log.info("{}: listening on '{}' again", pumpName, channel);
         }
         failures = 0;
         dispatcher.wake(); // work may have arrived while not listening
@@ -70,7 +74,7 @@ final class WakeListener implements Runnable {
         if (failures++ == 0) {
           log.warn(
               "{}: listening on '{}' failed, polling only until it works again: {}",
-              pump,
+              pumpName,
               channel,
               e.getMessage());
         }

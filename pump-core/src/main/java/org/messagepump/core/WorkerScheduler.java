@@ -32,11 +32,11 @@ import org.slf4j.LoggerFactory;
  * formula, and a breaker's half-open probe would be one more poll, which is what the backoff
  * already does; a breaker adds state without changing behaviour.
  */
-final class Dispatcher implements Runnable {
+final class WorkerScheduler implements Runnable {
 
   private static final Logger log = LoggerFactory.getLogger(MessagePump.class);
 
-  private final String pump;
+  private final String pumpName;
   private final DataSource dataSource;
   private final Driver driver;
   private final int batchSize;
@@ -59,8 +59,8 @@ final class Dispatcher implements Runnable {
   private static final long STATE_LOG_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
   private volatile boolean running = true;
 
-  Dispatcher(
-      String pump,
+  WorkerScheduler(
+      String pumpName,
       DataSource dataSource,
       Driver driver,
       int workerCount,
@@ -70,7 +70,7 @@ final class Dispatcher implements Runnable {
       PumpMetrics metrics,
       DeliveryRunner runner,
       ExecutorService workers) {
-    this.pump = pump;
+    this.pumpName = pumpName;
     this.dataSource = dataSource;
     this.driver = driver;
     this.batchSize = batchSize;
@@ -237,7 +237,7 @@ final class Dispatcher implements Runnable {
     if (degradedSince != 0 && System.nanoTime() - lastStateWarn > STATE_LOG_INTERVAL_NANOS) {
       log.info(
           "{}: acquisition works again after {} ms and {} failed polls",
-          pump,
+          pumpName,
           TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - degradedSince),
           failures);
     }
@@ -260,14 +260,14 @@ final class Dispatcher implements Runnable {
           lastStateWarn = now;
           log.warn(
               "{}: acquisition failed, backing off until it works again: {}",
-              pump,
+              pumpName,
               DeliveryRunner.describe(e));
         } else {
-          log.debug("{}: acquisition failed again: {}", pump, DeliveryRunner.describe(e));
+          log.debug("{}: acquisition failed again: {}", pumpName, DeliveryRunner.describe(e));
         }
-        log.debug("{}: acquisition failed", pump, e);
+        log.debug("{}: acquisition failed", pumpName, e);
       } else {
-        log.debug("{}: acquisition still failing: {}", pump, DeliveryRunner.describe(e));
+        log.debug("{}: acquisition still failing: {}", pumpName, DeliveryRunner.describe(e));
       }
     }
   }
@@ -276,7 +276,7 @@ final class Dispatcher implements Runnable {
     try {
       c.close();
     } catch (SQLException | RuntimeException e) {
-      log.debug("{}: closing a connection failed: {}", pump, e.getMessage());
+      log.debug("{}: closing a connection failed: {}", pumpName, e.getMessage());
     }
   }
 
@@ -310,7 +310,7 @@ final class Dispatcher implements Runnable {
         c.abort(Runnable::run);
         n++;
       } catch (SQLException | RuntimeException e) {
-        log.debug("{}: aborting a connection failed: {}", pump, e.getMessage());
+        log.debug("{}: aborting a connection failed: {}", pumpName, e.getMessage());
       }
     }
     return n;

@@ -1,0 +1,141 @@
+package org.messagepump.architecture;
+
+import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAPackage;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The layering the module list promises, checked on the compiled classes of every module:
+ *
+ * <ul>
+ *   <li>drivers use only pump-core's public API ({@code org.messagepump.core}) and its SPI ({@code
+ *       org.messagepump.core.spi}), and not one another;
+ *   <li>pump-core depends on no driver;
+ *   <li>nothing depends on pump-cli;
+ *   <li>an {@code internal} package is used only inside its own module;
+ *   <li>no package cycles.
+ * </ul>
+ */
+class ArchitectureTest {
+
+  private static JavaClasses classes;
+
+  @BeforeAll
+  static void importClasses() {
+    classes =
+        new ClassFileImporter()
+            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+            .importPackages("org.messagepump");
+  }
+
+  @Test
+  void driversUseOnlyTheCoreApiAndSpi() {
+    noClasses()
+        .that()
+        .resideInAnyPackage(
+            "org.messagepump.commands..",
+            "org.messagepump.eventstream..",
+            "org.messagepump.balancer..")
+        .should()
+        .dependOnClassesThat()
+        .resideInAnyPackage("org.messagepump.core.(*)..")
+        .andShould()
+        .dependOnClassesThat()
+        .resideOutsideOfPackages(
+            "org.messagepump.core",
+            "org.messagepump.core.spi",
+            "org.messagepump.commands..",
+            "org.messagepump.eventstream..",
+            "org.messagepump.balancer..",
+            "java..",
+            "javax..",
+            "org.jooq..",
+            "org.flywaydb..",
+            "org.postgresql..",
+            "org.slf4j..",
+            "io.micrometer..",
+            "com.fasterxml.jackson..")
+        .check(classes);
+  }
+
+  @Test
+  void driversDoNotDependOnOneAnother() {
+    String[][] pairs = {
+      {"org.messagepump.commands..", "org.messagepump.eventstream..", "org.messagepump.balancer.."},
+      {"org.messagepump.eventstream..", "org.messagepump.commands..", "org.messagepump.balancer.."},
+      {"org.messagepump.balancer..", "org.messagepump.commands..", "org.messagepump.eventstream.."}
+    };
+    for (String[] p : pairs) {
+      noClasses()
+          .that()
+          .resideInAPackage(p[0])
+          .should()
+          .dependOnClassesThat()
+          .resideInAnyPackage(p[1], p[2])
+          .check(classes);
+    }
+  }
+
+  @Test
+  void coreDependsOnNoDriverNorTheCli() {
+    noClasses()
+        .that()
+        .resideInAPackage("org.messagepump.core..")
+        .should()
+        .dependOnClassesThat()
+        .resideInAnyPackage(
+            "org.messagepump.commands..",
+            "org.messagepump.eventstream..",
+            "org.messagepump.balancer..",
+            "org.messagepump.cli..",
+            "org.messagepump.testkit..")
+        .check(classes);
+  }
+
+  @Test
+  void nothingDependsOnTheCli() {
+    noClasses()
+        .that()
+        .resideOutsideOfPackage("org.messagepump.cli..")
+        .should()
+        .dependOnClassesThat()
+        .resideInAPackage("org.messagepump.cli..")
+        .check(classes);
+  }
+
+  @Test
+  void internalPackagesStayInsideTheirModule() {
+    for (String module : new String[] {"commands", "eventstream", "balancer"}) {
+      noClasses()
+          .that()
+          .resideOutsideOfPackage("org.messagepump." + module + "..")
+          .should()
+          .dependOnClassesThat()
+          .resideInAPackage("org.messagepump." + module + ".internal..")
+          .check(classes);
+    }
+  }
+
+  /**
+   * No package cycles. One pair is layered by design and exempt in one direction: the SPI ({@code
+   * core.spi}: {@code Driver}, {@code Delivery}, {@code Outcome}) is part of core's published API
+   * and names its types ({@code Tx}, {@code Envelope}), while the pump ({@code MessagePump}) runs
+   * drivers.
+   */
+  @Test
+  void noPackageCycles() {
+    slices()
+        .matching("org.messagepump.(**)")
+        .should()
+        .beFreeOfCycles()
+        .ignoreDependency(
+            resideInAPackage("org.messagepump.core.spi"), resideInAPackage("org.messagepump.core"))
+        .check(classes);
+  }
+}
