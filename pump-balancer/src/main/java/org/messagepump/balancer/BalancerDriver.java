@@ -53,6 +53,17 @@ public final class BalancerDriver implements Driver {
   /** Header carrying the partition key in the delivery's envelope. */
   public static final String PARTITION_KEY_HEADER = "partitionKey";
 
+  /** Header carrying the partition group in the delivery's envelope. */
+  public static final String PARTITION_GROUP_HEADER = "partitionGroup";
+
+  /**
+   * The type of every balancer delivery ({@link Envelope#type()}, {@link
+   * BalancedContext#messageType()}, the {@code messageType} of log lines): the balancer stores
+   * opaque bytes, so there is no type to name. The group is where a message sits, not what it is:
+   * it is {@link BalancedContext#group()} and the {@value #PARTITION_GROUP_HEADER} header.
+   */
+  public static final String MESSAGE_TYPE = "balancer.message";
+
   private static final Logger log = LoggerFactory.getLogger(BalancerDriver.class);
   private static final int MAX_ROUNDS = 8;
   private static final int REAP_BATCH = 100;
@@ -200,11 +211,11 @@ public final class BalancerDriver implements Driver {
     Envelope envelope =
         new Envelope(
             Long.toString(c.messageId()),
-            group,
+            MESSAGE_TYPE,
             null,
             null,
             c.receivedAt().toInstant(),
-            Map.of(PARTITION_KEY_HEADER, c.key()),
+            Map.of(PARTITION_GROUP_HEADER, group, PARTITION_KEY_HEADER, c.key()),
             c.content());
     return new Delivery(envelope, c.failures(), null, new State(c));
   }
@@ -253,7 +264,10 @@ public final class BalancerDriver implements Driver {
     long start = System.nanoTime();
     Result result;
     try {
-      result = handler.handle(message, tx);
+      result =
+          handler.handle(
+              message,
+              new BalancedContext(balancer, tx, delivery.envelope(), delivery.attempt(), c.key()));
     } catch (Exception | Error e) {
       metrics.handled("exception", System.nanoTime() - start);
       throw e;
