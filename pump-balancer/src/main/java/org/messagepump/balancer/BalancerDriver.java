@@ -363,6 +363,23 @@ public final class BalancerDriver implements Driver {
   }
 
   /**
+   * Locks the delivery's key again after its batch was rolled back (a commit that failed on a
+   * deferred constraint, say), so the pump counts its failure and parks the key at {@code
+   * maxFailures}: the key row is locked {@code SKIP LOCKED} and the delivery returned with the
+   * key's current failure count while its message is still the key's head (without lockPartition:
+   * still there and free); else empty (another worker has it, or it moved on).
+   */
+  @Override
+  public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) {
+    Claim again = DeliveryQueries.relock(ctx.dsl(tx), state(delivery).claim, lockPartition);
+    if (again == null) {
+      return java.util.Optional.empty();
+    }
+    return java.util.Optional.of(
+        new Delivery(delivery.envelope(), again.failures(), null, new State(again)));
+  }
+
+  /**
    * Builds a {@link BalancerDriver}; setters reject bad values with an {@link
    * IllegalArgumentException} naming the option.
    */
