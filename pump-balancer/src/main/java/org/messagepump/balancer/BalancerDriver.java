@@ -53,6 +53,17 @@ public final class BalancerDriver implements Driver {
   /** Header carrying the partition key in the delivery's envelope. */
   public static final String PARTITION_KEY_HEADER = "partitionKey";
 
+  /** Header carrying the partition group in the delivery's envelope. */
+  public static final String PARTITION_GROUP_HEADER = "partitionGroup";
+
+  /**
+   * The type of every balancer delivery ({@link Envelope#type()}, {@link
+   * BalancedContext#messageType()}, the {@code messageType} of log lines): the balancer stores
+   * opaque bytes, so there is no type to name. The group is where a message sits, not what it is:
+   * it is {@link BalancedContext#group()} and the {@value #PARTITION_GROUP_HEADER} header.
+   */
+  public static final String MESSAGE_TYPE = "balancer.message";
+
   private static final Logger log = LoggerFactory.getLogger(BalancerDriver.class);
   private static final int MAX_ROUNDS = 8;
   private static final int REAP_BATCH = 100;
@@ -200,11 +211,11 @@ public final class BalancerDriver implements Driver {
     Envelope envelope =
         new Envelope(
             Long.toString(c.messageId()),
-            group,
+            MESSAGE_TYPE,
             null,
             null,
             c.receivedAt().toInstant(),
-            Map.of(PARTITION_KEY_HEADER, c.key()),
+            Map.of(PARTITION_GROUP_HEADER, group, PARTITION_KEY_HEADER, c.key()),
             c.content());
     return new Delivery(envelope, c.failures(), null, new State(c));
   }
@@ -253,7 +264,10 @@ public final class BalancerDriver implements Driver {
     long start = System.nanoTime();
     Result result;
     try {
-      result = handler.handle(message, tx);
+      result =
+          handler.handle(
+              message,
+              new BalancedContext(balancer, tx, delivery.envelope(), delivery.attempt(), c.key()));
     } catch (Exception | Error e) {
       metrics.handled("exception", System.nanoTime() - start);
       throw e;
@@ -346,6 +360,23 @@ public final class BalancerDriver implements Driver {
   @Override
   public void park(Tx tx, Delivery delivery, int failures, String reason) {
     DeliveryQueries.park(ctx.dsl(tx), state(delivery).claim, failures, reason, lockPartition);
+  }
+
+  /**
+   * Locks the delivery's key again after its batch was rolled back (a commit that failed on a
+   * deferred constraint, say), so the pump counts its failure and parks the key at {@code
+   * maxFailures}: the key row is locked {@code SKIP LOCKED} and the delivery returned with the
+   * key's current failure count while its message is still the key's head (without lockPartition:
+   * still there and free); else empty (another worker has it, or it moved on).
+   */
+  @Override
+  public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) {
+    Claim again = DeliveryQueries.relock(ctx.dsl(tx), state(delivery).claim, lockPartition);
+    if (again == null) {
+      return java.util.Optional.empty();
+    }
+    return java.util.Optional.of(
+        new Delivery(delivery.envelope(), again.failures(), null, new State(again)));
   }
 
   /**

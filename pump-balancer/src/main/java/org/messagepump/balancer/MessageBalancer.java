@@ -145,6 +145,29 @@ public final class MessageBalancer {
                 tx -> StoreQueries.store(ctx, ctx.dsl(tx), group, partitionKey, content, props)));
   }
 
+  /** Stores into this group inside {@code tx} ({@link BalancedContext#store}); checked first. */
+  long store(Tx tx, String partitionKey, byte[] content, String propertiesJson) {
+    String props = validate(partitionKey, content, propertiesJson);
+    return storeIn(tx, partitionKey, content, props);
+  }
+
+  /** As {@link #store(Tx, String, byte[], String)}, properties as a map. */
+  long store(Tx tx, String partitionKey, byte[] content, Map<String, ?> properties) {
+    validate(partitionKey, content);
+    String props = Json.write(properties, "properties", limits);
+    return storeIn(tx, partitionKey, content, props);
+  }
+
+  private long storeIn(Tx tx, String partitionKey, byte[] content, String props) {
+    return timed(
+        "store",
+        () ->
+            Transactions.inCaller(
+                tx,
+                "storing a message",
+                t -> StoreQueries.store(ctx, ctx.dsl(t), group, partitionKey, content, props)));
+  }
+
   private String validate(String partitionKey, byte[] content, String propertiesJson) {
     validate(partitionKey, content);
     return propertiesJson == null

@@ -14,6 +14,8 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.core.PumpTester;
+import org.messagepump.core.PumpTester.Kind;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -83,7 +85,7 @@ class BalancerBasicsIT {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("maxContentBytes");
     assertThatThrownBy(
-            () -> b.driver((m, tx) -> Result.ok()).leaseDuration(java.time.Duration.ZERO))
+            () -> b.driver((m, ctx) -> Result.ok()).leaseDuration(java.time.Duration.ZERO))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("leaseDuration");
     assertThat(b.messageCount()).isZero();
@@ -118,7 +120,7 @@ class BalancerBasicsIT {
         new java.util.concurrent.atomic.AtomicInteger();
     BalancerDriver driver =
         b.driver(
-                (m, tx) -> {
+                (m, ctx) -> {
                   String body = new String(m.content(), StandardCharsets.UTF_8);
                   seen.add(body + "@" + m.properties().get("retry"));
                   int retry = ((Number) m.properties().getOrDefault("retry", 0)).intValue();
@@ -141,9 +143,17 @@ class BalancerBasicsIT {
                 })
             .build();
     // m1 requeued twice (the key goes to the back each time: "other" is served in between).
-    for (int i = 0; i < 20 && b.messageCount() > 0; i++) {
-      Steps.step(ds, driver);
-    }
+    List<PumpTester.Result> results = Pumps.tester(ds, driver).drainUntilIdle();
+    assertThat(results)
+        .extracting(PumpTester.Result::kind)
+        .containsExactly(
+            Kind.HANDLED, // m1 requeued
+            Kind.HANDLED, // o1
+            Kind.HANDLED, // m1 requeued
+            Kind.HANDLED, // m1
+            Kind.BUSY, // m2
+            Kind.FAILED, // m2
+            Kind.HANDLED); // m2
     assertThat(b.messageCount()).isZero();
     assertThat(b.partitionCount()).isZero();
     assertThat(seen).startsWith("m1@0", "o1@null", "m1@1", "m1@2");
@@ -158,7 +168,7 @@ class BalancerBasicsIT {
     b.storeMessage("good", bytes("y"));
     BalancerDriver driver =
         b.driver(
-                (m, tx) -> {
+                (m, ctx) -> {
                   if (m.partitionKey().equals("bad")) {
                     throw new IllegalStateException("always fails");
                   }
@@ -204,7 +214,7 @@ class BalancerBasicsIT {
     db.execute("ANALYZE balancer.partitions");
     db.execute("ANALYZE balancer.messages");
     MessageBalancer b = MessageBalancer.create(ds, "explain");
-    BalancerDriver driver = b.driver((m, tx) -> Result.ok()).build();
+    BalancerDriver driver = b.driver((m, ctx) -> Result.ok()).build();
     // The statement the driver runs (the group bound, the limit written), through EXPLAIN, both
     // as planned for the value and as the generic plan a connection settles on.
     String sql =
@@ -233,9 +243,9 @@ class BalancerBasicsIT {
     assertThat(generic).doesNotContain("Seq Scan").doesNotContain("Sort");
     assertThat(plan).contains("partitions_ready").contains("messages_key_order");
     assertThat(plan).doesNotContain("Seq Scan").doesNotContain("Sort");
-    try (Steps.Open o = Steps.acquire(ds, driver, 1)) {
-      assertThat(o.deliveries()).hasSize(1);
-    }
+    assertThat(Pumps.tester(ds, driver).runOnce())
+        .extracting(PumpTester.Result::kind)
+        .containsExactly(Kind.HANDLED);
   }
 
   @Test
@@ -246,7 +256,7 @@ class BalancerBasicsIT {
     for (int i = 0; i < 50; i++) {
       b.storeMessage("k" + i, bytes("x"));
     }
-    BalancerDriver driver = b.driver((m, tx) -> Result.ok()).build();
+    BalancerDriver driver = b.driver((m, ctx) -> Result.ok()).build();
     try (Connection c = ds.getConnection()) {
       c.setAutoCommit(false);
       org.messagepump.core.Tx tx = org.messagepump.core.Tx.of(c);
@@ -283,23 +293,26 @@ class BalancerBasicsIT {
     MessageBalancer b = MessageBalancer.create(ds, "batch");
     long a1 = b.storeMessage("a", bytes("1"));
     b.storeMessage("a", bytes("2"));
-    // An empty key row (as left behind when a producer rolled back) makes acquisition go round
-    // again; the second round must not return "a" again, which this transaction already holds.
-    db.execute(
-        "INSERT INTO balancer.partitions (partition_group, partition_key, rotation)"
-            + " VALUES ('batch', 'empty', nextval('balancer.rotation'))");
     for (boolean lock : new boolean[] {true, false}) {
-      BalancerDriver driver = b.driver((m, tx) -> Result.ok()).lockPartition(lock).build();
-      try (Steps.Open o = Steps.acquire(ds, driver, 4)) {
-        assertThat(o.deliveries()).as("lockPartition %s", lock).hasSize(1);
-        assertThat(o.messageId()).isEqualTo(a1);
-        o.rollback();
-      }
+      // An empty key row (as left behind when a producer rolled back) makes acquisition go round
+      // again; the second round must not return "a" again, which this transaction already holds.
+      db.execute(
+          "INSERT INTO balancer.partitions (partition_group, partition_key, rotation)"
+              + " VALUES ('batch', 'empty-"
+              + lock
+              + "', nextval('balancer.rotation'))");
+      // Requeue: "a" keeps its messages for the next round.
+      BalancerDriver driver = b.driver((m, ctx) -> Result.requeue()).lockPartition(lock).build();
+      List<PumpTester.Result> r = PumpTester.builder(ds, driver).batchSize(4).build().runOnce();
+      assertThat(r).as("lockPartition %s", lock).hasSize(1);
+      assertThat(r.get(0).messageId()).isEqualTo(Long.toString(a1));
+      assertThat(r.get(0).kind()).isEqualTo(Kind.HANDLED);
+      // The empty row is cleaned up by acquisition.
+      assertThat(b.partitionKeys()).containsExactly("a");
     }
-    // The empty row is cleaned up by acquisition.
-    BalancerDriver driver = b.driver((m, tx) -> Result.ok()).build();
-    assertThat(Steps.step(ds, driver)).isEqualTo(a1);
-    assertThat(Steps.step(ds, driver)).isPositive();
+    PumpTester tester = Pumps.tester(ds, b.driver((m, ctx) -> Result.ok()).build());
+    assertThat(Pumps.step(tester)).isEqualTo(a1);
+    assertThat(Pumps.step(tester)).isPositive();
     assertThat(b.partitionKeys()).isEmpty();
   }
 
@@ -312,8 +325,8 @@ class BalancerBasicsIT {
     assertThat(
             registry.get("messagepump.balancer.messages").tag("group", "metered").gauge().value())
         .isEqualTo(2.0);
-    BalancerDriver driver = b.driver((m, tx) -> Result.ok()).build();
-    Steps.step(ds, driver);
+    BalancerDriver driver = b.driver((m, ctx) -> Result.ok()).build();
+    Pumps.step(Pumps.tester(ds, driver));
     assertThat(
             registry
                 .get("messagepump.balancer.end_to_end.duration")

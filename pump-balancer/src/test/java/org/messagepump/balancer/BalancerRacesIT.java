@@ -16,11 +16,14 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.core.MessagePump;
+import org.messagepump.core.PumpTester;
+import org.messagepump.core.spi.Driver;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -62,7 +65,7 @@ class BalancerRacesIT {
     AtomicInteger overlaps = new AtomicInteger();
     AtomicInteger duplicates = new AtomicInteger();
     BalancedHandler handler =
-        (m, tx) -> {
+        (m, ctx) -> {
           if (holding.putIfAbsent(m.partitionKey(), Boolean.TRUE) != null) {
             overlaps.incrementAndGet();
           }
@@ -79,10 +82,10 @@ class BalancerRacesIT {
     DataSource a = db.newDataSource("race1-a", 6);
     DataSource b = db.newDataSource("race1-b", 6);
     try (MessagePump pa =
-            Steps.pump(
+            Pumps.pump(
                 a, "race1-a", MessageBalancer.create(a, "race1").driver(handler).build(), 4);
         MessagePump pb =
-            Steps.pump(
+            Pumps.pump(
                 b, "race1-b", MessageBalancer.create(b, "race1").driver(handler).build(), 4)) {
       pa.start();
       pb.start();
@@ -103,26 +106,18 @@ class BalancerRacesIT {
     DataSource ds = db.dataSource();
     MessageBalancer b = MessageBalancer.create(ds, "race2a");
     b.storeMessage("k", bytes("first"));
-    BalancerDriver driver = b.driver((m, tx) -> Result.ok()).build();
+    PumpTester driver = Pumps.tester(ds, b.driver((m, ctx) -> Result.ok()).build());
     long late;
     try (Connection producer = ds.getConnection()) {
       producer.setAutoCommit(false);
       late = b.storeMessage(producer, "k", bytes("late"), null);
       // The consumer handles the last committed message and commits without waiting.
-      CompletableFuture<Long> consumer =
-          CompletableFuture.supplyAsync(
-              () -> {
-                try {
-                  return Steps.step(ds, driver);
-                } catch (Exception e) {
-                  throw new IllegalStateException(e);
-                }
-              });
+      CompletableFuture<Long> consumer = CompletableFuture.supplyAsync(() -> Pumps.step(driver));
       assertThat(consumer.get(30, TimeUnit.SECONDS)).isPositive();
       producer.commit();
     }
     assertThat(orphans(db)).isZero();
-    assertThat(Steps.step(ds, driver)).isEqualTo(late);
+    assertThat(Pumps.step(driver)).isEqualTo(late);
     assertThat(b.partitionCount()).isZero();
   }
 
@@ -135,30 +130,39 @@ class BalancerRacesIT {
     DataSource ds = db.dataSource();
     MessageBalancer b = MessageBalancer.create(ds, "race2b");
     b.storeMessage("k", bytes("first"));
-    BalancerDriver driver = b.driver((m, tx) -> Result.ok()).build();
-    CompletableFuture<Long> producer;
-    try (Steps.Open consumer = Steps.acquire(ds, driver, 1)) {
-      consumer.handleAll(driver); // Ok: message and key row deleted, not committed
-      assertThat(
-              db.queryLong(
-                  "SELECT count(*) FROM balancer.partitions WHERE partition_group = 'race2b'"))
-          .isEqualTo(1); // the delete is not visible yet
-      producer = CompletableFuture.supplyAsync(() -> b.storeMessage("k", bytes("second")));
-      await()
-          .atMost(WAIT)
-          .until(
-              () ->
-                  db.queryLong(
-                          "SELECT count(*) FROM pg_stat_activity WHERE datname ="
-                              + " current_database() AND wait_event_type = 'Lock'")
-                      >= 1);
-      assertThat(producer).isNotDone();
-      consumer.commit();
-    }
-    long second = producer.get(30, TimeUnit.SECONDS);
+    AtomicReference<CompletableFuture<Long>> producer = new AtomicReference<>();
+    // The pump's transaction is held open after the driver's completion bookkeeping (Ok: message
+    // and key row deleted), before its commit.
+    Driver driver =
+        Pumps.afterCompleted(
+            b.driver((m, ctx) -> Result.ok()).build(),
+            () -> {
+              if (producer.get() != null) {
+                return;
+              }
+              assertThat(
+                      db.queryLong(
+                          "SELECT count(*) FROM balancer.partitions"
+                              + " WHERE partition_group = 'race2b'"))
+                  .isEqualTo(1); // the delete is not visible yet
+              producer.set(
+                  CompletableFuture.supplyAsync(() -> b.storeMessage("k", bytes("second"))));
+              await()
+                  .atMost(WAIT)
+                  .until(
+                      () ->
+                          db.queryLong(
+                                  "SELECT count(*) FROM pg_stat_activity WHERE datname ="
+                                      + " current_database() AND wait_event_type = 'Lock'")
+                              >= 1);
+              assertThat(producer.get()).isNotDone();
+            });
+    PumpTester consumer = Pumps.tester(ds, driver);
+    assertThat(Pumps.step(consumer)).isPositive(); // commits after the hook
+    long second = producer.get().get(30, TimeUnit.SECONDS);
     assertThat(orphans(db)).isZero();
     assertThat(b.partitionKeys()).containsExactly("k");
-    assertThat(Steps.step(ds, driver)).isEqualTo(second);
+    assertThat(Pumps.step(consumer)).isEqualTo(second);
     assertThat(b.partitionCount()).isZero();
   }
 
@@ -171,12 +175,12 @@ class BalancerRacesIT {
     int perProducer = 150;
     List<Long> stored = java.util.Collections.synchronizedList(new ArrayList<>());
     try (MessagePump pump =
-        Steps.pump(
+        Pumps.pump(
             consumerPool,
             "race2c",
             MessageBalancer.create(consumerPool, "race2c")
                 .driver(
-                    (m, tx) -> {
+                    (m, ctx) -> {
                       handled.add(m.id());
                       return Result.ok();
                     })
@@ -213,7 +217,7 @@ class BalancerRacesIT {
   void idsOfOneKeyCommitInOrder(TestDatabase db) throws Exception {
     DataSource ds = db.dataSource();
     MessageBalancer b = MessageBalancer.create(ds, "race4");
-    BalancerDriver driver = b.driver((m, tx) -> Result.ok()).build();
+    PumpTester driver = Pumps.tester(ds, b.driver((m, ctx) -> Result.ok()).build());
     CompletableFuture<Long> second;
     long first;
     try (Connection slow = ds.getConnection()) {
@@ -233,14 +237,14 @@ class BalancerRacesIT {
       assertThat(other).isPositive();
       assertThat(second).isNotDone();
       // Nothing of "k" is visible to consumers yet.
-      assertThat(Steps.step(ds, driver)).isEqualTo(other);
-      assertThat(Steps.step(ds, driver)).isEqualTo(-1);
+      assertThat(Pumps.step(driver)).isEqualTo(other);
+      assertThat(Pumps.step(driver)).isEqualTo(-1);
       slow.commit();
     }
     long secondId = second.get(30, TimeUnit.SECONDS);
     assertThat(secondId).isGreaterThan(first);
-    assertThat(Steps.step(ds, driver)).isEqualTo(first);
-    assertThat(Steps.step(ds, driver)).isEqualTo(secondId);
+    assertThat(Pumps.step(driver)).isEqualTo(first);
+    assertThat(Pumps.step(driver)).isEqualTo(secondId);
   }
 
   /** Race 6a: the reaper wins; a confirm arriving at the same moment waits and is rejected. */
@@ -251,16 +255,32 @@ class BalancerRacesIT {
     long id = b.storeMessage("k", bytes("x"));
     AtomicInteger deliveries = new AtomicInteger();
     List<UUID> tokens = new java.util.concurrent.CopyOnWriteArrayList<>();
-    BalancerDriver driver =
+    AtomicReference<CompletableFuture<LeaseResult>> confirm = new AtomicReference<>();
+    BalancerDriver handoffOnce =
         b.driver(
-                (m, tx) -> {
+                (m, ctx) -> {
                   deliveries.incrementAndGet();
                   tokens.add(m.handoffToken());
-                  return Result.handoff(Duration.ofMillis(1));
+                  if (tokens.size() == 1) {
+                    return Result.handoff(Duration.ofMillis(1));
+                  }
+                  // The reaper freed the key in this transaction (not committed) and acquisition
+                  // took the message again: a confirm of the first lease waits for it.
+                  confirm.set(CompletableFuture.supplyAsync(() -> b.confirm(id, tokens.get(0))));
+                  await()
+                      .atMost(WAIT)
+                      .until(
+                          () ->
+                              db.queryLong(
+                                      "SELECT count(*) FROM pg_stat_activity WHERE datname ="
+                                          + " current_database() AND wait_event_type = 'Lock'")
+                                  >= 1);
+                  return Result.requeue();
                 })
             .reapInterval(Duration.ofMillis(1))
             .build();
-    Steps.step(ds, driver); // handed off; the lease expires at once
+    PumpTester reaper = Pumps.tester(ds, handoffOnce);
+    assertThat(Pumps.step(reaper)).isEqualTo(id); // handed off; the lease expires at once
     await()
         .atMost(WAIT)
         .until(
@@ -269,22 +289,9 @@ class BalancerRacesIT {
                         "SELECT count(*) FROM balancer.partitions"
                             + " WHERE partition_group = 'race6a' AND lease_until < clock_timestamp()")
                     == 1);
-    CompletableFuture<LeaseResult> confirm;
-    try (Steps.Open reaper = Steps.acquire(ds, driver, 1)) {
-      // The reaper freed the key (not committed) and acquisition took the message again.
-      assertThat(reaper.messageId()).isEqualTo(id);
-      confirm = CompletableFuture.supplyAsync(() -> b.confirm(id, tokens.get(0)));
-      await()
-          .atMost(WAIT)
-          .until(
-              () ->
-                  db.queryLong(
-                          "SELECT count(*) FROM pg_stat_activity WHERE datname ="
-                              + " current_database() AND wait_event_type = 'Lock'")
-                      >= 1);
-      reaper.commit();
-    }
-    assertThat(confirm.get(30, TimeUnit.SECONDS)).isEqualTo(LeaseResult.STALE_TOKEN);
+    assertThat(Pumps.step(reaper)).isEqualTo(id); // reaped and taken again
+    assertThat(confirm.get().get(30, TimeUnit.SECONDS)).isEqualTo(LeaseResult.STALE_TOKEN);
+    assertThat(deliveries).hasValue(2);
     assertThat(b.messageCount()).isEqualTo(1);
     assertThat(db.queryLong("SELECT attempts FROM balancer.messages WHERE id = " + id))
         .isEqualTo(1);
@@ -300,25 +307,23 @@ class BalancerRacesIT {
     List<UUID> tokens = new java.util.concurrent.CopyOnWriteArrayList<>();
     BalancerDriver driver =
         b.driver(
-                (m, tx) -> {
+                (m, ctx) -> {
                   deliveries.incrementAndGet();
                   tokens.add(m.handoffToken());
                   return Result.handoff(Duration.ofMillis(1));
                 })
             .reapInterval(Duration.ofMillis(1))
             .build();
-    Steps.step(ds, driver);
+    PumpTester reaper = Pumps.tester(ds, driver);
+    assertThat(Pumps.step(reaper)).isEqualTo(id);
     try (Connection c = ds.getConnection()) {
       c.setAutoCommit(false);
       assertThat(b.confirm(c, id, tokens.get(0))).isEqualTo(LeaseResult.APPLIED);
       // The lease has expired by now, but the confirm holds the row: the reaper skips it.
-      try (Steps.Open reaper = Steps.acquire(ds, driver, 1)) {
-        assertThat(reaper.deliveries()).isEmpty();
-        reaper.commit();
-      }
+      assertThat(reaper.runOnce()).isEmpty();
       c.commit();
     }
-    assertThat(Steps.step(ds, driver)).isEqualTo(-1);
+    assertThat(Pumps.step(reaper)).isEqualTo(-1);
     assertThat(deliveries).hasValue(1);
     assertThat(b.messageCount()).isZero();
     assertThat(b.partitionCount()).isZero();
@@ -338,7 +343,7 @@ class BalancerRacesIT {
     Map<Long, UUID> firstToken = new ConcurrentHashMap<>();
     Map<Long, AtomicInteger> deliveries = new ConcurrentHashMap<>();
     BalancedHandler handler =
-        (m, tx) -> {
+        (m, ctx) -> {
           int d = deliveries.computeIfAbsent(m.id(), x -> new AtomicInteger()).incrementAndGet();
           if (d == 1) {
             firstToken.put(m.id(), m.handoffToken());
@@ -350,7 +355,7 @@ class BalancerRacesIT {
     DataSource c = db.newDataSource("race6c-b", 6);
     Map<Long, LeaseResult> confirms = new ConcurrentHashMap<>();
     try (MessagePump pa =
-            Steps.pump(
+            Pumps.pump(
                 a,
                 "race6c-a",
                 MessageBalancer.create(a, "race6c")
@@ -359,7 +364,7 @@ class BalancerRacesIT {
                     .build(),
                 3);
         MessagePump pb =
-            Steps.pump(
+            Pumps.pump(
                 c,
                 "race6c-b",
                 MessageBalancer.create(c, "race6c")

@@ -26,7 +26,7 @@ class BalancerWakeUpIT {
             .driver(
                 group
                     .driver(
-                        (m, tx) -> {
+                        (m, ctx) -> {
                           handled.countDown();
                           return Result.ok();
                         })

@@ -15,6 +15,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.core.MessagePump;
+import org.messagepump.core.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -38,7 +39,7 @@ class HandoffIT {
 
   private static BalancedHandler publishTo(
       List<Published> downstream, String node, Duration lease) {
-    return (m, tx) -> {
+    return (m, ctx) -> {
       downstream.add(new Published(m.id(), m.handoffToken(), m.attempts(), node));
       return Result.handoff(lease);
     };
@@ -51,10 +52,11 @@ class HandoffIT {
     long second = b.storeMessage("k", bytes("2"));
     long other = b.storeMessage("other", bytes("x"));
     List<Published> downstream = new CopyOnWriteArrayList<>();
-    BalancerDriver driver = b.driver(publishTo(downstream, "a", Duration.ofMinutes(5))).build();
-    assertThat(Steps.step(ds, driver)).isEqualTo(first);
-    assertThat(Steps.step(ds, driver)).isEqualTo(other);
-    assertThat(Steps.step(ds, driver)).isEqualTo(-1); // "k" is leased: second must wait
+    PumpTester driver =
+        Pumps.tester(ds, b.driver(publishTo(downstream, "a", Duration.ofMinutes(5))).build());
+    assertThat(Pumps.step(driver)).isEqualTo(first);
+    assertThat(Pumps.step(driver)).isEqualTo(other);
+    assertThat(Pumps.step(driver)).isEqualTo(-1); // "k" is leased: second must wait
     PartitionStats k = b.partitionStats("k").orElseThrow();
     assertThat(k.leasedMessageId()).isEqualTo(first);
     assertThat(k.inFlight()).isTrue();
@@ -65,11 +67,11 @@ class HandoffIT {
     assertThat(b.confirm(first, UUID.randomUUID())).isEqualTo(LeaseResult.STALE_TOKEN);
     assertThat(b.confirm(first, downstream.get(0).token())).isEqualTo(LeaseResult.APPLIED);
     assertThat(b.confirm(first, downstream.get(0).token())).isEqualTo(LeaseResult.UNKNOWN_MESSAGE);
-    assertThat(Steps.step(ds, driver)).isEqualTo(second);
+    assertThat(Pumps.step(driver)).isEqualTo(second);
     // Requeue through the lease: the message comes back with new properties.
     assertThat(b.requeue(second, downstream.get(2).token(), "{\"retry\":1}"))
         .isEqualTo(LeaseResult.APPLIED);
-    assertThat(Steps.step(ds, driver)).isEqualTo(second);
+    assertThat(Pumps.step(driver)).isEqualTo(second);
     assertThat(b.confirm(other, downstream.get(1).token())).isEqualTo(LeaseResult.APPLIED);
     assertThat(Balancer.confirm(ds, second, downstream.get(3).token()))
         .isEqualTo(LeaseResult.APPLIED);
@@ -87,7 +89,7 @@ class HandoffIT {
         b.driver(publishTo(downstream, "a", Duration.ofMillis(200)))
             .reapInterval(Duration.ofMillis(10))
             .build();
-    try (MessagePump pump = Steps.pump(ds, "late", driver, 2)) {
+    try (MessagePump pump = Pumps.pump(ds, "late", driver, 2)) {
       pump.start();
       await().atMost(WAIT).until(() -> downstream.size() >= 2);
       pump.close();
@@ -122,7 +124,7 @@ class HandoffIT {
     long id = ba.storeMessage("k", bytes("x"));
     Duration lease = Duration.ofSeconds(3);
     MessagePump pumpA =
-        Steps.pump(a, "died-a", ba.driver(publishTo(downstream, "a", lease)).build(), 2);
+        Pumps.pump(a, "died-a", ba.driver(publishTo(downstream, "a", lease)).build(), 2);
     pumpA.start();
     await().atMost(WAIT).until(() -> downstream.size() == 1);
     await()
@@ -135,7 +137,7 @@ class HandoffIT {
     DataSource bPool = db.newDataSource("died-b", 4);
     MessageBalancer bb = MessageBalancer.create(bPool, "died");
     try (MessagePump pumpB =
-        Steps.pump(
+        Pumps.pump(
             bPool,
             "died-b",
             bb.driver(publishTo(downstream, "b", lease))
@@ -174,7 +176,7 @@ class HandoffIT {
     long next = ba.storeMessage("k", bytes("y"));
     Duration lease = Duration.ofSeconds(2);
     MessagePump pumpA =
-        Steps.pump(a, "confirm-a", ba.driver(publishTo(downstream, "a", lease)).build(), 2);
+        Pumps.pump(a, "confirm-a", ba.driver(publishTo(downstream, "a", lease)).build(), 2);
     pumpA.start();
     await().atMost(WAIT).until(() -> downstream.size() == 1);
     pumpA.close();
@@ -188,7 +190,7 @@ class HandoffIT {
     // Downstream confirms through another process.
     assertThat(bb.confirm(id, downstream.get(0).token())).isEqualTo(LeaseResult.APPLIED);
     try (MessagePump pumpB =
-        Steps.pump(
+        Pumps.pump(
             bPool,
             "confirm-b",
             bb.driver(publishTo(downstream, "b", Duration.ofMinutes(5)))
@@ -217,11 +219,11 @@ class HandoffIT {
     MessageBalancer ba = MessageBalancer.create(a, "early");
     long id = ba.storeMessage("k", bytes("x"));
     MessagePump pumpA =
-        Steps.pump(
+        Pumps.pump(
             a,
             "early-a",
             ba.driver(
-                    (m, tx) -> {
+                    (m, ctx) -> {
                       downstream.add(new Published(m.id(), m.handoffToken(), m.attempts(), "a"));
                       published.countDown();
                       never.await(60, TimeUnit.SECONDS); // dies here, before the commit
@@ -235,7 +237,7 @@ class HandoffIT {
     DataSource bPool = db.newDataSource("early-b", 4);
     MessageBalancer bb = MessageBalancer.create(bPool, "early");
     try (MessagePump pumpB =
-        Steps.pump(
+        Pumps.pump(
             bPool,
             "early-b",
             bb.driver(publishTo(downstream, "b", Duration.ofMinutes(5))).build(),
@@ -260,7 +262,7 @@ class HandoffIT {
             .reapInterval(Duration.ofMillis(10))
             .maxAttempts(2)
             .build();
-    try (MessagePump pump = Steps.pump(ds, "expiring", driver, 1)) {
+    try (MessagePump pump = Pumps.pump(ds, "expiring", driver, 1)) {
       pump.start();
       await().atMost(WAIT).until(() -> b.parkedKeys().containsKey("k"));
     }
@@ -272,8 +274,10 @@ class HandoffIT {
   void handoffWithoutLockPartitionIsAFailedDelivery(DataSource ds) throws Exception {
     MessageBalancer b = MessageBalancer.create(ds, "unlocked-handoff");
     b.storeMessage("k", bytes("x"));
-    BalancerDriver driver = b.driver((m, tx) -> Result.handoff()).lockPartition(false).build();
-    Steps.step(ds, driver);
+    BalancerDriver driver = b.driver((m, ctx) -> Result.handoff()).lockPartition(false).build();
+    List<PumpTester.Result> r = Pumps.tester(ds, driver).runOnce();
+    assertThat(r).extracting(PumpTester.Result::kind).containsExactly(PumpTester.Kind.FAILED);
+    assertThat(r.get(0).cause()).hasMessageContaining("lockPartition");
     PartitionStats k = b.partitionStats("k").orElseThrow();
     assertThat(k.leasedMessageId()).isNull();
     assertThat(k.failures()).isEqualTo(1);

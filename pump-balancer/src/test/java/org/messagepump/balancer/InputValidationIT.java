@@ -83,10 +83,10 @@ class InputValidationIT {
     assertThatThrownBy(() -> b.unpark("\0"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("partitionKey");
-    assertThatThrownBy(() -> b.driver((m, tx) -> Result.ok()).leaseOwner("me\0"))
+    assertThatThrownBy(() -> b.driver((m, ctx) -> Result.ok()).leaseOwner("me\0"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("leaseOwner");
-    assertThatThrownBy(() -> b.driver((m, tx) -> Result.ok()).leaseOwner(CJK_512))
+    assertThatThrownBy(() -> b.driver((m, ctx) -> Result.ok()).leaseOwner(CJK_512))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("leaseOwner");
     assertThat(b.messageCount()).isZero();
@@ -102,10 +102,10 @@ class InputValidationIT {
     MessageBalancer b = MessageBalancer.create(ds, group);
     b.storeMessage(KEY_AT_LIMIT, bytes("1"));
     b.storeMessage(KEY_AT_LIMIT + "", bytes("2"));
-    BalancerDriver driver = b.driver((m, tx) -> Result.ok()).build();
-    assertThat(Steps.step(ds, driver)).isPositive();
+    var tester = Pumps.tester(ds, b.driver((m, ctx) -> Result.ok()).build());
+    assertThat(Pumps.step(tester)).isPositive();
     assertThat(b.partitionKeys()).containsExactly(KEY_AT_LIMIT);
-    assertThat(Steps.step(ds, driver)).isPositive();
+    assertThat(Pumps.step(tester)).isPositive();
     assertThat(b.messageCount()).isZero();
   }
 
@@ -169,13 +169,13 @@ class InputValidationIT {
   void durationsAndOptionsAreChecked(DataSource ds) {
     MessageBalancer b = MessageBalancer.create(ds, "options");
     Duration tooLong = Limits.MAX_DELAY.plusDays(1);
-    assertThatThrownBy(() -> b.driver((m, tx) -> Result.ok()).leaseDuration(tooLong))
+    assertThatThrownBy(() -> b.driver((m, ctx) -> Result.ok()).leaseDuration(tooLong))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("leaseDuration");
-    assertThatThrownBy(() -> b.driver((m, tx) -> Result.ok()).leaseDuration(null))
+    assertThatThrownBy(() -> b.driver((m, ctx) -> Result.ok()).leaseDuration(null))
         .isInstanceOf(NullPointerException.class)
         .hasMessageContaining("leaseDuration");
-    assertThatThrownBy(() -> b.driver((m, tx) -> Result.ok()).reapInterval(Duration.ofSeconds(-1)))
+    assertThatThrownBy(() -> b.driver((m, ctx) -> Result.ok()).reapInterval(Duration.ofSeconds(-1)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("reapInterval");
     assertThatThrownBy(() -> b.extendLease(1, UUID.randomUUID(), tooLong))
@@ -242,7 +242,7 @@ class InputValidationIT {
     AtomicInteger good = new AtomicInteger();
     BalancerDriver driver =
         b.driver(
-                (m, tx) -> {
+                (m, ctx) -> {
                   if (m.partitionKey().equals("bad")) {
                     throw new IllegalStateException("broken\0value " + "z".repeat(5_000));
                   }

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.core.MessagePump;
+import org.messagepump.core.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -53,7 +54,7 @@ class OrderAndFairnessIT {
     Set<Long> ids = ConcurrentHashMap.newKeySet();
     AtomicInteger duplicates = new AtomicInteger();
     BalancedHandler handler =
-        (m, tx) -> {
+        (m, ctx) -> {
           if (!ids.add(m.id())) {
             duplicates.incrementAndGet();
           }
@@ -65,7 +66,7 @@ class OrderAndFairnessIT {
       for (String node : List.of("order-a", "order-b", "order-c")) {
         DataSource pool = db.newDataSource(node, 6);
         MessagePump pump =
-            Steps.pump(
+            Pumps.pump(
                 pool, node, MessageBalancer.create(pool, "order").driver(handler).build(), 4, 4);
         pumps.add(pump);
         pump.start();
@@ -116,11 +117,11 @@ class OrderAndFairnessIT {
     }
     List<String> order = new CopyOnWriteArrayList<>();
     try (MessagePump pump =
-        Steps.pump(
+        Pumps.pump(
             ds,
             "fair",
             b.driver(
-                    (m, tx) -> {
+                    (m, ctx) -> {
                       order.add(m.partitionKey());
                       return Result.ok();
                     })
@@ -150,27 +151,35 @@ class OrderAndFairnessIT {
     b.storeMessage("a", bytes("2"));
     b.storeMessage("b", bytes("1"));
     b.storeMessage("c", bytes("1"));
-    BalancerDriver driver = b.driver((m, tx) -> Result.ok()).build();
-    try (Steps.Open holdsA = Steps.acquire(ds, driver, 1)) {
-      assertThat(holdsA.key()).isEqualTo("a");
-      b.storeMessage("d", bytes("1")); // joins behind a (moved back), b, c
-      try (Steps.Open other = Steps.acquire(ds, driver, 1)) {
-        assertThat(other.key()).isEqualTo("b");
-        other.handleAll(driver);
-        other.commit();
-      }
-      holdsA.rollback(); // "a" was busy and is released without being served: it keeps its place
-    }
-    List<String> rest = new ArrayList<>();
-    Steps.Open o;
-    while (!(o = Steps.acquire(ds, driver, 1)).deliveries().isEmpty()) {
-      rest.add(o.key());
-      o.handleAll(driver);
-      o.commit();
-      o.close();
-    }
-    o.close();
-    assertThat(rest).containsExactly("a", "c", "d", "a");
+    // Another worker, polling while the first one holds "a".
+    PumpTester other = Pumps.tester(ds, b.driver((m, ctx) -> Result.ok()).build());
+    List<String> whileAIsHeld = new ArrayList<>();
+    AtomicInteger calls = new AtomicInteger();
+    PumpTester tester =
+        Pumps.tester(
+            ds,
+            b.driver(
+                    (m, ctx) -> {
+                      if (calls.getAndIncrement() == 0) {
+                        b.storeMessage("d", bytes("1")); // joins behind a (moved back), b, c
+                        other.runOnce().forEach(r -> whileAIsHeld.add(Pumps.key(r)));
+                        // Released without being served: "a" keeps its place.
+                        return Result.busy("held");
+                      }
+                      return Result.ok();
+                    })
+                .build());
+    List<PumpTester.Result> results = tester.drainUntilIdle();
+    assertThat(whileAIsHeld).containsExactly("b");
+    assertThat(results).extracting(Pumps::key).containsExactly("a", "a", "c", "d", "a");
+    assertThat(results)
+        .extracting(PumpTester.Result::kind)
+        .containsExactly(
+            PumpTester.Kind.BUSY,
+            PumpTester.Kind.HANDLED,
+            PumpTester.Kind.HANDLED,
+            PumpTester.Kind.HANDLED,
+            PumpTester.Kind.HANDLED);
   }
 
   /** A throwing handler does not let later messages of its key overtake it; other keys go on. */
@@ -186,11 +195,11 @@ class OrderAndFairnessIT {
     List<String> order = new CopyOnWriteArrayList<>();
     AtomicInteger throwsLeft = new AtomicInteger(3);
     try (MessagePump pump =
-        Steps.pump(
+        Pumps.pump(
             ds,
             "throwing",
             b.driver(
-                    (m, tx) -> {
+                    (m, ctx) -> {
                       if (m.partitionKey().equals("k")
                           && seq(m) == 0
                           && throwsLeft.getAndDecrement() > 0) {
@@ -227,7 +236,7 @@ class OrderAndFairnessIT {
     Map<String, AtomicInteger> running = new ConcurrentHashMap<>();
     AtomicInteger maxParallel = new AtomicInteger();
     BalancedHandler handler =
-        (m, tx) -> {
+        (m, ctx) -> {
           int now =
               running.computeIfAbsent(m.partitionKey(), x -> new AtomicInteger()).incrementAndGet();
           maxParallel.accumulateAndGet(now, Math::max);
@@ -246,7 +255,7 @@ class OrderAndFairnessIT {
       for (String node : List.of("unlocked-a", "unlocked-b")) {
         DataSource pool = db.newDataSource(node, 8);
         MessagePump pump =
-            Steps.pump(
+            Pumps.pump(
                 pool,
                 node,
                 MessageBalancer.create(pool, "unlocked")

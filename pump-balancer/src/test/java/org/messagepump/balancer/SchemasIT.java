@@ -96,7 +96,7 @@ class SchemasIT {
 
   /** Records what it handles, fails every message of key k0. */
   private static BalancedHandler record(Map<String, String> seen) {
-    return (m, tx) -> {
+    return (m, ctx) -> {
       if (m.partitionKey().equals("k0")) {
         throw new IllegalStateException("k0 fails");
       }

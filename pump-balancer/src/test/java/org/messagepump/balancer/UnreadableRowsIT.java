@@ -65,7 +65,7 @@ class UnreadableRowsIT {
     AtomicInteger badSeen = new AtomicInteger();
     BalancerDriver driver =
         b.driver(
-                (m, tx) -> {
+                (m, ctx) -> {
                   if (m.partitionKey().startsWith("bad")) {
                     badSeen.incrementAndGet();
                   }

@@ -68,7 +68,7 @@ final class Workload {
     List<BalancedMessage> handedOff = new CopyOnWriteArrayList<>();
     Map<String, Boolean> once = new ConcurrentHashMap<>();
     BalancedHandler handler =
-        (m, tx) -> {
+        (m, ctx) -> {
           String key = m.partitionKey();
           assertThat(m.group()).isEqualTo(GROUP);
           switch (key) {
@@ -151,7 +151,7 @@ final class Workload {
     Map<String, String> freeSeen = new ConcurrentHashMap<>();
     BalancerDriver free =
         b.driver(
-                (m, tx) -> {
+                (m, ctx) -> {
                   freeSeen.put(m.partitionKey(), text(m.content()));
                   return Result.ok();
                 })

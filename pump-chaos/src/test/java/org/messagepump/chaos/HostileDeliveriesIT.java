@@ -620,7 +620,8 @@ class HostileDeliveriesIT {
     Driver driver(AtomicInteger hostileCalls, Case c) {
       return balancer
           .driver(
-              (m, tx) -> {
+              (m, ctx) -> {
+                Tx tx = ctx.tx();
                 if (m.partitionKey().equals(HOSTILE_KEY)) {
                   hostileCalls.incrementAndGet();
                 }

@@ -125,15 +125,21 @@ public final class NodeMain {
       case "balancer":
         return MessageBalancer.create(ds, GROUP)
             .driver(
-                (m, tx) -> {
+                (m, ctx) -> {
                   long seq = ByteBuffer.wrap(m.content()).getLong();
                   Ledger.record(
-                      tx.connection(), "b" + m.id(), 1 + m.attempts(), node, m.partitionKey(), seq);
+                      ctx.tx().connection(),
+                      "b" + m.id(),
+                      1 + m.attempts(),
+                      node,
+                      m.partitionKey(),
+                      seq);
                   if (seq % HANDOFF_EVERY != 0) {
                     return Result.ok();
                   }
                   try (PreparedStatement ps =
-                      tx.connection()
+                      ctx.tx()
+                          .connection()
                           .prepareStatement(
                               "INSERT INTO chaos.handoffs (message_id, token) VALUES (?, ?)")) {
                     ps.setLong(1, m.id());

@@ -58,7 +58,7 @@ final class BenchBalancer {
             .driver(
                 balancer
                     .driver(
-                        (m, tx) -> {
+                        (m, ctx) -> {
                           long seq = ByteBuffer.wrap(m.content()).getLong();
                           Long before = last.put(m.partitionKey(), seq);
                           if (before != null && before > seq) {

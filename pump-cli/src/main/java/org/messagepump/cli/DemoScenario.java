@@ -13,6 +13,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import javax.sql.DataSource;
+import org.messagepump.balancer.BalancedContext;
 import org.messagepump.balancer.BalancedMessage;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
@@ -224,12 +225,12 @@ final class DemoScenario {
   }
 
   /** Sends one notification: directly (recorded now) or through the gateway (hand-off). */
-  Result notify(BalancedMessage m, Tx tx) throws SQLException {
+  Result notify(BalancedMessage m, BalancedContext ctx) throws SQLException {
     if (viaGateway(m.partitionKey())) {
       gateway.add(new HandedOff(m.id(), m.handoffToken(), m.partitionKey(), 0));
       return Result.handoff();
     }
-    recordNotification(tx.connection(), m.partitionKey(), m.id(), "direct");
+    recordNotification(ctx.tx().connection(), m.partitionKey(), m.id(), "direct");
     return Result.ok();
   }
 

@@ -286,6 +286,62 @@ public final class DeliveryQueries {
     }
   }
 
+  /**
+   * After the batch that held {@code claim} was rolled back: locks the key row again ({@code FOR NO
+   * KEY UPDATE SKIP LOCKED}, as acquisition does, so a producer storing into the key does not make
+   * it skip) and returns the claim with the key's current rotation and failures, or {@code null}
+   * when the key is held by another transaction, gone, parked or leased, or the message has moved
+   * on: with {@code head} (lockPartition) it is no longer the key's first message; without, it is
+   * gone or another transaction holds it (its row is locked {@code FOR UPDATE SKIP LOCKED}).
+   */
+  public static Claim relock(DSLContext dsl, Claim claim, boolean head) {
+    Record2<Long, Integer> row =
+        dsl.select(P.ROTATION, P.FAILURES)
+            .from(P.T)
+            .where(key(claim.group(), claim.key()))
+            .and(P.LEASE_MESSAGE_ID.isNull())
+            .and(P.PARKED_AT.isNull())
+            .forNoKeyUpdate()
+            .skipLocked()
+            .fetchOne();
+    if (row == null) {
+      return null;
+    }
+    if (head) {
+      Long first =
+          dsl.select(M.ID)
+              .from(M.T)
+              .where(M.GROUP.eq(claim.group()))
+              .and(M.KEY.eq(claim.key()))
+              .orderBy(M.ID)
+              .limit(DSL.inline(1))
+              .fetchOne(M.ID);
+      if (first == null || first != claim.messageId()) {
+        return null;
+      }
+    } else if (dsl.selectOne()
+            .from(M.T)
+            .where(M.ID.eq(claim.messageId()))
+            .forUpdate()
+            .skipLocked()
+            .fetchOne()
+        == null) {
+      return null;
+    }
+    return new Claim(
+        claim.group(),
+        claim.key(),
+        row.value1(),
+        claim.messageId(),
+        claim.content(),
+        claim.propertiesJson(),
+        claim.receivedAt(),
+        claim.attempts(),
+        row.value2(),
+        claim.token(),
+        claim.problem());
+  }
+
   /** True when the key has no message at all (committed or ours). */
   public static boolean isEmpty(DSLContext dsl, String group, String key) {
     return !dsl.fetchExists(DSL.selectOne().from(M.T).where(M.GROUP.eq(group)).and(M.KEY.eq(key)));
