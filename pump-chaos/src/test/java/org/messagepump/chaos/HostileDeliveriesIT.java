@@ -524,7 +524,7 @@ class HostileDeliveriesIT {
           .handlerKey(HANDLER_KEY)
           .on(
               Work.class,
-              (ctx, w) -> {
+              (w, ctx) -> {
                 if (w.n() == Hostile.HOSTILE_N) {
                   hostileCalls.incrementAndGet();
                   c.act(ctx.tx());

@@ -113,7 +113,7 @@ public final class NodeMain {
             .handlerKey(HANDLER_KEY)
             .on(
                 Work.class,
-                (ctx, w) ->
+                (w, ctx) ->
                     Ledger.record(
                         ctx.tx().connection(),
                         ctx.messageId(),

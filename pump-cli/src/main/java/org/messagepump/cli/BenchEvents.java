@@ -108,7 +108,7 @@ final class BenchEvents {
         EventDriver driver =
             EventDriver.builder(store)
                 .handlerKey("bench-catchup-" + (++handlerRuns))
-                .on(Happened.class, (ctx, e) -> seen.incrementAndGet())
+                .on(Happened.class, (e, ctx) -> seen.incrementAndGet())
                 .build();
         MessagePump pump =
             MessagePump.builder(ds)

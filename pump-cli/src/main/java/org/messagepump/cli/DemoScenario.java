@@ -162,7 +162,7 @@ final class DemoScenario {
   }
 
   /** The read model: one row per placed order, written with the checkpoint. */
-  void project(EventContext ctx, OrderPlaced e) throws Exception {
+  void project(OrderPlaced e, EventContext ctx) throws Exception {
     if (viewFailsOnce(e.number()) && ctx.attempt() == 1) {
       throw new IllegalStateException("read model store hiccup");
     }
@@ -185,7 +185,7 @@ final class DemoScenario {
    * A projection that keeps its own checkpoint (as if in another store): it returns the offset it
    * holds, so the pump's checkpoint follows the projection's, even backwards.
    */
-  long total(EventContext ctx, OrderPlaced e) throws SQLException {
+  long total(OrderPlaced e, EventContext ctx) throws SQLException {
     Connection c = ctx.tx().connection();
     long held = 0;
     try (PreparedStatement ps =

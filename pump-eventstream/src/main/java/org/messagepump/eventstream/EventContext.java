@@ -1,23 +1,36 @@
 package org.messagepump.eventstream;
 
 import java.time.Instant;
+import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import org.messagepump.core.DeliveryContext;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.Tx;
 
 /**
- * What a handler knows about the event it handles: the open transaction (write effects through it),
- * the event's stream position and metadata.
+ * What an {@link EventHandler} or {@link ProjectionHandler} gets besides its event: the delivery's
+ * open transaction (write effects through it), the event's identity, metadata and stream position,
+ * and {@link #append} for events this one causes, written to the same store in the same
+ * transaction.
  */
-public final class EventContext {
+public final class EventContext implements DeliveryContext {
 
+  private final EventStore store;
   private final Tx tx;
   private final String handlerKey;
   private final StoredEvent event;
   private final long checkpointOffset;
   private final int attempt;
 
-  EventContext(Tx tx, String handlerKey, StoredEvent event, long checkpointOffset, int attempt) {
+  EventContext(
+      EventStore store,
+      Tx tx,
+      String handlerKey,
+      StoredEvent event,
+      long checkpointOffset,
+      int attempt) {
+    this.store = store;
     this.tx = tx;
     this.handlerKey = handlerKey;
     this.event = event;
@@ -26,6 +39,7 @@ public final class EventContext {
   }
 
   /** The delivery's transaction: the handler's writes commit with the checkpoint advance. */
+  @Override
   public Tx tx() {
     return tx;
   }
@@ -55,18 +69,21 @@ public final class EventContext {
     return event.offset() + 1;
   }
 
-  /** Which attempt this is (1 on first delivery). */
+  /** Which attempt this is: 1 the first time, the stream's failures + 1 after failures. */
+  @Override
   public int attempt() {
     return attempt;
   }
 
-  /** The event's message id. */
+  /** The event's message id (a UUID). */
+  @Override
   public String messageId() {
     return event.envelope().messageId();
   }
 
   /** The event's stable type name. */
-  public String type() {
+  @Override
+  public String messageType() {
     return event.envelope().type();
   }
 
@@ -75,17 +92,20 @@ public final class EventContext {
     return event.envelope().createdAt();
   }
 
-  /** The event's correlation id, or {@code null}. */
+  /** The event's correlation id as stored, or {@code null}. */
+  @Override
   public String correlationId() {
     return event.envelope().correlationId();
   }
 
-  /** The event's causation id, or {@code null}. */
+  /** The event's causation id as stored, or {@code null}. */
+  @Override
   public String causationId() {
     return event.envelope().causationId();
   }
 
-  /** The event's headers. */
+  /** The headers stored with the event's metadata (empty when it has none). */
+  @Override
   public Map<String, String> headers() {
     return event.envelope().headers();
   }
@@ -100,7 +120,36 @@ public final class EventContext {
    * has none) and this event as the cause.
    */
   public EventMetadata causedMetadata() {
-    String correlation = correlationId() == null ? messageId() : correlationId();
-    return EventMetadata.of(correlation, messageId());
+    return EventMetadata.of(inheritedCorrelationId(), messageId());
+  }
+
+  /**
+   * Appends events this one causes to the same store, in this delivery's transaction, by the rules
+   * of {@link EventStore#append(Tx, List, EventMetadata)} (any stream no other transaction is
+   * appending to, else a new one): they commit with the checkpoint advance, or not at all. Their
+   * causation id is this event's message id; their correlation id is this event's, or this event's
+   * message id when it has none.
+   *
+   * @throws NullPointerException when the list or one of its events is null; nothing is written
+   * @throws IllegalArgumentException as {@link EventStore#append(Tx, List, EventMetadata)}
+   */
+  public AppendResult append(List<?> events) {
+    return append(events, EventMetadata.NONE);
+  }
+
+  /**
+   * As {@link #append(List)}, with {@code metadata}'s headers and, when it sets one, its
+   * correlation id; the causation id is always this event's message id.
+   */
+  public AppendResult append(List<?> events, EventMetadata metadata) {
+    Objects.requireNonNull(metadata, "metadata must not be null");
+    String correlation =
+        metadata.correlationId() != null ? metadata.correlationId() : inheritedCorrelationId();
+    return store.append(
+        tx, events, new EventMetadata(correlation, messageId(), metadata.headers()));
+  }
+
+  private String inheritedCorrelationId() {
+    return correlationId() != null ? correlationId() : messageId();
   }
 }

@@ -38,7 +38,7 @@ import org.slf4j.LoggerFactory;
  * <pre>{@code
  * EventDriver driver = EventDriver.builder(store)
  *     .handlerKey("orders-projection")
- *     .on(OrderPlaced.class, (ctx, e) -> insertOrder(ctx.tx(), e))
+ *     .on(OrderPlaced.class, (e, ctx) -> insertOrder(ctx.tx(), e))
  *     .concurrency(Concurrency.MAXIMAL)
  *     .build();
  * MessagePump.builder(dataSource).name("orders-projection").driver(driver).build().start();
@@ -70,9 +70,10 @@ public final class EventDriver implements Driver {
 
   /** A registered handler, either kind, answering the projection's next offset. */
   private interface Invocation {
-    long invoke(EventContext context, Object event) throws Exception;
+    long invoke(Object event, EventContext ctx) throws Exception;
   }
 
+  private final EventStore store;
   private final String handlerKey;
   private final String wakeChannel;
   private final MessageCodec codec;
@@ -87,6 +88,7 @@ public final class EventDriver implements Driver {
   private final Counter parked;
 
   private EventDriver(Builder b) {
+    this.store = b.store;
     this.handlerKey = b.handlerKey;
     this.wakeChannel = b.store.wakeChannel();
     this.codec = b.store.codec();
@@ -239,8 +241,8 @@ public final class EventDriver implements Driver {
     }
     Object event = codec.decode(delivery.messageType(), delivery.envelope().payload());
     EventContext context =
-        new EventContext(tx, handlerKey, step.event(), run.checkpoint(), delivery.attempt());
-    long next = handler.invoke(context, event);
+        new EventContext(store, tx, handlerKey, step.event(), run.checkpoint(), delivery.attempt());
+    long next = handler.invoke(event, context);
     long expected = step.event().offset() + 1;
     if (next != expected) {
       if (next < 0) {
@@ -321,6 +323,33 @@ public final class EventDriver implements Driver {
     }
   }
 
+  /**
+   * Locks the delivery's checkpoint row again after its batch was rolled back ({@code FOR UPDATE
+   * SKIP LOCKED}), so that the pump can count the failure of a delivery whose commit failed and
+   * park the stream at {@code maxFailures}. Returns the same event with the row's current failure
+   * count and a fresh run on which {@link #postpone} and {@link #park} work. A stream whose
+   * tracking began in the rolled-back transaction is tracked again (its checkpoint row went with
+   * the rollback). Empty when another transaction holds the row, or the checkpoint is parked or no
+   * longer where this delivery expected it (an event of the run after the first, whose
+   * predecessors' advance was rolled back too, or a stream another worker has moved on).
+   */
+  @Override
+  public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) {
+    Step stale = step(delivery);
+    Claim claim = queries.relock(tx.dsl(), stale.run().streamId(), stale.expectedCheckpoint());
+    if (claim == null) {
+      return java.util.Optional.empty();
+    }
+    StreamRun run = new StreamRun(claim);
+    StoredEvent event = stale.event();
+    return java.util.Optional.of(
+        new Delivery(
+            event.envelope(),
+            claim.failures(),
+            new DeliveryStream(Long.toString(claim.streamId()), event.offset(), claim.checkpoint()),
+            new Step(run, event, claim.checkpoint(), stale.problem())));
+  }
+
   private Step step(Delivery delivery) {
     if (!(delivery.driverState() instanceof Step s)) {
       throw new IllegalArgumentException("delivery was not acquired by this driver: " + delivery);
@@ -368,8 +397,8 @@ public final class EventDriver implements Driver {
       Objects.requireNonNull(handler, "handler must not be null");
       register(
           type,
-          (ctx, e) -> {
-            handler.handle(ctx, type.cast(e));
+          (e, ctx) -> {
+            handler.handle(type.cast(e), ctx);
             return ctx.nextOffset();
           });
       return this;
@@ -378,7 +407,7 @@ public final class EventDriver implements Driver {
     /** Handles events of {@code type} with a handler that reports its own checkpoint. */
     public <E> Builder project(Class<E> type, ProjectionHandler<? super E> handler) {
       Objects.requireNonNull(handler, "handler must not be null");
-      register(type, (ctx, e) -> handler.handle(ctx, type.cast(e)));
+      register(type, (e, ctx) -> handler.handle(type.cast(e), ctx));
       return this;
     }
 

@@ -11,9 +11,9 @@ public interface ProjectionHandler<E> {
 
   /**
    * Handles {@code event} and returns the next offset the projection holds for {@code
-   * context.streamId()} after handling it. Equal to {@code context.offset() + 1}, the checkpoint
-   * advances; any other value is an optimistic-concurrency conflict: it is logged and the
-   * checkpoint is set to the returned value (events are then redelivered or skipped accordingly).
+   * ctx.streamId()} after handling it. Equal to {@code ctx.offset() + 1}, the checkpoint advances;
+   * any other value is an optimistic-concurrency conflict: it is logged and the checkpoint is set
+   * to the returned value (events are then redelivered or skipped accordingly).
    */
-  long handle(EventContext context, E event) throws Exception;
+  long handle(E event, EventContext ctx) throws Exception;
 }

@@ -5,19 +5,23 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.messagepump.eventstream.Fixtures.CODEC;
 import static org.messagepump.eventstream.Fixtures.inTx;
 
-import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.core.PumpTester;
+import org.messagepump.core.PumpTester.Kind;
+import org.messagepump.core.PumpTester.Result;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.spi.Delivery;
-import org.messagepump.core.spi.Outcome;
 import org.messagepump.eventstream.Fixtures.Noise;
 import org.messagepump.eventstream.Fixtures.OpenTx;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
@@ -25,7 +29,10 @@ import org.messagepump.eventstream.Fixtures.OrderShipped;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
-/** The driver step by step, in explicit transactions (no pump). */
+/**
+ * The driver through the pump's real poll path ({@link PumpTester}: acquire, handle in lazy
+ * savepoints, record, complete, commit), one poll at a time, without threads.
+ */
 @ExtendWith(PostgresExtension.class)
 class EventDriverIT {
 
@@ -42,6 +49,10 @@ class EventDriverIT {
     db.execute(
         "TRUNCATE eventstream.handler_checkpoints, eventstream.stream_types, eventstream.events,"
             + " eventstream.streams");
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS deferred_unique (k text CONSTRAINT deferred_unique_k UNIQUE"
+            + " DEFERRABLE INITIALLY DEFERRED)");
+    db.execute("TRUNCATE deferred_unique");
     store = EventStore.create(db.dataSource(), CODEC);
     seen.clear();
   }
@@ -51,72 +62,61 @@ class EventDriverIT {
         .handlerKey(key)
         .on(
             OrderPlaced.class,
-            (ctx, e) -> seen.add(ctx.streamId() + ":" + ctx.offset() + ":" + e.orderId()))
+            (e, ctx) -> seen.add(ctx.streamId() + ":" + ctx.offset() + ":" + e.orderId()))
         .build();
   }
 
-  /** One poll and, for each delivery, handle + commit, the way the pump does; returns outcomes. */
-  private List<Outcome> pollAndHandle(DataSource ds, EventDriver driver, int max) {
-    return inTx(
-        ds,
-        tx -> {
-          try {
-            List<Outcome> outcomes = new ArrayList<>();
-            List<Delivery> handled = new ArrayList<>();
-            for (Delivery d : driver.acquire(tx, max)) {
-              Outcome o = driver.handle(tx, d);
-              outcomes.add(o);
-              if (o == Outcome.HANDLED) {
-                handled.add(d);
-              }
-            }
-            if (!handled.isEmpty()) {
-              driver.completed(tx, handled);
-            }
-            return outcomes;
-          } catch (Exception e) {
-            throw new IllegalStateException(e);
-          }
-        });
+  /** A tester of the real runner taking up to {@code max} deliveries per poll. */
+  private static PumpTester tester(DataSource ds, EventDriver driver, int max) {
+    return PumpTester.builder(ds, driver).batchSize(max).build();
+  }
+
+  /** One poll of the real runner: what became of each delivery. */
+  private static List<Kind> poll(DataSource ds, EventDriver driver, int max) {
+    return kinds(tester(ds, driver, max).runOnce());
+  }
+
+  private static List<Kind> kinds(List<Result> results) {
+    return results.stream().map(Result::kind).toList();
   }
 
   private long checkpoint(String key, long stream) {
+    return checkpointOf(key, stream).offset();
+  }
+
+  private Checkpoint checkpointOf(String key, long stream) {
     return store.handlers().checkpoints(key).stream()
         .filter(c -> c.streamId() == stream)
         .findFirst()
-        .orElseThrow()
-        .offset();
+        .orElseThrow();
   }
 
   @Test
-  void deliversInOrderWithTheStreamPositionAndAdvancesTheCheckpoint(DataSource ds)
-      throws Exception {
+  void deliversInOrderWithTheStreamPositionAndAdvancesTheCheckpoint(DataSource ds) {
     AppendResult r =
         inTx(ds, tx -> store.append(tx, List.of(new OrderPlaced("a", 1), new OrderPlaced("b", 2))));
-    EventDriver driver = recording("h1");
+    PumpTester tester = tester(ds, recording("h1"), 1);
 
-    try (OpenTx t = new OpenTx(ds)) {
-      List<Delivery> ds1 = driver.acquire(t.tx, 1);
-      assertThat(ds1).hasSize(1);
-      Delivery d = ds1.get(0);
-      assertThat(d.stream().streamId()).isEqualTo(Long.toString(r.streamId()));
-      assertThat(d.stream().eventOffset()).isZero();
-      assertThat(d.stream().checkpointOffset()).isZero();
-      assertThat(d.messageId()).isEqualTo(r.messageIds().get(0));
-      assertThat(driver.handle(t.tx, d)).isEqualTo(Outcome.HANDLED);
-      driver.completed(t.tx, List.of(d));
-      t.commit();
-    }
-    assertThat(pollAndHandle(ds, driver, 1)).containsExactly(Outcome.HANDLED);
-    assertThat(pollAndHandle(ds, driver, 1)).isEmpty();
+    assertThat(tester.runOnce())
+        .singleElement()
+        .satisfies(
+            res -> {
+              assertThat(res.kind()).isEqualTo(Kind.HANDLED);
+              Delivery d = res.delivery();
+              assertThat(d.stream().streamId()).isEqualTo(Long.toString(r.streamId()));
+              assertThat(d.stream().eventOffset()).isZero();
+              assertThat(d.stream().checkpointOffset()).isZero();
+              assertThat(d.messageId()).isEqualTo(r.messageIds().get(0));
+            });
+    assertThat(kinds(tester.runOnce())).containsExactly(Kind.HANDLED);
+    assertThat(tester.runOnce()).isEmpty();
     assertThat(seen).containsExactly(r.streamId() + ":0:a", r.streamId() + ":1:b");
     assertThat(checkpoint("h1", r.streamId())).isEqualTo(2);
     assertThat(store.handlers().lag("h1")).isZero();
   }
 
   @Test
-  void aBatchTakesConsecutiveEventsOfAStreamAndAFailureStopsTheRest(DataSource ds)
-      throws Exception {
+  void aBatchTakesConsecutiveEventsOfAStreamAndAFailureStopsTheRest(DataSource ds) {
     AppendResult r =
         inTx(
             ds,
@@ -133,31 +133,32 @@ class EventDriverIT {
             .handlerKey("batch")
             .on(
                 OrderPlaced.class,
-                (ctx, e) -> {
+                (e, ctx) -> {
                   if (e.orderId().equals("fail")) {
                     throw new IllegalStateException("boom");
                   }
                   seen.add(e.orderId());
                 })
             .build();
-    try (OpenTx t = new OpenTx(ds)) {
-      List<Delivery> batch = driver.acquire(t.tx, 10);
-      assertThat(batch)
-          .extracting(d -> d.stream().eventOffset() + "@" + d.stream().checkpointOffset())
-          .containsExactly("0@0", "2@1", "3@3");
-      assertThat(driver.handle(t.tx, batch.get(0))).isEqualTo(Outcome.HANDLED);
-      assertThatThrownBy(() -> driver.handle(t.tx, batch.get(1))).hasMessageContaining("boom");
-      driver.postpone(t.tx, batch.get(1), 1, Duration.ofMillis(1));
-      // The event after the failed one is not handled, and its postponement records nothing.
-      assertThat(driver.handle(t.tx, batch.get(2))).isInstanceOf(Outcome.Busy.class);
-      driver.postpone(t.tx, batch.get(2), 0, Duration.ofHours(1));
-      t.commit();
-    }
+
+    List<Result> batch = tester(ds, driver, 10).runOnce();
+
+    assertThat(batch)
+        .extracting(
+            res ->
+                res.delivery().stream().eventOffset()
+                    + "@"
+                    + res.delivery().stream().checkpointOffset())
+        .containsExactly("0@0", "2@1", "3@3");
+    // The event after the failed one is not handled (Busy), and its postponement records nothing:
+    // the stream keeps the failure count and resume time of the failed event.
+    assertThat(kinds(batch)).containsExactly(Kind.HANDLED, Kind.FAILED, Kind.BUSY);
+    assertThat(batch.get(1).cause()).hasMessageContaining("boom");
     assertThat(seen).containsExactly("a");
     Checkpoint c = store.handlers().checkpoints("batch").get(0);
     assertThat(c.offset()).isEqualTo(1);
     assertThat(c.failures()).isEqualTo(1);
-    assertThat(c.resumeAt()).isBefore(java.time.Instant.now().plusSeconds(60));
+    assertThat(c.resumeAt()).isBefore(Instant.now().plusSeconds(60));
     assertThat(r.nextOffset()).isEqualTo(4);
   }
 
@@ -169,16 +170,16 @@ class EventDriverIT {
     try (OpenTx writer = new OpenTx(ds)) {
       store.appendTo(writer.tx, r.streamId(), 2, List.of(new OrderPlaced("late", 2)));
       // The reader runs while the writer holds the stream: no wait, nothing of its type yet.
-      assertThat(pollAndHandle(ds, driver, 1)).isEmpty();
+      assertThat(poll(ds, driver, 1)).isEmpty();
       assertThat(checkpoint("h1", r.streamId())).isEqualTo(2);
       writer.commit();
     }
-    assertThat(pollAndHandle(ds, driver, 1)).containsExactly(Outcome.HANDLED);
+    assertThat(poll(ds, driver, 1)).containsExactly(Kind.HANDLED);
     assertThat(seen).containsExactly(r.streamId() + ":2:late");
   }
 
   @Test
-  void aTypeFilterAdvancesPastIrrelevantStreamsWithinOnePoll(DataSource ds) throws Exception {
+  void aTypeFilterAdvancesPastIrrelevantStreamsWithinOnePoll(DataSource ds) {
     List<Long> noiseStreams = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
       long s = inTx(ds, tx -> store.createStream(tx));
@@ -192,16 +193,16 @@ class EventDriverIT {
     EventDriver driver = recording("filtered");
 
     // One poll looks at streams until it finds the one event of its type.
-    assertThat(pollAndHandle(ds, driver, 1)).containsExactly(Outcome.HANDLED);
+    assertThat(poll(ds, driver, 1)).containsExactly(Kind.HANDLED);
     assertThat(seen).containsExactly(relevant + ":1:p");
-    assertThat(pollAndHandle(ds, driver, 1)).isEmpty();
+    assertThat(poll(ds, driver, 1)).isEmpty();
     for (long s : noiseStreams) {
       assertThat(checkpoint("filtered", s)).isEqualTo(3);
     }
     assertThat(store.handlers().lag("filtered")).isZero();
     // A new stream is picked up.
     inTx(ds, tx -> store.appendTo(tx, store.createStream(tx), List.of(new OrderPlaced("new", 1))));
-    assertThat(pollAndHandle(ds, driver, 4)).containsExactly(Outcome.HANDLED);
+    assertThat(poll(ds, driver, 4)).containsExactly(Kind.HANDLED);
     assertThat(seen).last().asString().endsWith(":0:new");
   }
 
@@ -226,32 +227,29 @@ class EventDriverIT {
             .handlerKey("projection")
             .project(
                 OrderPlaced.class,
-                (ctx, e) -> {
+                (e, ctx) -> {
                   offsets.add(ctx.offset());
                   long a = answer.getAndSet(-1);
                   return a >= 0 ? a : ctx.nextOffset();
                 })
             .build();
+    PumpTester tester = tester(ds, driver, 1);
 
-    pollAndHandle(ds, driver, 1); // 0 -> checkpoint 1
-    pollAndHandle(ds, driver, 1); // 1 -> checkpoint 2
+    tester.runOnce(); // 0 -> checkpoint 1
+    tester.runOnce(); // 1 -> checkpoint 2
     answer.set(4); // the projection already holds 2 and 3: skip them
-    pollAndHandle(ds, driver, 1); // 2 -> checkpoint 4
+    assertThat(kinds(tester.runOnce())).containsExactly(Kind.HANDLED); // 2 -> checkpoint 4
     assertThat(checkpoint("projection", r.streamId())).isEqualTo(4);
     answer.set(1); // the projection lost 1..3: replay from 1
-    pollAndHandle(ds, driver, 1); // 4 -> checkpoint 1
+    tester.runOnce(); // 4 -> checkpoint 1
     assertThat(checkpoint("projection", r.streamId())).isEqualTo(1);
-    for (int i = 0; i < 4; i++) {
-      pollAndHandle(ds, driver, 1);
-    }
-    assertThat(pollAndHandle(ds, driver, 1)).isEmpty();
+    assertThat(kinds(tester.drainUntilIdle())).hasSize(4).containsOnly(Kind.HANDLED);
     assertThat(offsets).containsExactly(0L, 1L, 2L, 4L, 1L, 2L, 3L, 4L);
     assertThat(checkpoint("projection", r.streamId())).isEqualTo(5);
   }
 
   @Test
-  void aFailurePostponesOnlyThatStreamForThatHandlerAndParkingIsPerHandler(DataSource ds)
-      throws SQLException {
+  void aFailurePostponesOnlyThatStreamForThatHandlerAndParkingIsPerHandler(DataSource ds) {
     long bad = inTx(ds, tx -> store.append(tx, List.of(new OrderPlaced("bad", 0)))).streamId();
     long good = inTx(ds, tx -> store.createStream(tx));
     inTx(ds, tx -> store.appendTo(tx, good, List.of(new OrderPlaced("good", 0))));
@@ -260,92 +258,81 @@ class EventDriverIT {
             .handlerKey("failing")
             .on(
                 OrderPlaced.class,
-                (ctx, e) -> {
+                (e, ctx) -> {
                   if (e.orderId().equals("bad")) {
                     throw new IllegalStateException("boom");
                   }
                   seen.add("failing:" + e.orderId());
                 })
             .build();
-    EventDriver other = recording("other");
+    PumpTester postponing =
+        PumpTester.builder(ds, failing)
+            .batchSize(2)
+            .backoff(Duration.ofHours(1), Duration.ofHours(1))
+            .build();
 
-    // Claim the bad stream first (it is tracked, then postponed).
-    for (int i = 0; i < 2; i++) {
-      try (OpenTx t = new OpenTx(ds)) {
-        List<Delivery> handled = new ArrayList<>();
-        for (Delivery d : failing.acquire(t.tx, 2)) {
-          try {
-            failing.handle(t.tx, d);
-            handled.add(d);
-          } catch (Exception e) {
-            failing.postpone(t.tx, d, d.failures() + 1, Duration.ofHours(1));
-          }
-        }
-        if (!handled.isEmpty()) {
-          failing.completed(t.tx, handled);
-        }
-        t.commit();
-      }
-    }
+    // Both streams are read; the bad one is postponed by an hour, so nothing else is due.
+    assertThat(kinds(postponing.drainUntilIdle()))
+        .containsExactlyInAnyOrder(Kind.HANDLED, Kind.FAILED);
     assertThat(seen).containsExactly("failing:good");
     assertThat(checkpoint("failing", bad)).isZero();
-    Checkpoint postponed =
-        store.handlers().checkpoints("failing").stream()
-            .filter(c -> c.streamId() == bad)
-            .findFirst()
-            .orElseThrow();
+    Checkpoint postponed = checkpointOf("failing", bad);
     assertThat(postponed.failures()).isEqualTo(1);
-    assertThat(postponed.resumeAt()).isAfter(java.time.Instant.now().plusSeconds(3000));
+    assertThat(postponed.resumeAt()).isAfter(Instant.now().plusSeconds(3000));
     // The other handler reads both streams.
-    pollAndHandle(ds, other, 2);
-    pollAndHandle(ds, other, 2);
+    assertThat(kinds(tester(ds, recording("other"), 2).drainUntilIdle()))
+        .containsExactly(Kind.HANDLED, Kind.HANDLED);
     assertThat(seen).contains(bad + ":0:bad");
 
-    // Park the bad stream for "failing" only, then resume it.
+    // Park the bad stream for "failing" only (at its first failure), then resume it.
     store.handlers().setCheckpoint("failing", bad, 0, 0); // unchanged, resets failures
     inTx(
         ds,
         tx -> tx.dsl().execute("UPDATE eventstream.handler_checkpoints SET resume_at = 'epoch'"));
-    try (OpenTx t = new OpenTx(ds)) {
-      Delivery d = failing.acquire(t.tx, 1).get(0);
-      failing.park(t.tx, d, 5, "boom");
-      t.commit();
-    }
+    PumpTester parking = PumpTester.builder(ds, failing).batchSize(2).maxFailures(1).build();
+    assertThat(parking.runOnce())
+        .singleElement()
+        .satisfies(
+            res -> {
+              assertThat(res.kind()).isEqualTo(Kind.PARKED);
+              assertThat(res.cause()).hasMessage("boom");
+            });
     assertThat(store.handlers().parked("failing"))
         .singleElement()
         .satisfies(
             c -> {
               assertThat(c.streamId()).isEqualTo(bad);
-              assertThat(c.parkedReason()).isEqualTo("boom");
-              assertThat(c.failures()).isEqualTo(5);
+              assertThat(c.parkedReason()).isEqualTo("IllegalStateException: boom");
+              assertThat(c.failures()).isEqualTo(1);
               assertThat(c.lag()).isEqualTo(1);
             });
     assertThat(store.handlers().parked()).hasSize(1);
     assertThat(store.handlers().parked("other")).isEmpty();
-    assertThat(pollAndHandle(ds, failing, 2)).isEmpty();
+    assertThat(parking.runOnce()).isEmpty();
     assertThat(store.handlers().resume("failing", bad)).isTrue();
     assertThat(store.handlers().resume("failing", bad)).isFalse();
     assertThat(store.handlers().parked("failing")).isEmpty();
-    try (OpenTx t = new OpenTx(ds)) {
-      Delivery d = failing.acquire(t.tx, 1).get(0);
-      assertThat(d.failures()).isZero();
-      assertThat(d.stream().eventOffset()).isZero();
-    }
+    // The resumed stream starts again from the event that failed, its failures reset.
+    assertThat(parking.runOnce())
+        .singleElement()
+        .satisfies(
+            res -> {
+              assertThat(res.delivery().failures()).isZero();
+              assertThat(res.delivery().stream().eventOffset()).isZero();
+            });
   }
 
   @Test
   void resetReplaysAndSetCheckpointIsGuarded(DataSource ds) {
     AppendResult r =
         inTx(ds, tx -> store.append(tx, List.of(new OrderPlaced("a", 1), new OrderPlaced("b", 2))));
-    EventDriver driver = recording("h1");
-    pollAndHandle(ds, driver, 1);
-    pollAndHandle(ds, driver, 1);
+    PumpTester tester = tester(ds, recording("h1"), 1);
+    assertThat(kinds(tester.drainUntilIdle())).containsExactly(Kind.HANDLED, Kind.HANDLED);
     assertThat(store.handlers().handlerKeys()).containsExactly("h1");
 
     assertThat(store.handlers().reset("h1")).isEqualTo(1);
     assertThat(store.handlers().lag("h1")).isEqualTo(2);
-    pollAndHandle(ds, driver, 1);
-    pollAndHandle(ds, driver, 1);
+    assertThat(kinds(tester.drainUntilIdle())).containsExactly(Kind.HANDLED, Kind.HANDLED);
     assertThat(seen).hasSize(4);
 
     assertThatThrownBy(() -> store.handlers().setCheckpoint("h1", r.streamId(), 1, 0))
@@ -377,16 +364,20 @@ class EventDriverIT {
   }
 
   @Test
-  void anUndecodablePayloadFailsTheDelivery(TestDatabase db) throws Exception {
+  void anUndecodablePayloadFailsTheDelivery(TestDatabase db) {
     DataSource ds = db.dataSource();
     inTx(ds, tx -> store.append(tx, List.of(new OrderPlaced("a", 1))));
     db.execute("UPDATE eventstream.events SET payload = convert_to('{\"bad\":', 'UTF8')");
-    EventDriver driver = recording("h1");
-    try (OpenTx t = new OpenTx(ds)) {
-      Delivery d = driver.acquire(t.tx, 1).get(0);
-      assertThatThrownBy(() -> driver.handle(t.tx, d))
-          .isInstanceOf(UndecodableMessageException.class);
-    }
+
+    assertThat(tester(ds, recording("h1"), 1).runOnce())
+        .singleElement()
+        .satisfies(
+            res -> {
+              assertThat(res.kind()).isEqualTo(Kind.FAILED);
+              assertThat(res.cause()).isInstanceOf(UndecodableMessageException.class);
+            });
+    assertThat(seen).isEmpty();
+    assertThat(store.handlers().checkpoints("h1").get(0).failures()).isEqualTo(1);
   }
 
   @Test
@@ -396,23 +387,199 @@ class EventDriverIT {
     EventDriver minimal =
         EventDriver.builder(store)
             .handlerKey("serial")
-            .on(OrderPlaced.class, (ctx, e) -> {})
+            .on(OrderPlaced.class, (e, ctx) -> seen.add(e.orderId()))
             .concurrency(Concurrency.MINIMAL)
             .handlerLockWait(Duration.ofMillis(200))
             .build();
-    try (OpenTx first = new OpenTx(ds);
-        OpenTx second = new OpenTx(ds)) {
-      List<Delivery> held = minimal.acquire(first.tx, 1);
-      assertThat(held).hasSize(1);
-      assertThat(minimal.acquire(second.tx, 1)).isEmpty(); // waited 200 ms, then gave up
-      // The second transaction is still usable, and a handle without the lock is Busy.
-      Delivery d = held.get(0);
-      assertThat(minimal.handle(second.tx, d)).isInstanceOf(Outcome.Busy.class);
-      assertThat(minimal.handle(first.tx, d)).isEqualTo(Outcome.HANDLED);
-      minimal.completed(first.tx, List.of(d));
-      first.commit();
-      assertThat(minimal.acquire(second.tx, 1)).hasSize(1);
+    PumpTester tester = tester(ds, minimal, 1);
+    try (OpenTx holder = new OpenTx(ds)) {
+      // Another pump's transaction has acquired an event and holds the handler lock meanwhile.
+      assertThat(minimal.acquire(holder.tx, 1)).hasSize(1);
+      // This poll waits 200 ms for the lock, then gives up: nothing, though a stream is free.
+      assertThat(tester.runOnce()).isEmpty();
+      assertThat(seen).isEmpty();
+    } // rolled back: the lock is free again
+    assertThat(kinds(tester.drainUntilIdle())).containsExactly(Kind.HANDLED, Kind.HANDLED);
+    assertThat(seen).containsExactlyInAnyOrder("a", "b");
+  }
+
+  /** A new stream holding one {@link OrderPlaced} per id, in order; returns its id. */
+  private long stream(DataSource ds, String... orderIds) {
+    return inTx(
+        ds,
+        tx -> {
+          long id = store.createStream(tx);
+          List<Object> events = new ArrayList<>();
+          for (String orderId : orderIds) {
+            events.add(new OrderPlaced(orderId, 0));
+          }
+          store.appendTo(tx, id, events);
+          return id;
+        });
+  }
+
+  /**
+   * A handler that inserts {@code <key>:<orderId>} into a table with a deferred unique constraint,
+   * twice for "bad": only the commit fails, never the handler.
+   */
+  private EventDriver violatingAtCommit(String key, Map<String, Integer> calls) {
+    return EventDriver.builder(store)
+        .handlerKey(key)
+        .on(
+            OrderPlaced.class,
+            (e, ctx) -> {
+              calls.merge(e.orderId(), 1, Integer::sum);
+              try (var ps =
+                  ctx.tx()
+                      .connection()
+                      .prepareStatement("INSERT INTO deferred_unique VALUES (?)")) {
+                ps.setString(1, key + ":" + e.orderId());
+                ps.executeUpdate();
+                if (e.orderId().equals("bad")) {
+                  ps.executeUpdate();
+                }
+              }
+            })
+        .build();
+  }
+
+  /** Polls until {@code key} has a parked stream and then nothing is due (bounded). */
+  private static List<Result> runUntilParkedAndIdle(PumpTester tester, EventStore store, String key)
+      throws InterruptedException {
+    List<Result> all = new ArrayList<>();
+    for (int i = 0; i < 500 && store.handlers().parked(key).isEmpty(); i++) {
+      List<Result> r = tester.runOnce();
+      if (r.isEmpty()) {
+        Thread.sleep(5); // a postponed stream is due again after its (1 ms) backoff
+      }
+      all.addAll(r);
     }
+    all.addAll(tester.drainUntilIdle());
+    return all;
+  }
+
+  @Test
+  void aCommitThatAlwaysFailsIsCountedInAFreshTransactionAndParksItsStreamAlone(TestDatabase db)
+      throws Exception {
+    DataSource ds = db.dataSource();
+    long bad = stream(ds, "bad");
+    List<Long> good = List.of(stream(ds, "good0"), stream(ds, "good1"), stream(ds, "good2"));
+    Map<String, Integer> calls = new ConcurrentHashMap<>();
+    PumpTester tester =
+        PumpTester.builder(ds, violatingAtCommit("deferred", calls))
+            .batchSize(1)
+            .maxFailures(3)
+            .backoff(Duration.ofMillis(1), Duration.ofMillis(1))
+            .build();
+
+    List<Result> results = runUntilParkedAndIdle(tester, store, "deferred");
+
+    List<Kind> badFates =
+        results.stream()
+            .filter(r -> r.delivery().stream().streamId().equals(Long.toString(bad)))
+            .map(Result::kind)
+            .toList();
+    // The first commit fails: the batch is abandoned and the pump counts the failure in a fresh
+    // transaction (the driver's reacquire). From then on it checks each delivery's deferred
+    // constraints at its end, so the next attempts fail alone, in their own transaction.
+    assertThat(badFates).containsExactly(Kind.ABANDONED, Kind.FAILED, Kind.PARKED);
+    // Three attempts park at maxFailures 3: the abandoned one was counted.
+    assertThat(calls).containsEntry("bad", 3);
+    assertThat(store.handlers().parked("deferred"))
+        .singleElement()
+        .satisfies(
+            c -> {
+              assertThat(c.streamId()).isEqualTo(bad);
+              assertThat(c.failures()).isEqualTo(3);
+              assertThat(c.offset()).isZero();
+              assertThat(c.parkedReason()).contains("deferred_unique_k");
+            });
+    // The other streams are handled once each, their writes committed.
+    assertThat(calls).containsEntry("good0", 1).containsEntry("good1", 1).containsEntry("good2", 1);
+    for (long s : good) {
+      assertThat(checkpoint("deferred", s)).isEqualTo(1);
+    }
+    assertThat(Fixtures.queryStrings(ds, "SELECT k FROM deferred_unique WHERE k LIKE 'deferred:%'"))
+        .containsExactlyInAnyOrder("deferred:good0", "deferred:good1", "deferred:good2");
+    assertThat(store.handlers().lag("deferred")).isEqualTo(1);
+
+    // At maxFailures 1 the stream is parked by the fresh transaction itself.
+    Map<String, Integer> once = new ConcurrentHashMap<>();
+    PumpTester parkAtOnce =
+        PumpTester.builder(ds, violatingAtCommit("at-once", once))
+            .batchSize(1)
+            .maxFailures(1)
+            .build();
+    List<Result> atOnce = runUntilParkedAndIdle(parkAtOnce, store, "at-once");
+    assertThat(atOnce)
+        .filteredOn(r -> r.delivery().stream().streamId().equals(Long.toString(bad)))
+        .extracting(Result::kind)
+        .containsExactly(Kind.ABANDONED);
+    assertThat(once).containsEntry("bad", 1);
+    assertThat(store.handlers().parked("at-once"))
+        .singleElement()
+        .satisfies(
+            c -> {
+              assertThat(c.streamId()).isEqualTo(bad);
+              assertThat(c.failures()).isEqualTo(1);
+              assertThat(c.parkedReason()).contains("deferred_unique_k");
+            });
+  }
+
+  @Test
+  void reacquireLocksTheCheckpointOnlyWhenFreeAndStillWhereTheDeliveryExpectedIt(DataSource ds)
+      throws Exception {
+    long s = stream(ds, "a", "b");
+    store.handlers().setCheckpoint("re", s, 0, 0); // tracked, so the rolled-back poll keeps the row
+    EventDriver driver = recording("re");
+    List<Delivery> stale;
+    try (OpenTx t = new OpenTx(ds)) {
+      stale = driver.acquire(t.tx, 2);
+    } // rolled back, as after a failed commit
+    assertThat(stale).hasSize(2);
+    inTx(ds, tx -> tx.dsl().execute("UPDATE eventstream.handler_checkpoints SET failures = 2"));
+
+    try (OpenTx holder = new OpenTx(ds);
+        OpenTx t = new OpenTx(ds)) {
+      holder.tx.dsl().execute("SELECT 1 FROM eventstream.handler_checkpoints FOR UPDATE");
+      assertThat(driver.reacquire(t.tx, stale.get(0))).isEmpty(); // held: skipped, no wait
+    }
+    try (OpenTx t = new OpenTx(ds)) {
+      // The second event expected the checkpoint at 1, where only the rolled-back batch put it.
+      assertThat(driver.reacquire(t.tx, stale.get(1))).isEmpty();
+      Delivery again = driver.reacquire(t.tx, stale.get(0)).orElseThrow();
+      assertThat(again.messageId()).isEqualTo(stale.get(0).messageId());
+      assertThat(again.failures()).isEqualTo(2);
+      assertThat(again.stream()).isEqualTo(stale.get(0).stream());
+      driver.postpone(t.tx, again, 3, Duration.ofMinutes(1));
+      t.commit();
+    }
+    Checkpoint c = checkpointOf("re", s);
+    assertThat(c.failures()).isEqualTo(3);
+    assertThat(c.offset()).isZero();
+    assertThat(c.resumeAt()).isAfter(Instant.now());
+
+    store.handlers().setCheckpoint("re", s, 0, 1); // moved on meanwhile
+    try (OpenTx t = new OpenTx(ds)) {
+      assertThat(driver.reacquire(t.tx, stale.get(0))).isEmpty();
+    }
+
+    // A stream first tracked by the rolled-back transaction: its checkpoint row went with it.
+    EventDriver fresh = recording("fresh");
+    Delivery first;
+    try (OpenTx t = new OpenTx(ds)) {
+      first = fresh.acquire(t.tx, 1).get(0);
+    }
+    assertThat(store.handlers().handlerKeys()).doesNotContain("fresh");
+    try (OpenTx t = new OpenTx(ds)) {
+      Delivery again = fresh.reacquire(t.tx, first).orElseThrow();
+      assertThat(again.failures()).isZero();
+      fresh.park(t.tx, again, 1, "commit failed");
+      t.commit();
+    }
+    assertThat(store.handlers().parked("fresh"))
+        .singleElement()
+        .satisfies(p -> assertThat(p.parkedReason()).isEqualTo("commit failed"));
   }
 
   @Test
@@ -421,14 +588,14 @@ class EventDriverIT {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("handlerKey");
     assertThatThrownBy(
-            () -> EventDriver.builder(store).on(Fixtures.Unregistered.class, (c, e) -> {}))
+            () -> EventDriver.builder(store).on(Fixtures.Unregistered.class, (e, c) -> {}))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("not registered");
     assertThatThrownBy(
             () ->
                 EventDriver.builder(store)
-                    .on(Noise.class, (c, e) -> {})
-                    .on(Noise.class, (c, e) -> {}))
+                    .on(Noise.class, (e, c) -> {})
+                    .on(Noise.class, (e, c) -> {}))
         .isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> EventDriver.builder(store).streamsPerPoll(0))
         .isInstanceOf(IllegalArgumentException.class)
@@ -436,7 +603,7 @@ class EventDriverIT {
     assertThatThrownBy(() -> EventDriver.builder(store).handlerLockWait(Duration.ZERO))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("handlerLockWait");
-    assertThatThrownBy(() -> EventDriver.builder(store).on(Noise.class, (c, e) -> {}).build())
+    assertThatThrownBy(() -> EventDriver.builder(store).on(Noise.class, (e, c) -> {}).build())
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("handlerKey");
     assertThatThrownBy(() -> EventDriver.builder(store).handlerKey("k").build())

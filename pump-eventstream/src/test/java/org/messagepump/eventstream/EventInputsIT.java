@@ -197,12 +197,12 @@ class EventInputsIT {
   @Test
   void aHandlerForATypeNameNoEventCanHaveIsRefusedAtRegistration(DataSource ds) {
     EventStore nulTyped = EventStore.create(ds, codecNaming("bad\0type"));
-    assertThatThrownBy(() -> EventDriver.builder(nulTyped).on(Noise.class, (ctx, e) -> {}))
+    assertThatThrownBy(() -> EventDriver.builder(nulTyped).on(Noise.class, (e, ctx) -> {}))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("type name of " + Noise.class.getName())
         .hasMessageContaining("NUL");
     EventStore longTyped = EventStore.create(ds, codecNaming(LONG_KEY));
-    assertThatThrownBy(() -> EventDriver.builder(longTyped).project(Noise.class, (ctx, e) -> 0))
+    assertThatThrownBy(() -> EventDriver.builder(longTyped).project(Noise.class, (e, ctx) -> 0))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("longer than 512");
     assertThatThrownBy(() -> EventDriver.builder(store).handlerKey(null))
@@ -211,7 +211,7 @@ class EventInputsIT {
     assertThatThrownBy(() -> EventDriver.builder(store).handlerKey("a\0b"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("handlerKey");
-    assertThatThrownBy(() -> EventDriver.builder(store).on(null, (ctx, e) -> {}))
+    assertThatThrownBy(() -> EventDriver.builder(store).on(null, (e, ctx) -> {}))
         .isInstanceOf(NullPointerException.class)
         .hasMessageContaining("type");
   }

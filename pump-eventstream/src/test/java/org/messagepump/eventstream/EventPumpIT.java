@@ -85,7 +85,7 @@ class EventPumpIT {
             .handlerKey("flaky")
             .on(
                 OrderPlaced.class,
-                (ctx, e) -> {
+                (e, ctx) -> {
                   if (e.orderId().equals("s0-2") && !healed.get()) {
                     throw new IllegalStateException("poison " + e.orderId());
                   }
@@ -98,7 +98,7 @@ class EventPumpIT {
             .handlerKey("steady")
             .on(
                 OrderPlaced.class,
-                (ctx, e) ->
+                (e, ctx) ->
                     seen.computeIfAbsent(
                             "steady:" + ctx.streamId(), k -> new CopyOnWriteArrayList<>())
                         .add(ctx.offset()))
@@ -157,7 +157,7 @@ class EventPumpIT {
             .concurrency(concurrency)
             .on(
                 OrderPlaced.class,
-                (ctx, e) -> {
+                (e, ctx) -> {
                   int now = running.incrementAndGet();
                   max.accumulateAndGet(now, Math::max);
                   try {
@@ -187,7 +187,7 @@ class EventPumpIT {
     EventDriver driver =
         EventDriver.builder(store)
             .handlerKey("replayed")
-            .on(OrderPlaced.class, (ctx, e) -> seen.add(e.orderId()))
+            .on(OrderPlaced.class, (e, ctx) -> seen.add(e.orderId()))
             .build();
     try (MessagePump p = pump(ds, driver).batchSize(4).build()) {
       p.start();

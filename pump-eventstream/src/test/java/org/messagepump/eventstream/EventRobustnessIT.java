@@ -95,7 +95,7 @@ class EventRobustnessIT {
             .handlerKey("robust")
             .on(
                 OrderPlaced.class,
-                (ctx, e) ->
+                (e, ctx) ->
                     handled
                         .computeIfAbsent(e.orderId(), k -> new AtomicInteger())
                         .incrementAndGet())
@@ -143,7 +143,7 @@ class EventRobustnessIT {
             .handlerKey("nul-reason")
             .on(
                 OrderPlaced.class,
-                (ctx, e) -> {
+                (e, ctx) -> {
                   throw new IllegalStateException("bad\u0000byte \u0001 in " + e.orderId());
                 })
             .build();

@@ -44,7 +44,7 @@ class EventSchemasIT {
         .handlerKey("proj")
         .on(
             OrderPlaced.class,
-            (ctx, e) -> {
+            (e, ctx) -> {
               if (e.orderId().startsWith("poison") && !healed.get()) {
                 throw new IllegalStateException("poisoned " + e.orderId());
               }
@@ -135,7 +135,7 @@ class EventSchemasIT {
                     EventDriver.builder(store)
                         .handlerKey("serial")
                         .concurrency(Concurrency.MINIMAL)
-                        .on(OrderPlaced.class, (ctx, e) -> {})
+                        .on(OrderPlaced.class, (e, ctx) -> {})
                         .build(),
                     "serial")
                 .build()) {

@@ -79,7 +79,7 @@ class EventSqlSafetyIT {
             .handlerKey("safety-max")
             .on(
                 OrderPlaced.class,
-                (ctx, e) -> {
+                (e, ctx) -> {
                   if (e.orderId().startsWith("poison") && !healed.get()) {
                     throw new IllegalStateException("poison \\' \u0000 " + e.orderId());
                   }
@@ -91,7 +91,7 @@ class EventSqlSafetyIT {
             .handlerKey("safety-min")
             .concurrency(Concurrency.MINIMAL)
             .handlerLockWait(Duration.ofMillis(100))
-            .on(OrderPlaced.class, (ctx, e) -> handled.add("min:" + e.orderId()))
+            .on(OrderPlaced.class, (e, ctx) -> handled.add("min:" + e.orderId()))
             .build();
     EventHandlers h = store.handlers();
     try (MessagePump a = pump(ds, maximal).build();

@@ -72,8 +72,8 @@ class EventStreamsLoadIT {
                 .on(OrderPlaced.class, this::record)
                 .project(
                     OrderShipped.class,
-                    (ctx, e) -> {
-                      record(ctx, e);
+                    (e, ctx) -> {
+                      record(e, ctx);
                       return ctx.nextOffset();
                     })
                 .build(),
@@ -193,7 +193,7 @@ class EventStreamsLoadIT {
         .build();
   }
 
-  private void record(EventContext ctx, Object event) throws SQLException {
+  private void record(Object event, EventContext ctx) throws SQLException {
     try (PreparedStatement ps =
         ctx.tx()
             .connection()

@@ -27,7 +27,7 @@ class EventWakeUpIT {
     EventDriver driver =
         EventDriver.builder(store)
             .handlerKey("sleepy")
-            .on(OrderPlaced.class, (ctx, e) -> seen.countDown())
+            .on(OrderPlaced.class, (e, ctx) -> seen.countDown())
             .build();
     try (MessagePump pump =
         MessagePump.builder(ds)

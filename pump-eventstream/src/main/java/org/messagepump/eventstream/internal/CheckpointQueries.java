@@ -105,16 +105,7 @@ public final class CheckpointQueries {
             .fetch();
     for (Record2<Long, Long> s : untracked) {
       long streamId = s.value1();
-      Boolean locked =
-          dsl.select(
-                  function(
-                      "pg_try_advisory_xact_lock",
-                      SQLDataType.BOOLEAN,
-                      val(trackingLockKey),
-                      val(streamLockKey(streamId))))
-              .fetchOne()
-              .value1();
-      if (!Boolean.TRUE.equals(locked)) {
+      if (!tryTrackingLock(dsl, streamId)) {
         continue; // another transaction is starting to track it
       }
       Record2<Long, Integer> inserted =
@@ -147,8 +138,7 @@ public final class CheckpointQueries {
   }
 
   private Claim lockTracked(DSLContext dsl, Collection<Long> exclude, boolean skipLocked) {
-    Field<Long> next =
-        field(select(streams.nextOffset).from(streams.table).where(streams.id.eq(cp.streamId)));
+    Field<Long> next = nextOffsetOf(cp.streamId);
     var query =
         dsl.select(cp.streamId, cp.offset, cp.failures, next)
             .from(cp.table)
@@ -163,6 +153,66 @@ public final class CheckpointQueries {
     Record4<Long, Long, Integer, Long> r =
         skipLocked ? query.skipLocked().fetchOne() : query.fetchOne();
     return r == null ? null : new Claim(r.value1(), r.value2(), r.value3(), r.value4());
+  }
+
+  /**
+   * Locks the handler's checkpoint of {@code streamId} again, {@code SKIP LOCKED}, if it is
+   * unparked and still at {@code checkpoint}: for counting the failure of a delivery whose
+   * transaction was rolled back. When that transaction was the one that started tracking the stream
+   * (its row went with the rollback) and the expected checkpoint is 0, the stream is tracked again
+   * here, as {@link #trackUntracked} does. Returns null when the row is held by another
+   * transaction, parked or has moved. The resume time is not checked: the failed delivery was due.
+   */
+  public Claim relock(DSLContext dsl, long streamId, long checkpoint) {
+    Field<Long> next = nextOffsetOf(cp.streamId);
+    Record4<Long, Long, Integer, Long> r =
+        dsl.select(cp.streamId, cp.offset, cp.failures, next)
+            .from(cp.table)
+            .where(guard(streamId, checkpoint))
+            .and(cp.parkedAt.isNull())
+            .forUpdate()
+            .skipLocked()
+            .fetchOne();
+    if (r != null) {
+      return new Claim(r.value1(), r.value2(), r.value3(), r.value4());
+    }
+    if (checkpoint != 0 || !tryTrackingLock(dsl, streamId)) {
+      return null;
+    }
+    Record2<Long, Integer> inserted =
+        dsl.insertInto(cp.table, cp.handlerKey, cp.streamId)
+            .values(handlerKey, streamId)
+            .onConflictDoNothing()
+            .returningResult(cp.offset, cp.failures)
+            .fetchOne();
+    if (inserted == null) {
+      return null; // tracked (and held, parked or moved on) by someone else meanwhile
+    }
+    Long nextOffset =
+        dsl.select(streams.nextOffset)
+            .from(streams.table)
+            .where(streams.id.eq(streamId))
+            .fetchOne(streams.nextOffset);
+    return new Claim(
+        streamId, inserted.value1(), inserted.value2(), nextOffset == null ? 0 : nextOffset);
+  }
+
+  private Field<Long> nextOffsetOf(Field<Long> streamId) {
+    return field(select(streams.nextOffset).from(streams.table).where(streams.id.eq(streamId)));
+  }
+
+  /** Takes the lock a transaction holds while it starts tracking a stream, without waiting. */
+  private boolean tryTrackingLock(DSLContext dsl, long streamId) {
+    Boolean locked =
+        dsl.select(
+                function(
+                    "pg_try_advisory_xact_lock",
+                    SQLDataType.BOOLEAN,
+                    val(trackingLockKey),
+                    val(streamLockKey(streamId))))
+            .fetchOne()
+            .value1();
+    return Boolean.TRUE.equals(locked);
   }
 
   /**
