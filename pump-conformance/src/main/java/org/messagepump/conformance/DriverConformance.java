@@ -71,6 +71,9 @@ import org.messagepump.testkit.TestDatabase;
  * returns them, and the handler passes the same id to the {@link Behaviour}. Every test starts with
  * {@link #prepare}, which must leave the driver's store empty (or use a fresh schema, group or
  * table). All the suite's databases belong to the test class (one per class).
+ *
+ * <p>The checks are public test methods: a driver that knowingly fails one overrides it with
+ * {@code @Test @Disabled("why")}, which keeps the reason visible in every report.
  */
 @ExtendWith(PostgresExtension.class)
 public abstract class DriverConformance {
@@ -190,7 +193,7 @@ public abstract class DriverConformance {
   }
 
   @Test
-  void theDeliveriesOfABatchAreDistinct() throws Exception {
+  public void theDeliveriesOfABatchAreDistinct() throws Exception {
     List<String> ids = produceMany(10, 10);
     Recorder handler = new Recorder((id, attempt) -> Verdict.HANDLE);
     PumpTester tester = tester(db.dataSource(), driver(db, handler), 10, 5, FAST, FAST);
@@ -206,7 +209,7 @@ public abstract class DriverConformance {
   }
 
   @Test
-  void aHandledDeliveryIsGoneExactlyOnce() throws Exception {
+  public void aHandledDeliveryIsGoneExactlyOnce() throws Exception {
     List<String> ids = produceMany(6, 6);
     assertEquals(6, remaining(db), "remaining() after producing 6 messages");
     Recorder handler = new Recorder((id, attempt) -> Verdict.HANDLE);
@@ -225,7 +228,7 @@ public abstract class DriverConformance {
   }
 
   @Test
-  void aDeliveryLockedByOneWorkerIsSkippedByTheOthers() throws Exception {
+  public void aDeliveryLockedByOneWorkerIsSkippedByTheOthers() throws Exception {
     List<String> ids = produceMany(4, 4);
     CountDownLatch inside = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
@@ -273,7 +276,7 @@ public abstract class DriverConformance {
   }
 
   @Test
-  void busyKeepsTheFailureCount() throws Exception {
+  public void busyKeepsTheFailureCount() throws Exception {
     String id = produce(db, "k0");
     Recorder handler = Recorder.scripted(Verdict.FAIL, Verdict.BUSY, Verdict.HANDLE);
     Duration backoff = Duration.ofMillis(50);
@@ -293,7 +296,7 @@ public abstract class DriverConformance {
   }
 
   @Test
-  void failedCountsAFailureAndPostponesByTheDatabaseClock() throws Exception {
+  public void failedCountsAFailureAndPostponesByTheDatabaseClock() throws Exception {
     String id = produce(db, "k0");
     Map<Integer, Long> clockAtAttempt = new ConcurrentHashMap<>();
     Recorder handler =
@@ -325,7 +328,7 @@ public abstract class DriverConformance {
   }
 
   @Test
-  void aDeliveryParksAfterMaxFailures() throws Exception {
+  public void aDeliveryParksAfterMaxFailures() throws Exception {
     String id = produce(db, "k0");
     Recorder handler = new Recorder((m, attempt) -> Verdict.FAIL);
     int maxFailures = 3;
@@ -354,7 +357,7 @@ public abstract class DriverConformance {
   }
 
   @Test
-  void aFailingCompletedReturnsTheWholeBatch() throws Exception {
+  public void aFailingCompletedReturnsTheWholeBatch() throws Exception {
     List<String> ids = produceMany(3, 3);
     Recorder handler = new Recorder((id, attempt) -> Verdict.HANDLE);
     Driver failing = new CompletedFails(driver(db, handler));
@@ -377,7 +380,7 @@ public abstract class DriverConformance {
   }
 
   @Test
-  void anAbortedConnectionReturnsItsDeliveriesUncounted() throws Exception {
+  public void anAbortedConnectionReturnsItsDeliveriesUncounted() throws Exception {
     List<String> ids = produceMany(3, 3);
     String application = "conformance-abort-" + SEQUENCE.incrementAndGet();
     DataSource abortable = db.newDataSource(application, 2);
@@ -413,7 +416,7 @@ public abstract class DriverConformance {
   }
 
   @Test
-  void theMessagesOfAKeyAreHandledInOrder() throws Exception {
+  public void theMessagesOfAKeyAreHandledInOrder() throws Exception {
     assumeTrue(orderedPerKey(), "the driver does not claim order per key");
     int keys = 3;
     int perKey = 5;
@@ -466,7 +469,7 @@ public abstract class DriverConformance {
   }
 
   @Test
-  void concurrentWorkersNeverHandleOneDeliveryAtOnce() throws Exception {
+  public void concurrentWorkersNeverHandleOneDeliveryAtOnce() throws Exception {
     List<String> ids = produceMany(40, 40);
     Recorder handler =
         new Recorder(
