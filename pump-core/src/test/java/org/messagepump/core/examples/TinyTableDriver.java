@@ -14,6 +14,7 @@ import org.jooq.Record;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
+import org.messagepump.core.DatabaseClock;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Delivery;
@@ -43,8 +44,7 @@ public final class TinyTableDriver implements Driver {
       field(DSL.name("postponed_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
   static final Field<String> REASON = field(DSL.name("reason"), SQLDataType.CLOB);
   // Times other processes must agree on come from the database clock.
-  static final Field<OffsetDateTime> NOW =
-      DSL.field("clock_timestamp()", SQLDataType.TIMESTAMPWITHTIMEZONE);
+  static final Field<OffsetDateTime> NOW = DatabaseClock.nowOffset();
 
   /** The schema this driver needs (run once). */
   public static final String SCHEMA =
@@ -130,11 +130,7 @@ public final class TinyTableDriver implements Driver {
         .update(WORK)
         .set(FAILURES, failures)
         .set(POSTPONED_AT, NOW)
-        .set(
-            DUE_AT,
-            DSL.field(
-                "clock_timestamp() + {0} * interval '1 microsecond'",
-                SQLDataType.TIMESTAMPWITHTIMEZONE, DSL.val(delay.toNanos() / 1_000)))
+        .set(DUE_AT, DatabaseClock.afterOffset(delay))
         .where(ID.eq(Long.parseLong(delivery.messageId())))
         .execute();
   }
