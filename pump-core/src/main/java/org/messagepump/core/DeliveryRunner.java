@@ -573,7 +573,25 @@ final class DeliveryRunner {
    */
   static String describe(Throwable t) {
     String m = t.getMessage();
+    if (m != null && sqlException(t)) {
+      // PostgreSQL's "Detail:" and "Where:" lines quote the row's values (a duplicate key, say):
+      // data, which stays out of WARN lines. The stored reason keeps them.
+      int nl = m.indexOf('\n');
+      m = nl < 0 ? m : m.substring(0, nl);
+    }
     return t.getClass().getSimpleName() + (m == null ? "" : ": " + oneLine(cut(m, 500)));
+  }
+
+  private static boolean sqlException(Throwable t) {
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      if (c instanceof SQLException) {
+        return true;
+      }
+      if (c.getCause() == c) {
+        break;
+      }
+    }
+    return false;
   }
 
   /**
@@ -587,7 +605,8 @@ final class DeliveryRunner {
 
   /** A throwable as the reason stored with a parked delivery: includes the parser's detail. */
   static String reason(Throwable t) {
-    String d = describe(t);
+    String m = t.getMessage();
+    String d = t.getClass().getSimpleName() + (m == null ? "" : ": " + oneLine(cut(m, 1_500)));
     if (t instanceof UndecodableMessageException u && u.detail() != null) {
       d = d + ": " + u.detail();
     }
