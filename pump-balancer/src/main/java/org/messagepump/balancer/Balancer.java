@@ -110,8 +110,9 @@ public final class Balancer {
   public static List<GroupStats> groups(DataSource dataSource, String schema) {
     Objects.requireNonNull(dataSource, "dataSource");
     Schema.Ctx ctx = Schema.Ctx.of(schema);
-    return Transactions.inNew(
-        dataSource, "reading group stats", tx -> StoreQueries.groups(ctx.dsl(tx), null));
+    return FromInternal.groupStatsList(
+        Transactions.inNew(
+            dataSource, "reading group stats", tx -> StoreQueries.groups(ctx.dsl(tx), null)));
   }
 
   /** Confirms a handed-off message by id and token, whatever its group. */
@@ -125,11 +126,12 @@ public final class Balancer {
     Objects.requireNonNull(dataSource, "dataSource");
     Objects.requireNonNull(token, "token");
     Schema.Ctx ctx = Schema.Ctx.of(schema);
-    return Transactions.inNew(
-            dataSource,
-            "confirming a message",
-            tx -> LeaseQueries.confirm(tx, ctx, messageId, token))
-        .result();
+    return FromInternal.leaseResult(
+        Transactions.inNew(
+                dataSource,
+                "confirming a message",
+                tx -> LeaseQueries.confirm(tx, ctx, messageId, token))
+            .result());
   }
 
   /** Extends a hand-off lease by id and token, whatever its group. */
@@ -145,11 +147,12 @@ public final class Balancer {
     Objects.requireNonNull(token, "token");
     checkPositive("duration", duration);
     Schema.Ctx ctx = Schema.Ctx.of(schema);
-    return Transactions.inNew(
-            dataSource,
-            "extending a lease",
-            tx -> LeaseQueries.extend(ctx.dsl(tx), messageId, token, duration))
-        .result();
+    return FromInternal.leaseResult(
+        Transactions.inNew(
+                dataSource,
+                "extending a lease",
+                tx -> LeaseQueries.extend(ctx.dsl(tx), messageId, token, duration))
+            .result());
   }
 
   /**
@@ -171,11 +174,12 @@ public final class Balancer {
             ? null
             : Json.object(propertiesJson, "properties", Limits.defaults());
     Schema.Ctx ctx = Schema.Ctx.of(schema);
-    return Transactions.inNew(
-            dataSource,
-            "requeueing a message",
-            tx -> LeaseQueries.requeue(ctx.dsl(tx), messageId, token, props))
-        .result();
+    return FromInternal.leaseResult(
+        Transactions.inNew(
+                dataSource,
+                "requeueing a message",
+                tx -> LeaseQueries.requeue(ctx.dsl(tx), messageId, token, props))
+            .result());
   }
 
   /**

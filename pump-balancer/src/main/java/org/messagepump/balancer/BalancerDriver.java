@@ -12,7 +12,6 @@ import java.util.Set;
 import org.jooq.DSLContext;
 import org.jooq.Record2;
 import org.jooq.exception.DataAccessException;
-import org.messagepump.balancer.internal.BalancerMetrics;
 import org.messagepump.balancer.internal.Claim;
 import org.messagepump.balancer.internal.DeliveryQueries;
 import org.messagepump.balancer.internal.Json;

@@ -11,11 +11,11 @@ import java.util.UUID;
 import java.util.function.Function;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
-import org.messagepump.balancer.internal.BalancerMetrics;
 import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
 import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
+import org.messagepump.balancer.internal.StoreQueries.GroupFigures;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
@@ -208,15 +208,19 @@ public final class MessageBalancer {
   public Optional<PartitionStats> partitionStats(String partitionKey) {
     Balancer.checkName("partitionKey", partitionKey);
     return Optional.ofNullable(
-        read(
-            "reading partition stats",
-            tx -> StoreQueries.partitionStats(tx.dsl(), group, partitionKey)));
+        FromInternal.partitionStats(
+            read(
+                "reading partition stats",
+                tx -> StoreQueries.partitionStats(tx.dsl(), group, partitionKey))));
   }
 
   /** This group's figures: keys, messages, leases, parked keys, oldest message age. */
   public GroupStats stats() {
-    List<GroupStats> all = read("reading group stats", tx -> StoreQueries.groups(tx.dsl(), group));
-    return all.isEmpty() ? new GroupStats(group, 0, 0, 0, 0, Duration.ZERO) : all.get(0);
+    List<GroupFigures> all =
+        read("reading group stats", tx -> StoreQueries.groups(tx.dsl(), group));
+    return all.isEmpty()
+        ? new GroupStats(group, 0, 0, 0, 0, Duration.ZERO)
+        : FromInternal.groupStats(all.get(0));
   }
 
   /** Parked keys of this group with the reason each was parked, oldest first. */
@@ -317,7 +321,7 @@ public final class MessageBalancer {
     if (applied.endToEnd() != null) {
       metrics.removed(applied.endToEnd());
     }
-    return applied.result();
+    return FromInternal.leaseResult(applied.result());
   }
 
   private <T> T read(String doing, Function<DSLContext, T> query) {

@@ -200,14 +200,13 @@ public final class EventDriver implements Driver {
     StreamRun run = new StreamRun(claim);
     long expected = claim.checkpoint();
     String streamId = Long.toString(claim.streamId());
-    for (EventRows.Row row : events) {
-      StoredEvent event = row.event();
+    for (EventRows.Row event : events) {
       deliveries.add(
           new Delivery(
               event.envelope(),
               expected == claim.checkpoint() ? claim.failures() : 0,
               new DeliveryStream(streamId, event.offset(), expected),
-              new Step(run, event, expected, row.problem())));
+              new Step(run, event, expected)));
       expected = event.offset() + 1;
     }
   }
@@ -230,8 +229,8 @@ public final class EventDriver implements Driver {
     if (concurrency == Concurrency.MINIMAL && !handlerLock.tryLock(tx)) {
       return Outcome.busy("handler '" + handlerKey + "' is handling another event");
     }
-    if (step.problem() != null) {
-      throw new UndecodableMessageException(step.problem(), null);
+    if (step.event().problem() != null) {
+      throw new UndecodableMessageException(step.event().problem(), null);
     }
     Invocation handler = handlers.get(delivery.messageType());
     if (handler == null) {
@@ -241,7 +240,13 @@ public final class EventDriver implements Driver {
     }
     Object event = codec.decode(delivery.messageType(), delivery.envelope().payload());
     EventContext context =
-        new EventContext(store, tx, handlerKey, step.event(), run.checkpoint(), delivery.attempt());
+        new EventContext(
+            store,
+            tx,
+            handlerKey,
+            EventStore.storedEvent(step.event()),
+            run.checkpoint(),
+            delivery.attempt());
     long next = handler.invoke(event, context);
     long expected = step.event().offset() + 1;
     if (next != expected) {
@@ -341,13 +346,13 @@ public final class EventDriver implements Driver {
       return java.util.Optional.empty();
     }
     StreamRun run = new StreamRun(claim);
-    StoredEvent event = stale.event();
+    EventRows.Row event = stale.event();
     return java.util.Optional.of(
         new Delivery(
             event.envelope(),
             claim.failures(),
             new DeliveryStream(Long.toString(claim.streamId()), event.offset(), claim.checkpoint()),
-            new Step(run, event, claim.checkpoint(), stale.problem())));
+            new Step(run, event, claim.checkpoint())));
   }
 
   private Step step(Delivery delivery) {

@@ -199,13 +199,13 @@ public final class EventStore {
    */
   public AppendResult append(Tx tx, List<?> events, EventMetadata metadata) {
     Objects.requireNonNull(tx, "tx must not be null");
-    StreamWriter.Meta meta = writer.meta(metadata);
+    StreamWriter.Meta meta = meta(metadata);
     List<StreamWriter.Encoded> encoded = writer.encode(events);
     AppendResult r =
         Transactions.inCaller(
             tx,
             "appending events",
-            t -> writer.write(tx, writer.lockAnyStream(tx.dsl()), encoded, meta));
+            t -> appendResult(writer.write(tx, writer.lockAnyStream(tx.dsl()), encoded, meta)));
     counted(r);
     return r;
   }
@@ -245,15 +245,18 @@ public final class EventStore {
       throw new IllegalArgumentException(
           "expectedNextOffset must not be negative: " + expectedNextOffset);
     }
-    StreamWriter.Meta meta = writer.meta(metadata);
+    StreamWriter.Meta meta = meta(metadata);
     List<StreamWriter.Encoded> encoded = writer.encode(events);
     AppendResult r =
         Transactions.inCaller(
             tx,
             "appending events to stream " + streamId,
             t -> {
-              writer.lockStream(tx.dsl(), streamId, expecting ? expectedNextOffset : -1);
-              return writer.write(tx, streamId, encoded, meta);
+              long nextOffset = writer.lockStream(tx.dsl(), streamId);
+              if (expecting && nextOffset != expectedNextOffset) {
+                throw new OffsetConflictException(streamId, expectedNextOffset, nextOffset);
+              }
+              return appendResult(writer.write(tx, streamId, encoded, meta));
             });
     counted(r);
     return r;
@@ -290,7 +293,7 @@ public final class EventStore {
                 .and(tables.events.offset.ge(fromOffset))
                 .orderBy(tables.events.offset)
                 .limit(limit)
-                .fetch(rows::toEvent));
+                .fetch(r -> storedEvent(rows.toReadableRow(r))));
   }
 
   /** Decodes a stored event's payload into its registered class. */
@@ -314,6 +317,21 @@ public final class EventStore {
                             r.value1(),
                             r.value2(),
                             r.value3() == null ? null : r.value3().toInstant())));
+  }
+
+  /** The public event of an internal event row. */
+  static StoredEvent storedEvent(EventRows.Row row) {
+    return new StoredEvent(row.streamId(), row.offset(), row.envelope());
+  }
+
+  /** Validates metadata against the store's limits; bad input is an IAE (NPE for null). */
+  private StreamWriter.Meta meta(EventMetadata metadata) {
+    Objects.requireNonNull(metadata, "metadata must not be null");
+    return writer.meta(metadata.correlationId(), metadata.causationId(), metadata.headers());
+  }
+
+  private static AppendResult appendResult(StreamWriter.Appended a) {
+    return new AppendResult(a.streamId(), a.firstOffset(), a.nextOffset(), a.messageIds());
   }
 
   private void counted(AppendResult r) {

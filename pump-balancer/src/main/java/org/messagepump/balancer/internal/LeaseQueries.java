@@ -16,7 +16,6 @@ import org.jooq.Record2;
 import org.jooq.Record3;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
-import org.messagepump.balancer.LeaseResult;
 import org.messagepump.balancer.internal.Schema.M;
 import org.messagepump.balancer.internal.Schema.P;
 import org.messagepump.core.DatabaseException;
@@ -35,11 +34,11 @@ public final class LeaseQueries {
   public record Expired(String group, String key, long messageId, int attempts) {}
 
   /** The outcome of a lease operation plus, for confirm, the message's end-to-end age. */
-  public record Applied(LeaseResult result, String group, Duration endToEnd) {}
+  public record Applied(LeaseOutcome result, String group, Duration endToEnd) {}
 
   /** A locked lease (group and key) or the reason there is none ({@code rejection}). */
-  private record Lease(LeaseResult rejection, String group, String key) {
-    static Lease rejected(LeaseResult r) {
+  private record Lease(LeaseOutcome rejection, String group, String key) {
+    static Lease rejected(LeaseOutcome r) {
       return new Lease(r, null, null);
     }
   }
@@ -52,7 +51,7 @@ public final class LeaseQueries {
     Record2<String, String> m =
         dsl.select(M.GROUP, M.KEY).from(M.T).where(M.ID.eq(messageId)).fetchOne();
     if (m == null) {
-      return Lease.rejected(LeaseResult.UNKNOWN_MESSAGE);
+      return Lease.rejected(LeaseOutcome.UNKNOWN_MESSAGE);
     }
     var leased =
         P.GROUP
@@ -71,10 +70,10 @@ public final class LeaseQueries {
     return new Lease(null, m.value1(), m.value2());
   }
 
-  private static LeaseResult staleOrGone(DSLContext dsl, long messageId) {
+  private static LeaseOutcome staleOrGone(DSLContext dsl, long messageId) {
     return dsl.fetchExists(DSL.selectOne().from(M.T).where(M.ID.eq(messageId)))
-        ? LeaseResult.STALE_TOKEN
-        : LeaseResult.UNKNOWN_MESSAGE;
+        ? LeaseOutcome.STALE_TOKEN
+        : LeaseOutcome.UNKNOWN_MESSAGE;
   }
 
   /** Confirms a handed-off message: deletes it, frees its key (deleting the key row if empty). */
@@ -95,7 +94,7 @@ public final class LeaseQueries {
     Duration age = removed == null ? null : removed.endToEnd();
     clearLease(dsl, m.group(), m.key(), false).execute();
     DeliveryQueries.deleteIfEmpty(dsl, m.group(), m.key());
-    return new Applied(LeaseResult.APPLIED, m.group(), age);
+    return new Applied(LeaseOutcome.APPLIED, m.group(), age);
   }
 
   /** Moves a lease's expiry to {@code duration} from now (database clock). */
@@ -108,7 +107,7 @@ public final class LeaseQueries {
         .set(P.LEASE_UNTIL, clockPlus(duration))
         .where(DeliveryQueries.key(m.group(), m.key()))
         .execute();
-    return new Applied(LeaseResult.APPLIED, m.group(), null);
+    return new Applied(LeaseOutcome.APPLIED, m.group(), null);
   }
 
   /**
@@ -127,7 +126,7 @@ public final class LeaseQueries {
           .where(M.ID.eq(messageId))
           .execute();
     }
-    return new Applied(LeaseResult.APPLIED, m.group(), null);
+    return new Applied(LeaseOutcome.APPLIED, m.group(), null);
   }
 
   private static org.jooq.UpdateConditionStep<?> clearLease(

@@ -3,6 +3,7 @@ package org.messagepump.balancer.internal;
 import static org.messagepump.balancer.internal.Schema.clock;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -13,8 +14,6 @@ import org.jooq.JSONB;
 import org.jooq.Record;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.messagepump.balancer.GroupStats;
-import org.messagepump.balancer.PartitionStats;
 import org.messagepump.balancer.internal.Schema.M;
 import org.messagepump.balancer.internal.Schema.P;
 
@@ -30,6 +29,29 @@ public final class StoreQueries {
   private static final int MAX_KEY_ROW_ATTEMPTS = 100;
 
   private StoreQueries() {}
+
+  /**
+   * One group's figures: keys, messages, keys with a lease, parked keys, age of the oldest message
+   * ({@link Duration#ZERO} when empty).
+   */
+  public record GroupFigures(
+      String group, long partitions, long messages, long leases, long parked, Duration oldestAge) {}
+
+  /**
+   * One key's figures: its messages, whether a transaction holds it, its lease, failures, when a
+   * postponed key is due (null when due now), why it is parked (null when not) and the age of its
+   * oldest message ({@link Duration#ZERO} when empty).
+   */
+  public record KeyFigures(
+      String partitionKey,
+      long messageCount,
+      boolean locked,
+      Long leasedMessageId,
+      Instant leaseUntil,
+      int failures,
+      Instant resumeAt,
+      String parkedReason,
+      Duration oldestAge) {}
 
   /**
    * Stores one message and returns its id. First a transaction-scoped advisory lock on the key
@@ -125,7 +147,7 @@ public final class StoreQueries {
    * One key's figures; {@code null} when the key has no row. "Locked" probes the row {@code FOR
    * SHARE SKIP LOCKED}: that conflicts with a consumer's lock but not with a producer's.
    */
-  public static PartitionStats partitionStats(DSLContext dsl, String group, String key) {
+  public static KeyFigures partitionStats(DSLContext dsl, String group, String key) {
     Record p =
         dsl.select(
                 P.LEASE_MESSAGE_ID,
@@ -157,7 +179,7 @@ public final class StoreQueries {
     OffsetDateTime now = p.get(clock());
     OffsetDateTime resumeAt = p.get(P.RESUME_AT);
     OffsetDateTime leaseUntil = p.get(P.LEASE_UNTIL);
-    return new PartitionStats(
+    return new KeyFigures(
         key,
         m.get(0, Long.class),
         !free,
@@ -170,7 +192,7 @@ public final class StoreQueries {
   }
 
   /** Figures of every group that has keys or messages, by group name. */
-  public static List<GroupStats> groups(DSLContext dsl, String onlyGroup) {
+  public static List<GroupFigures> groups(DSLContext dsl, String onlyGroup) {
     var pq =
         dsl.select(
                 P.GROUP,
@@ -200,9 +222,9 @@ public final class StoreQueries {
       c[1] = r.get(1, Long.class);
       oldest.put(r.get(M.GROUP), r.get(2, OffsetDateTime.class));
     }
-    List<GroupStats> out = new ArrayList<>(counts.size());
+    List<GroupFigures> out = new ArrayList<>(counts.size());
     counts.forEach(
-        (g, c) -> out.add(new GroupStats(g, c[0], c[1], c[2], c[3], age(oldest.get(g), now))));
+        (g, c) -> out.add(new GroupFigures(g, c[0], c[1], c[2], c[3], age(oldest.get(g), now))));
     return out;
   }
 

@@ -13,18 +13,21 @@ import org.jooq.Field;
 import org.jooq.Record;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.UndecodableMessageException;
-import org.messagepump.eventstream.StoredEvent;
 import org.messagepump.eventstream.internal.Tables.Events;
 
 /**
- * Maps rows of {@code <schema>.events} to {@link StoredEvent}. Headers are read as text and parsed
- * per row, so a row whose headers are not a JSON object of strings becomes a {@link Row} with a
- * problem (handled as undecodable) instead of failing the read of every row.
+ * Maps rows of {@code <schema>.events} to {@link Row}s (the public package makes its stored events
+ * of them). Headers are read as text and parsed per row, so a row whose headers are not a JSON
+ * object of strings becomes a {@link Row} with a problem (handled as undecodable) instead of
+ * failing the read of every row.
  */
 public final class EventRows {
 
-  /** An event as read, with what is wrong with its stored envelope, or null when nothing is. */
-  public record Row(StoredEvent event, String problem) {}
+  /**
+   * An event as read: its stream, offset and envelope, with what is wrong with its stored envelope,
+   * or null when nothing is.
+   */
+  public record Row(long streamId, long offset, Envelope envelope, String problem) {}
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -53,16 +56,16 @@ public final class EventRows {
   }
 
   /**
-   * The event in a row selected with {@link #columns()}.
+   * The event in a row selected with {@link #columns()}, readable.
    *
    * @throws UndecodableMessageException when its stored headers cannot be read
    */
-  public StoredEvent toEvent(Record r) {
+  public Row toReadableRow(Record r) {
     Row row = toRow(r);
     if (row.problem() != null) {
       throw new UndecodableMessageException(row.problem(), null);
     }
-    return row.event();
+    return row;
   }
 
   /** The event in a row selected with {@link #columns()}; never fails on its headers. */
@@ -94,7 +97,7 @@ public final class EventRows {
             instant(r.get(events.recordedAt)),
             headers,
             r.get(events.payload));
-    return new Row(new StoredEvent(streamId, offset, envelope), problem);
+    return new Row(streamId, offset, envelope, problem);
   }
 
   /** Parses stored headers; an {@link IllegalStateException} naming the shape when they are bad. */

@@ -1,6 +1,5 @@
 package org.messagepump.eventstream.internal;
 
-import org.messagepump.eventstream.StoredEvent;
 import org.messagepump.eventstream.internal.CheckpointQueries.Claim;
 
 /**
@@ -11,10 +10,11 @@ import org.messagepump.eventstream.internal.CheckpointQueries.Claim;
 public final class StreamRun {
 
   /**
-   * One event of a run, with the checkpoint it expects to find: the driver's delivery state. {@code
-   * problem} says why its stored envelope is unreadable, or is null.
+   * One event of a run, with the checkpoint it expects to find: the driver's delivery state. The
+   * event's {@link EventRows.Row#problem() problem} says why its stored envelope is unreadable, or
+   * is null.
    */
-  public record Step(StreamRun run, StoredEvent event, long expectedCheckpoint, String problem) {
+  public record Step(StreamRun run, EventRows.Row event, long expectedCheckpoint) {
 
     /** True when every earlier event of the run was handled and advanced the checkpoint here. */
     public boolean isNext() {

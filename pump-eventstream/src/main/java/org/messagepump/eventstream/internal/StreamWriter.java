@@ -23,9 +23,6 @@ import org.messagepump.core.Limits;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UnknownMessageTypeException;
 import org.messagepump.core.spi.MessageCodec;
-import org.messagepump.eventstream.AppendResult;
-import org.messagepump.eventstream.EventMetadata;
-import org.messagepump.eventstream.OffsetConflictException;
 import org.messagepump.eventstream.internal.Tables.Streams;
 
 /**
@@ -58,6 +55,13 @@ public final class StreamWriter {
 
   /** Metadata validated against the limits, with its headers as JSON. */
   public record Meta(String correlationId, String causationId, String headersJson) {}
+
+  /**
+   * Where an append put its events: the stream, the first offset, the stream's next offset after it
+   * and the events' message ids in order.
+   */
+  public record Appended(
+      long streamId, long firstOffset, long nextOffset, List<String> messageIds) {}
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -128,19 +132,18 @@ public final class StreamWriter {
     return encoded;
   }
 
-  /** Validates metadata against the limits; bad input is an IAE (NPE for null). */
-  public Meta meta(EventMetadata metadata) {
-    Objects.requireNonNull(metadata, "metadata must not be null");
-    String correlationId = Inputs.optionalKey("correlationId", metadata.correlationId());
-    String causationId = Inputs.optionalKey("causationId", metadata.causationId());
-    Map<String, String> headers = Inputs.headers(metadata.headers(), limits);
+  /** Validates an append's metadata against the limits; bad input is an IAE. */
+  public Meta meta(String correlationId, String causationId, Map<String, String> headers) {
+    String correlation = Inputs.optionalKey("correlationId", correlationId);
+    String causation = Inputs.optionalKey("causationId", causationId);
+    Map<String, String> checked = Inputs.headers(headers, limits);
     String json;
     try {
-      json = JSON.writeValueAsString(headers);
+      json = JSON.writeValueAsString(checked);
     } catch (JsonProcessingException e) {
       throw new IllegalArgumentException("headers cannot be written as JSON", e);
     }
-    return new Meta(correlationId, causationId, json);
+    return new Meta(correlation, causation, json);
   }
 
   /**
@@ -185,10 +188,10 @@ public final class StreamWriter {
   }
 
   /**
-   * Locks a given stream, waiting for other writers, and checks its next offset when {@code
-   * expectedNextOffset >= 0}.
+   * Locks a given stream, waiting for other writers, and returns its next offset (for the caller's
+   * optimistic-concurrency check).
    */
-  public void lockStream(DSLContext dsl, long streamId, long expectedNextOffset) {
+  public long lockStream(DSLContext dsl, long streamId) {
     Record1<Long> row =
         dsl.select(streams.nextOffset)
             .from(streams.table)
@@ -198,13 +201,11 @@ public final class StreamWriter {
     if (row == null) {
       throw new IllegalArgumentException("stream " + streamId + " does not exist");
     }
-    if (expectedNextOffset >= 0 && row.value1() != expectedNextOffset) {
-      throw new OffsetConflictException(streamId, expectedNextOffset, row.value1());
-    }
+    return row.value1();
   }
 
   /** Appends to a stream this transaction has locked: assigns offsets and inserts the events. */
-  public AppendResult write(Tx tx, long streamId, List<Encoded> events, Meta meta) {
+  public Appended write(Tx tx, long streamId, List<Encoded> events, Meta meta) {
     DSLContext dsl = tx.dsl();
     int n = events.size();
     long next =
@@ -231,7 +232,7 @@ public final class StreamWriter {
     }
     // Wake idle event pumps in every process; PostgreSQL folds the signals of one transaction.
     dsl.select(DSL.function("pg_notify", Object.class, DSL.val(channel), DSL.val(""))).fetch();
-    return new AppendResult(streamId, first, next, ids);
+    return new Appended(streamId, first, next, ids);
   }
 
   private void insertEvents(

@@ -1,4 +1,4 @@
-package org.messagepump.balancer.internal;
+package org.messagepump.balancer;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -9,7 +9,6 @@ import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
-import org.messagepump.balancer.GroupStats;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -17,10 +16,10 @@ import org.slf4j.LoggerFactory;
  * The {@code messagepump.balancer.*} meters of one group. Gauges read the database, at most once
  * per {@link #GAUGE_REFRESH} per group (a scrape never runs more than one query).
  */
-public final class BalancerMetrics {
+final class BalancerMetrics {
 
   /** How long gauge readings are reused. */
-  public static final Duration GAUGE_REFRESH = Duration.ofSeconds(5);
+  static final Duration GAUGE_REFRESH = Duration.ofSeconds(5);
 
   private static final Logger log = LoggerFactory.getLogger(BalancerMetrics.class);
 
@@ -31,7 +30,7 @@ public final class BalancerMetrics {
   private volatile long lastRead;
 
   /** Meters for {@code group} in {@code registry} (none kept when it is null). */
-  public BalancerMetrics(MeterRegistry registry, String group, Supplier<GroupStats> stats) {
+  BalancerMetrics(MeterRegistry registry, String group, Supplier<GroupStats> stats) {
     this.registry = registry == null ? new CompositeMeterRegistry() : registry;
     this.group = group;
     this.endToEnd =
@@ -82,7 +81,7 @@ public final class BalancerMetrics {
   }
 
   /** Records how long a storage operation took. */
-  public void storage(String operation, long nanos) {
+  void storage(String operation, long nanos) {
     Timer.builder("messagepump.balancer.storage.duration")
         .description("Time of balancer storage operations")
         .tags("group", group, "operation", operation)
@@ -91,7 +90,7 @@ public final class BalancerMetrics {
   }
 
   /** Records a handler's duration and result. */
-  public void handled(String result, long nanos) {
+  void handled(String result, long nanos) {
     Timer.builder("messagepump.balancer.handler.duration")
         .description("Time the balanced handler ran, by result")
         .tags("group", group, "result", result.toLowerCase(Locale.ROOT))
@@ -100,14 +99,14 @@ public final class BalancerMetrics {
   }
 
   /** Records the end-to-end age of a removed message. */
-  public void removed(Duration age) {
+  void removed(Duration age) {
     if (age != null) {
       endToEnd.record(age);
     }
   }
 
   /** Counts a lease operation by result. */
-  public void leaseOperation(String operation, String result) {
+  void leaseOperation(String operation, String result) {
     Counter.builder("messagepump.balancer.lease.operations")
         .description("Confirm, extend and requeue of hand-offs by result")
         .tags("group", group, "operation", operation, "result", result.toLowerCase(Locale.ROOT))
@@ -116,7 +115,7 @@ public final class BalancerMetrics {
   }
 
   /** Counts leases the reaper ended. */
-  public void leasesExpired(int n) {
+  void leasesExpired(int n) {
     Counter.builder("messagepump.balancer.leases.expired")
         .description("Hand-off leases that expired and were reaped")
         .tags("group", group)
