@@ -5,8 +5,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.UUID;
 import javax.sql.DataSource;
-import org.flywaydb.core.Flyway;
-import org.flywaydb.core.api.FlywayException;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
@@ -16,7 +14,7 @@ import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
-import org.messagepump.core.PumpException;
+import org.messagepump.core.Migrations;
 import org.messagepump.core.Transactions;
 
 /**
@@ -42,8 +40,8 @@ public final class Balancer {
   private Balancer() {}
 
   /** Creates or upgrades the default {@code balancer} schema (Flyway, own history table). */
-  public static void migrate(DataSource dataSource) {
-    migrate(dataSource, DEFAULT_SCHEMA);
+  public static int migrate(DataSource dataSource) {
+    return migrate(dataSource, DEFAULT_SCHEMA);
   }
 
   /**
@@ -55,21 +53,13 @@ public final class Balancer {
    *     {@value #MAX_SCHEMA_LENGTH} characters
    * @throws IllegalArgumentException for a schema name outside that rule
    */
-  public static void migrate(DataSource dataSource, String schema) {
+  public static int migrate(DataSource dataSource, String schema) {
     Objects.requireNonNull(dataSource, "dataSource");
     Schema.checkSchema("schema", schema);
-    try {
-      Flyway.configure()
-          .dataSource(dataSource)
-          .schemas(schema)
-          .defaultSchema(schema)
-          .table(HISTORY_TABLE)
-          .locations("classpath:db/balancer")
-          .load()
-          .migrate();
-    } catch (FlywayException e) {
-      throw new PumpException("migrating the balancer schema failed: " + e.getMessage(), e);
-    }
+    // The one migration path of every driver: Flyway into the schema with its own history
+    // table, serialized across processes by an advisory lock (core's Migrations).
+    return Migrations.migrate(
+        dataSource, schema, HISTORY_TABLE, "classpath:db/balancer", java.util.Map.of());
   }
 
   /**

@@ -5,12 +5,10 @@ import io.micrometer.core.instrument.MeterRegistry;
 import java.util.List;
 import java.util.Objects;
 import javax.sql.DataSource;
-import org.flywaydb.core.Flyway;
-import org.flywaydb.core.api.FlywayException;
 import org.jooq.impl.DSL;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
-import org.messagepump.core.PumpException;
+import org.messagepump.core.Migrations;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.MessageCodec;
@@ -84,8 +82,8 @@ public final class EventStore {
    * Creates or upgrades the {@value #DEFAULT_SCHEMA} schema with its own Flyway history table
    * ({@code eventstream.eventstream_flyway_history}).
    */
-  public static void migrate(DataSource dataSource) {
-    migrate(dataSource, DEFAULT_SCHEMA);
+  public static int migrate(DataSource dataSource) {
+    return migrate(dataSource, DEFAULT_SCHEMA);
   }
 
   /**
@@ -95,23 +93,17 @@ public final class EventStore {
    * @throws IllegalArgumentException when {@code schema} is not 1-40 lower-case letters, digits or
    *     {@code _} (not starting with a digit)
    */
-  public static void migrate(DataSource dataSource, String schema) {
+  public static int migrate(DataSource dataSource, String schema) {
     Objects.requireNonNull(dataSource, "dataSource must not be null");
     Tables.schemaName("schema", schema);
-    try {
-      Flyway.configure()
-          .dataSource(dataSource)
-          .schemas(schema)
-          .defaultSchema(schema)
-          .createSchemas(true)
-          .table("eventstream_flyway_history")
-          .locations("classpath:db/eventstream")
-          .load()
-          .migrate();
-    } catch (FlywayException e) {
-      throw new PumpException(
-          "migrating the event store schema " + schema + " failed: " + e.getMessage(), e);
-    }
+    // The one migration path of every driver: Flyway into the schema with its own history
+    // table, serialized across processes by an advisory lock (core's Migrations).
+    return Migrations.migrate(
+        dataSource,
+        schema,
+        "eventstream_flyway_history",
+        "classpath:db/eventstream",
+        java.util.Map.of());
   }
 
   /**
