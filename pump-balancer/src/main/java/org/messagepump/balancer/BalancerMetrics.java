@@ -4,11 +4,11 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
-import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+import org.messagepump.core.Meters;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,7 +31,7 @@ final class BalancerMetrics {
 
   /** Meters for {@code group} in {@code registry} (none kept when it is null). */
   BalancerMetrics(MeterRegistry registry, String group, Supplier<GroupStats> stats) {
-    this.registry = registry == null ? new CompositeMeterRegistry() : registry;
+    this.registry = Meters.orNoop(registry);
     this.group = group;
     this.endToEnd =
         Timer.builder("messagepump.balancer.end_to_end.duration")

@@ -27,7 +27,7 @@ import org.messagepump.core.spi.Driver;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
-/** Races 1, 2, 4 and 6 of BALANCER.md. */
+/** Races 1, 2, 4 and 6 of docs/balancer.md (Design). */
 @ExtendWith(PostgresExtension.class)
 class BalancerRacesIT {
 

@@ -19,7 +19,7 @@ import org.messagepump.core.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
-/** Hand-off with confirmation: races 3 and 5 of BALANCER.md and the lease operations. */
+/** Hand-off with confirmation: races 3 and 5 of docs/balancer.md and the lease operations. */
 @ExtendWith(PostgresExtension.class)
 class HandoffIT {
 

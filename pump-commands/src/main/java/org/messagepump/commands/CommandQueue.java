@@ -2,7 +2,6 @@ package org.messagepump.commands;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import java.sql.Connection;
 import java.util.HashMap;
 import java.util.List;
@@ -14,6 +13,7 @@ import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
+import org.messagepump.core.Meters;
 import org.messagepump.core.Migrations;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
@@ -76,7 +76,7 @@ public final class CommandQueue {
     this.tables = b.tables;
     this.wakeChannel = wakeChannel(tables.schema());
     this.enqueuer = new Enqueuer(codec, tables, limits, wakeChannel, b.notifications);
-    this.meterRegistry = b.meterRegistry == null ? new CompositeMeterRegistry() : b.meterRegistry;
+    this.meterRegistry = Meters.orNoop(b.meterRegistry);
     this.enqueued =
         Counter.builder("messagepump.commands.enqueued")
             .description("Commands enqueued, by result")

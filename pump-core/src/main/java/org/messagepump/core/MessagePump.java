@@ -391,6 +391,11 @@ public final class MessagePump implements AutoCloseable {
       if (d.isNegative() || d.isZero()) {
         throw new IllegalArgumentException(option + " must be positive: " + d);
       }
+      if (d.compareTo(Limits.MAX_DELAY) > 0) {
+        // A postponement beyond this cannot be stored (timestamptz arithmetic overflows).
+        throw new IllegalArgumentException(
+            option + " must be at most " + Limits.MAX_DELAY.toDays() + " days: " + d);
+      }
       return d;
     }
   }

@@ -4,7 +4,6 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
-import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -30,7 +29,7 @@ final class PumpMetrics {
   private final AtomicInteger inFlight = new AtomicInteger();
 
   PumpMetrics(MeterRegistry registry, String pump, String driver) {
-    MeterRegistry r = registry == null ? new CompositeMeterRegistry() : registry;
+    MeterRegistry r = Meters.orNoop(registry);
     for (Result result : Result.values()) {
       deliveries[result.ordinal()] =
           Counter.builder("messagepump.deliveries")

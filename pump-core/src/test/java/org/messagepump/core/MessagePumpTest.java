@@ -256,6 +256,10 @@ class MessagePumpTest {
     MessagePump.Builder b = MessagePump.builder(db.dataSource());
     assertThatThrownBy(() -> b.workers(0)).hasMessageContaining("workers");
     assertThatThrownBy(() -> b.batchSize(0)).hasMessageContaining("batchSize");
+    assertThatThrownBy(() -> b.batchSize(65)).hasMessageContaining("64");
+    assertThatThrownBy(() -> b.backoffCap(Duration.ofDays(40_000)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("36500 days");
     assertThatThrownBy(() -> b.pollInterval(Duration.ZERO)).hasMessageContaining("pollInterval");
     assertThatThrownBy(() -> b.backoffBase(Duration.ofMillis(-1)))
         .hasMessageContaining("backoffBase");

@@ -13,6 +13,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.regex.Pattern;
 import org.messagepump.core.Inputs;
+import org.messagepump.core.Meters;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.UnknownMessageTypeException;
@@ -104,9 +105,7 @@ public final class EventDriver implements Driver {
   }
 
   private Counter counter(MeterRegistry registry, String name) {
-    return registry == null
-        ? null
-        : Counter.builder(name).tag("handler", handlerKey).register(registry);
+    return Counter.builder(name).tag("handler", handlerKey).register(Meters.orNoop(registry));
   }
 
   /** A builder for the driver of one handler reading from {@code store}. */
@@ -254,9 +253,7 @@ public final class EventDriver implements Driver {
         return Outcome.failed(
             new IllegalStateException("projection returned a negative offset: " + next));
       }
-      if (conflicts != null) {
-        conflicts.increment();
-      }
+      conflicts.increment();
       log.warn(
           "{}: optimistic concurrency conflict on stream {}: expected checkpoint {}, handler holds"
               + " {}; setting the checkpoint to {}",
@@ -322,9 +319,7 @@ public final class EventDriver implements Driver {
         save(tx, run);
       }
       queries.park(tx.dsl(), run.streamId(), run.checkpoint(), failures, reason);
-      if (parked != null) {
-        parked.increment();
-      }
+      parked.increment();
     }
   }
 

@@ -8,6 +8,7 @@ import javax.sql.DataSource;
 import org.jooq.impl.DSL;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
+import org.messagepump.core.Meters;
 import org.messagepump.core.Migrations;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
@@ -59,13 +60,10 @@ public final class EventStore {
     this.writer = new StreamWriter(codec, tables, limits);
     this.rows = new EventRows(tables);
     this.handlers = new EventHandlers(dataSource, tables);
-    MeterRegistry registry = b.meterRegistry;
     this.appended =
-        registry == null
-            ? null
-            : Counter.builder("messagepump.eventstream.appended")
-                .description("Events appended to streams")
-                .register(registry);
+        Counter.builder("messagepump.eventstream.appended")
+            .description("Events appended to streams")
+            .register(Meters.orNoop(b.meterRegistry));
   }
 
   /** A store on {@code dataSource} encoding events with {@code codec}, without metrics. */
@@ -327,9 +325,7 @@ public final class EventStore {
   }
 
   private void counted(AppendResult r) {
-    if (appended != null) {
-      appended.increment(r.nextOffset() - r.firstOffset());
-    }
+    appended.increment(r.nextOffset() - r.firstOffset());
   }
 
   /** Builds an {@link EventStore}. */
