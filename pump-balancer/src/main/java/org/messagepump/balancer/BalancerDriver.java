@@ -12,7 +12,7 @@ import java.util.Set;
 import org.jooq.DSLContext;
 import org.jooq.Record2;
 import org.jooq.exception.DataAccessException;
-import org.messagepump.balancer.internal.Claim;
+import org.messagepump.balancer.internal.AcquiredMessage;
 import org.messagepump.balancer.internal.DeliveryQueries;
 import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
@@ -143,7 +143,7 @@ public final class BalancerDriver implements Driver {
   private boolean acquireLocked(Tx tx, int max, List<Delivery> out, Set<String> taken)
       throws SQLException {
     DeliveryQueries.Acquired a = DeliveryQueries.acquireLocked(tx, prepared, max, taken);
-    for (Claim c : a.claims()) {
+    for (AcquiredMessage c : a.claims()) {
       taken.add(c.key());
       out.add(delivery(c));
     }
@@ -169,7 +169,8 @@ public final class BalancerDriver implements Driver {
     DSLContext dsl = ctx.dsl(tx);
     for (Record2<String, Long> k : keys) {
       taken.add(k.value1());
-      Claim claim = DeliveryQueries.lockFirstFreeMessage(dsl, group, k.value1(), k.value2());
+      AcquiredMessage claim =
+          DeliveryQueries.lockFirstFreeMessage(dsl, group, k.value1(), k.value2());
       if (claim != null) {
         out.add(delivery(claim));
       } else {
@@ -206,7 +207,7 @@ public final class BalancerDriver implements Driver {
     log.info("balancer {}: {} expired hand-off leases freed", group, expired.size());
   }
 
-  private Delivery delivery(Claim c) {
+  private Delivery delivery(AcquiredMessage c) {
     Envelope envelope =
         new Envelope(
             Long.toString(c.messageId()),
@@ -224,10 +225,10 @@ public final class BalancerDriver implements Driver {
    * completes (the handler answered {@link Result.Ok}).
    */
   private static final class State {
-    final Claim claim;
+    final AcquiredMessage claim;
     boolean remove;
 
-    State(Claim claim) {
+    State(AcquiredMessage claim) {
       this.claim = claim;
     }
   }
@@ -242,7 +243,7 @@ public final class BalancerDriver implements Driver {
   @Override
   public Outcome handle(Tx tx, Delivery delivery) throws Exception {
     State state = state(delivery);
-    Claim c = state.claim;
+    AcquiredMessage c = state.claim;
     if (c.problem() != null) {
       metrics.handled("undecodable", 0);
       throw new UndecodableMessageException(
@@ -284,7 +285,7 @@ public final class BalancerDriver implements Driver {
   }
 
   private Outcome record(Tx tx, State state, Result result) {
-    Claim c = state.claim;
+    AcquiredMessage c = state.claim;
     if (result instanceof Result.Ok) {
       state.remove = true; // deleted with the rest of the batch in completed()
       return Outcome.HANDLED;
@@ -320,7 +321,7 @@ public final class BalancerDriver implements Driver {
    */
   @Override
   public void completed(Tx tx, List<Delivery> handled) throws SQLException {
-    List<Claim> done = new ArrayList<>(handled.size());
+    List<AcquiredMessage> done = new ArrayList<>(handled.size());
     for (Delivery d : handled) {
       State s = state(d);
       if (s.remove) {
@@ -337,7 +338,7 @@ public final class BalancerDriver implements Driver {
     Map<Long, DeliveryQueries.Removed> removed =
         DeliveryQueries.deleteMessages(tx.connection(), ctx, ids);
     DSLContext dsl = ctx.dsl(tx);
-    for (Claim c : done) {
+    for (AcquiredMessage c : done) {
       DeliveryQueries.Removed r = removed.get(c.messageId());
       if (r != null) {
         metrics.removed(r.endToEnd());
@@ -370,7 +371,8 @@ public final class BalancerDriver implements Driver {
    */
   @Override
   public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) {
-    Claim again = DeliveryQueries.relock(ctx.dsl(tx), state(delivery).claim, lockPartition);
+    AcquiredMessage again =
+        DeliveryQueries.relock(ctx.dsl(tx), state(delivery).claim, lockPartition);
     if (again == null) {
       return java.util.Optional.empty();
     }

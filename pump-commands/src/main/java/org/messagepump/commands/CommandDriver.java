@@ -50,7 +50,7 @@ public final class CommandDriver implements Driver {
   private final List<String> types;
   private final Counter parked;
   private final AtomicInteger turn = new AtomicInteger();
-  private final CommandQueries.Claim claim;
+  private final CommandQueries.ClaimStatement claim;
   private final CommandTables tables;
 
   private CommandDriver(CommandQueue queue, Map<String, Route> routes) {
@@ -59,7 +59,7 @@ public final class CommandDriver implements Driver {
     this.routes = Collections.unmodifiableMap(routes);
     this.types = List.copyOf(routes.keySet());
     this.tables = queue.tables();
-    this.claim = types.isEmpty() ? null : new CommandQueries.Claim(tables, types);
+    this.claim = types.isEmpty() ? null : new CommandQueries.ClaimStatement(tables, types);
     this.parked =
         Counter.builder("messagepump.commands.parked")
             .description("Commands moved to the dead letters")
@@ -187,7 +187,7 @@ public final class CommandDriver implements Driver {
    */
   @Override
   public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) throws SQLException {
-    return CommandQueries.Claim.reclaim(tx.connection(), tables, id(delivery));
+    return CommandQueries.ClaimStatement.reclaim(tx.connection(), tables, id(delivery));
   }
 
   @Override

@@ -135,7 +135,8 @@ class SchemaIT {
     try (Connection c = db.dataSource().getConnection()) {
       c.setAutoCommit(false);
       // The statement the driver runs, with its bind values.
-      CommandQueries.Claim claim = new CommandQueries.Claim(CommandTables.defaults(), types);
+      CommandQueries.ClaimStatement claim =
+          new CommandQueries.ClaimStatement(CommandTables.defaults(), types);
       StringBuilder out = new StringBuilder();
       try (PreparedStatement ps = c.prepareStatement("EXPLAIN (COSTS OFF) " + claim.sql(4))) {
         claim.bind(ps, 0);

@@ -23,7 +23,7 @@ import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.core.spi.Outcome;
 import org.messagepump.eventstream.internal.CheckpointQueries;
-import org.messagepump.eventstream.internal.CheckpointQueries.Claim;
+import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
 import org.messagepump.eventstream.internal.EventRows;
 import org.messagepump.eventstream.internal.HandlerLock;
 import org.messagepump.eventstream.internal.StreamRun;
@@ -57,7 +57,7 @@ public final class EventDriver implements Driver {
    * Default time an acquisition that found every stream with a backlog held waits for one of them
    * (typically the handler's own delivery about to commit) before the pump idles.
    */
-  public static final Duration DEFAULT_HANDOFF_WAIT = Duration.ofMillis(500);
+  public static final Duration DEFAULT_HELD_STREAM_WAIT = Duration.ofMillis(500);
 
   /** Default number of streams one acquisition may look at before it gives up for this poll. */
   public static final int DEFAULT_STREAMS_PER_POLL = 64;
@@ -82,7 +82,7 @@ public final class EventDriver implements Driver {
   private final Concurrency concurrency;
   private final Duration handlerLockWait;
   private final int streamsPerPoll;
-  private final Duration handoffWait;
+  private final Duration heldStreamWait;
   private final CheckpointQueries queries;
   private final HandlerLock handlerLock;
   private final Counter conflicts;
@@ -97,7 +97,7 @@ public final class EventDriver implements Driver {
     this.concurrency = b.concurrency;
     this.handlerLockWait = b.handlerLockWait;
     this.streamsPerPoll = b.streamsPerPoll;
-    this.handoffWait = b.handoffWait;
+    this.heldStreamWait = b.heldStreamWait;
     this.queries = new CheckpointQueries(b.store.tables(), handlerKey, b.handlers.keySet());
     this.handlerLock = new HandlerLock(b.store.schema(), handlerKey);
     this.conflicts = counter(b.meterRegistry, "messagepump.eventstream.checkpoint.conflicts");
@@ -159,7 +159,7 @@ public final class EventDriver implements Driver {
     List<Delivery> deliveries = new ArrayList<>();
     boolean untrackedLeft = true;
     while (deliveries.size() < max && claimed.size() < streamsPerPoll) {
-      Claim claim = null;
+      LockedCheckpoint claim = null;
       if (untrackedLeft) {
         claim = queries.trackUntracked(dsl, claimed, UNTRACKED_CANDIDATES);
         untrackedLeft = claim != null;
@@ -173,11 +173,11 @@ public final class EventDriver implements Driver {
       claimed.add(claim.streamId());
       take(tx, claim, max - deliveries.size(), deliveries);
     }
-    if (deliveries.isEmpty() && !handoffWait.isZero() && claimed.size() < streamsPerPoll) {
+    if (deliveries.isEmpty() && !heldStreamWait.isZero() && claimed.size() < streamsPerPoll) {
       // Every stream with a backlog is held, most likely by a delivery of this handler about to
       // commit: wait briefly for one rather than make the pump sleep a whole poll interval.
-      Claim claim =
-          HandlerLock.waiting(tx, handoffWait, () -> queries.waitForTracked(dsl, claimed));
+      LockedCheckpoint claim =
+          HandlerLock.waiting(tx, heldStreamWait, () -> queries.waitForTracked(dsl, claimed));
       if (claim != null) {
         take(tx, claim, max, deliveries);
       }
@@ -186,7 +186,7 @@ public final class EventDriver implements Driver {
   }
 
   /** Turns a claim into deliveries, or advances an irrelevant stream's checkpoint to its end. */
-  private void take(Tx tx, Claim claim, int limit, List<Delivery> deliveries) {
+  private void take(Tx tx, LockedCheckpoint claim, int limit, List<Delivery> deliveries) {
     List<EventRows.Row> events = queries.nextEvents(tx.dsl(), claim, limit);
     if (events.isEmpty()) {
       if (claim.nextOffset() > claim.checkpoint()) {
@@ -336,7 +336,8 @@ public final class EventDriver implements Driver {
   @Override
   public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) {
     Step stale = step(delivery);
-    Claim claim = queries.relock(tx.dsl(), stale.run().streamId(), stale.expectedCheckpoint());
+    LockedCheckpoint claim =
+        queries.relock(tx.dsl(), stale.run().streamId(), stale.expectedCheckpoint());
     if (claim == null) {
       return java.util.Optional.empty();
     }
@@ -369,7 +370,7 @@ public final class EventDriver implements Driver {
     private Concurrency concurrency = DEFAULT_CONCURRENCY;
     private Duration handlerLockWait = DEFAULT_HANDLER_LOCK_WAIT;
     private int streamsPerPoll = DEFAULT_STREAMS_PER_POLL;
-    private Duration handoffWait = DEFAULT_HANDOFF_WAIT;
+    private Duration heldStreamWait = DEFAULT_HELD_STREAM_WAIT;
     private MeterRegistry meterRegistry;
 
     private Builder(EventStore store) {
@@ -446,11 +447,12 @@ public final class EventDriver implements Driver {
      * How long an acquisition that finds every stream with a backlog held waits for one (zero: do
      * not wait, let the pump idle for its poll interval). Default 500 ms.
      */
-    public Builder handoffWait(Duration handoffWait) {
-      if (handoffWait == null || handoffWait.isNegative()) {
-        throw new IllegalArgumentException("handoffWait must not be negative: " + handoffWait);
+    public Builder heldStreamWait(Duration heldStreamWait) {
+      if (heldStreamWait == null || heldStreamWait.isNegative()) {
+        throw new IllegalArgumentException(
+            "heldStreamWait must not be negative: " + heldStreamWait);
       }
-      this.handoffWait = handoffWait;
+      this.heldStreamWait = heldStreamWait;
       return this;
     }
 

@@ -49,7 +49,7 @@ public final class DeliveryQueries {
   public record EmptyKey(String key, long oldRotation) {}
 
   /** The result of one acquisition statement: claims with a head message, and empty keys. */
-  public record Acquired(List<Claim> claims, List<EmptyKey> empty) {}
+  public record Acquired(List<AcquiredMessage> claims, List<EmptyKey> empty) {}
 
   /** The key-row condition of one key. */
   public static Condition key(String group, String key) {
@@ -90,7 +90,7 @@ public final class DeliveryQueries {
       throws SQLException {
     String group = prepared.group;
     Connection connection = tx.connection();
-    List<Claim> claims = new ArrayList<>();
+    List<AcquiredMessage> claims = new ArrayList<>();
     List<EmptyKey> empty = new ArrayList<>();
     try (PreparedStatement ps =
         connection.prepareStatement(
@@ -263,9 +263,9 @@ public final class DeliveryQueries {
    * Without {@code lockPartition}, step two (in the pump's transaction): the first message of a key
    * that no other transaction holds, locked {@code FOR UPDATE SKIP LOCKED}; {@code null} when every
    * message of the key is in flight or the key is empty. A row whose columns cannot be read is a
-   * claim with a {@link Claim#problem()}.
+   * claim with a {@link AcquiredMessage#problem()}.
    */
-  public static Claim lockFirstFreeMessage(
+  public static AcquiredMessage lockFirstFreeMessage(
       DSLContext dsl, String group, String key, long oldRotation) throws SQLException {
     Integer failures = dsl.select(P.FAILURES).from(P.T).where(key(group, key)).fetchOne(P.FAILURES);
     try (ResultSet rs =
@@ -294,7 +294,7 @@ public final class DeliveryQueries {
    * on: with {@code head} (lockPartition) it is no longer the key's first message; without, it is
    * gone or another transaction holds it (its row is locked {@code FOR UPDATE SKIP LOCKED}).
    */
-  public static Claim relock(DSLContext dsl, Claim claim, boolean head) {
+  public static AcquiredMessage relock(DSLContext dsl, AcquiredMessage claim, boolean head) {
     Record2<Long, Integer> row =
         dsl.select(P.ROTATION, P.FAILURES)
             .from(P.T)
@@ -328,7 +328,7 @@ public final class DeliveryQueries {
         == null) {
       return null;
     }
-    return new Claim(
+    return new AcquiredMessage(
         claim.group(),
         claim.key(),
         row.value1(),
@@ -448,7 +448,7 @@ public final class DeliveryQueries {
   }
 
   /** Writes the hand-off lease on the key: it stays blocked until confirm, requeue or expiry. */
-  public static void lease(DSLContext dsl, Claim claim, String owner, Duration duration) {
+  public static void lease(DSLContext dsl, AcquiredMessage claim, String owner, Duration duration) {
     dsl.update(P.T)
         .set(P.LEASE_MESSAGE_ID, claim.messageId())
         .set(P.LEASE_TOKEN, claim.token())
@@ -461,7 +461,7 @@ public final class DeliveryQueries {
 
   /** Postpones the key by {@code delay}; with {@code keepPlace} it gets its old rotation back. */
   public static void postpone(
-      DSLContext dsl, Claim claim, int failures, Duration delay, boolean keepPlace) {
+      DSLContext dsl, AcquiredMessage claim, int failures, Duration delay, boolean keepPlace) {
     var update = dsl.update(P.T).set(P.FAILURES, failures).set(P.RESUME_AT, clockPlus(delay));
     if (keepPlace) {
       update = update.set(P.ROTATION, claim.oldRotation());
@@ -474,7 +474,7 @@ public final class DeliveryQueries {
    * ({@link Inputs#reason}: no NUL, bounded length), whoever passed it.
    */
   public static void park(
-      DSLContext dsl, Claim claim, int failures, String reason, boolean keepPlace) {
+      DSLContext dsl, AcquiredMessage claim, int failures, String reason, boolean keepPlace) {
     var update =
         dsl.update(P.T)
             .set(P.FAILURES, failures)

@@ -10,9 +10,9 @@ import org.messagepump.core.Limits;
 
 /**
  * Reads stored messages defensively: one row whose columns cannot be read (a value written around
- * the API, a dropped constraint) becomes a claim with a {@link Claim#problem()} instead of failing
- * the acquisition of every other row. The pump then counts a failure on it at each attempt and
- * parks its key at {@code maxFailures}, like an undecodable payload.
+ * the API, a dropped constraint) becomes a claim with a {@link AcquiredMessage#problem()} instead
+ * of failing the acquisition of every other row. The pump then counts a failure on it at each
+ * attempt and parks its key at {@code maxFailures}, like an undecodable payload.
  */
 final class Rows {
 
@@ -22,7 +22,7 @@ final class Rows {
    * The claim of the current row of {@code rs}, whose columns from {@code first} on are content,
    * properties, received_at and attempts.
    */
-  static Claim claim(
+  static AcquiredMessage claim(
       ResultSet rs, String group, String key, long rotation, long id, int failures, int first) {
     byte[] content = null;
     String properties = null;
@@ -44,7 +44,7 @@ final class Rows {
       properties = "{}";
       received = OffsetDateTime.now();
     }
-    return new Claim(
+    return new AcquiredMessage(
         group,
         key,
         rotation,

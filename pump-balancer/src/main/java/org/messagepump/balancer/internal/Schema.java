@@ -15,7 +15,7 @@ import org.jooq.conf.RenderMapping;
 import org.jooq.conf.Settings;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.jooq.types.DayToSecond;
+import org.messagepump.core.DatabaseClock;
 
 /**
  * jOOQ names of the balancer's tables, columns and sequence. They are written against the default
@@ -191,12 +191,12 @@ public final class Schema {
 
   /** {@code clock_timestamp()}: the database clock, advancing within a transaction. */
   public static Field<OffsetDateTime> clock() {
-    return DSL.function("clock_timestamp", SQLDataType.TIMESTAMPWITHTIMEZONE);
+    return DatabaseClock.nowOffset();
   }
 
   /** {@code clock_timestamp() + duration}: a time every process agrees on. */
   public static Field<OffsetDateTime> clockPlus(Duration duration) {
-    return clock().plus(DSL.val(DayToSecond.valueOf(duration)));
+    return DatabaseClock.afterOffset(duration);
   }
 
   /** A qualified name in the balancer schema. */

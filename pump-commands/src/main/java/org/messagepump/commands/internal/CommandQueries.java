@@ -113,7 +113,7 @@ public final class CommandQueries {
    * SQL text never changes (the type order is the bound array, the limit an inlined integer of the
    * code), so the PostgreSQL driver keeps it prepared on the server.
    */
-  public static final class Claim {
+  public static final class ClaimStatement {
 
     private final CommandTables tables;
     private final List<String> types;
@@ -121,7 +121,7 @@ public final class CommandQueries {
         new java.util.concurrent.ConcurrentHashMap<>();
 
     /** The claim for a driver of {@code types} (at least one), in registration order. */
-    public Claim(CommandTables tables, List<String> types) {
+    public ClaimStatement(CommandTables tables, List<String> types) {
       if (types.isEmpty()) {
         throw new IllegalArgumentException("types must not be empty");
       }
@@ -173,7 +173,7 @@ public final class CommandQueries {
         }
       }
       if (out.size() > 1) {
-        out.sort(java.util.Comparator.comparing(Claim::deliverAt));
+        out.sort(java.util.Comparator.comparing(ClaimStatement::deliverAt));
       }
       return out;
     }

@@ -2,7 +2,6 @@ package org.messagepump.commands.internal;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Objects;
 import java.util.UUID;
 import org.jooq.Field;
 import org.jooq.JSONB;
@@ -10,7 +9,7 @@ import org.jooq.Record;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.jooq.types.DayToSecond;
+import org.messagepump.core.DatabaseClock;
 
 /**
  * jOOQ names of one command-queue schema (see {@code db/commandqueue/V1__*.sql}): the tables are
@@ -133,16 +132,14 @@ public final class CommandTables {
       DSL.field(DSL.name("parked_at"), SQLDataType.INSTANT);
 
   /** {@code clock_timestamp()}: the database clock now, for times processes agree on. */
-  public static final Field<Instant> CLOCK_TIMESTAMP =
-      DSL.function("clock_timestamp", SQLDataType.INSTANT);
+  public static final Field<Instant> CLOCK_TIMESTAMP = DatabaseClock.now();
 
   /**
    * {@code statement_timestamp()}: the database clock at the start of the statement. Stable within
    * a statement, so PostgreSQL can use it as an index condition ({@code clock_timestamp()} is
    * volatile and could only filter).
    */
-  public static final Field<Instant> STATEMENT_TIMESTAMP =
-      DSL.function("statement_timestamp", SQLDataType.INSTANT);
+  public static final Field<Instant> STATEMENT_TIMESTAMP = DatabaseClock.statementTime();
 
   /** The due time: the database clock plus the delay, the given instant, or now. */
   public static Field<Instant> deliverAt(Duration delay, Instant at) {
@@ -157,7 +154,6 @@ public final class CommandTables {
 
   /** {@code clock_timestamp() + delay}, the delay bound as an interval. */
   public static Field<Instant> after(Duration delay) {
-    Objects.requireNonNull(delay, "delay");
-    return CLOCK_TIMESTAMP.plus(DSL.val(DayToSecond.valueOf(delay)));
+    return DatabaseClock.after(delay);
   }
 }

@@ -21,7 +21,7 @@ import org.jooq.Field;
 import org.jooq.Record2;
 import org.jooq.Record4;
 import org.jooq.impl.SQLDataType;
-import org.jooq.types.DayToSecond;
+import org.messagepump.core.DatabaseClock;
 import org.messagepump.core.Inputs;
 
 /**
@@ -32,7 +32,7 @@ import org.messagepump.core.Inputs;
 public final class CheckpointQueries {
 
   /** A checkpoint row this transaction holds, with the stream's committed next offset. */
-  public record Claim(long streamId, long checkpoint, int failures, long nextOffset) {}
+  public record LockedCheckpoint(long streamId, long checkpoint, int failures, long nextOffset) {}
 
   private final String handlerKey;
   private final String[] types;
@@ -93,7 +93,7 @@ public final class CheckpointQueries {
    * which this transaction then holds. Candidates that another transaction is starting to track are
    * skipped without waiting. Returns null when every stream is tracked or being tracked.
    */
-  public Claim trackUntracked(DSLContext dsl, Collection<Long> exclude, int candidates) {
+  public LockedCheckpoint trackUntracked(DSLContext dsl, Collection<Long> exclude, int candidates) {
     List<Record2<Long, Long>> untracked =
         dsl.select(streams.id, streams.nextOffset)
             .from(streams.table)
@@ -115,7 +115,7 @@ public final class CheckpointQueries {
               .returningResult(cp.offset, cp.failures)
               .fetchOne();
       if (inserted != null) {
-        return new Claim(streamId, inserted.value1(), inserted.value2(), s.value2());
+        return new LockedCheckpoint(streamId, inserted.value1(), inserted.value2(), s.value2());
       }
     }
     return null;
@@ -125,7 +125,7 @@ public final class CheckpointQueries {
    * Locks the tracked, unparked, due checkpoint with the largest backlog, skipping rows other
    * transactions hold. Returns null when there is none.
    */
-  public Claim lockTracked(DSLContext dsl, Collection<Long> exclude) {
+  public LockedCheckpoint lockTracked(DSLContext dsl, Collection<Long> exclude) {
     return lockTracked(dsl, exclude, true);
   }
 
@@ -133,11 +133,12 @@ public final class CheckpointQueries {
    * As {@link #lockTracked(DSLContext, Collection)}, but waits for a row another transaction holds
    * (a delivery of this handler about to commit): used when nothing is free, under a lock timeout.
    */
-  public Claim waitForTracked(DSLContext dsl, Collection<Long> exclude) {
+  public LockedCheckpoint waitForTracked(DSLContext dsl, Collection<Long> exclude) {
     return lockTracked(dsl, exclude, false);
   }
 
-  private Claim lockTracked(DSLContext dsl, Collection<Long> exclude, boolean skipLocked) {
+  private LockedCheckpoint lockTracked(
+      DSLContext dsl, Collection<Long> exclude, boolean skipLocked) {
     Field<Long> next = nextOffsetOf(cp.streamId);
     var query =
         dsl.select(cp.streamId, cp.offset, cp.failures, next)
@@ -152,7 +153,7 @@ public final class CheckpointQueries {
             .forUpdate();
     Record4<Long, Long, Integer, Long> r =
         skipLocked ? query.skipLocked().fetchOne() : query.fetchOne();
-    return r == null ? null : new Claim(r.value1(), r.value2(), r.value3(), r.value4());
+    return r == null ? null : new LockedCheckpoint(r.value1(), r.value2(), r.value3(), r.value4());
   }
 
   /**
@@ -163,7 +164,7 @@ public final class CheckpointQueries {
    * here, as {@link #trackUntracked} does. Returns null when the row is held by another
    * transaction, parked or has moved. The resume time is not checked: the failed delivery was due.
    */
-  public Claim relock(DSLContext dsl, long streamId, long checkpoint) {
+  public LockedCheckpoint relock(DSLContext dsl, long streamId, long checkpoint) {
     Field<Long> next = nextOffsetOf(cp.streamId);
     Record4<Long, Long, Integer, Long> r =
         dsl.select(cp.streamId, cp.offset, cp.failures, next)
@@ -174,7 +175,7 @@ public final class CheckpointQueries {
             .skipLocked()
             .fetchOne();
     if (r != null) {
-      return new Claim(r.value1(), r.value2(), r.value3(), r.value4());
+      return new LockedCheckpoint(r.value1(), r.value2(), r.value3(), r.value4());
     }
     if (checkpoint != 0 || !tryTrackingLock(dsl, streamId)) {
       return null;
@@ -193,7 +194,7 @@ public final class CheckpointQueries {
             .from(streams.table)
             .where(streams.id.eq(streamId))
             .fetchOne(streams.nextOffset);
-    return new Claim(
+    return new LockedCheckpoint(
         streamId, inserted.value1(), inserted.value2(), nextOffset == null ? 0 : nextOffset);
   }
 
@@ -220,7 +221,7 @@ public final class CheckpointQueries {
    * in offset order. The stream's type index answers first when the stream holds nothing relevant
    * past it.
    */
-  public List<EventRows.Row> nextEvents(DSLContext dsl, Claim claim, int limit) {
+  public List<EventRows.Row> nextEvents(DSLContext dsl, LockedCheckpoint claim, int limit) {
     Long latest =
         dsl.select(max(streamTypes.latestOffset))
             .from(streamTypes.table)
@@ -259,7 +260,7 @@ public final class CheckpointQueries {
     int n =
         dsl.update(cp.table)
             .set(cp.failures, failures)
-            .set(cp.resumeAt, Tables.clockTimestamp().plus(DayToSecond.valueOf(delay)))
+            .set(cp.resumeAt, DatabaseClock.afterOffset(delay))
             .set(cp.updatedAt, Tables.clockTimestamp())
             .where(guard(streamId, checkpoint))
             .execute();

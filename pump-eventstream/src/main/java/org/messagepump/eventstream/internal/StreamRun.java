@@ -1,6 +1,6 @@
 package org.messagepump.eventstream.internal;
 
-import org.messagepump.eventstream.internal.CheckpointQueries.Claim;
+import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
 
 /**
  * Consecutive events of one claimed stream acquired in one transaction, handled in order. The run
@@ -31,7 +31,7 @@ public final class StreamRun {
   private boolean brokenBeforeLastMove;
 
   /** A run starting at a claim's checkpoint. */
-  public StreamRun(Claim claim) {
+  public StreamRun(LockedCheckpoint claim) {
     this.streamId = claim.streamId();
     this.checkpoint = claim.checkpoint();
     this.stored = claim.checkpoint();

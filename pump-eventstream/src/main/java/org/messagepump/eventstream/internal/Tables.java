@@ -13,6 +13,7 @@ import org.jooq.SQLDialect;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
+import org.messagepump.core.DatabaseClock;
 import org.messagepump.core.Inputs;
 
 /**
@@ -181,6 +182,6 @@ public final class Tables {
 
   /** The database clock, {@code clock_timestamp()}: the time every process agrees on. */
   public static Field<OffsetDateTime> clockTimestamp() {
-    return DSL.function("clock_timestamp", SQLDataType.TIMESTAMPWITHTIMEZONE);
+    return DatabaseClock.nowOffset();
   }
 }

@@ -20,7 +20,7 @@ import java.util.UUID;
  * @param problem why the stored row cannot be handed to a handler (names the column, never quotes
  *     its data), or {@code null} when it can
  */
-public record Claim(
+public record AcquiredMessage(
     String group,
     String key,
     long oldRotation,
