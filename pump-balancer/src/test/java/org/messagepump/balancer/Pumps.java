@@ -3,14 +3,13 @@ package org.messagepump.balancer;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
-import java.util.Optional;
 import javax.sql.DataSource;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.PumpTester;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
-import org.messagepump.core.spi.Outcome;
+import org.messagepump.core.spi.ForwardingDriver;
 
 /**
  * Pumps and testers for the tests: every delivery goes through the pump's real runner, either
@@ -71,42 +70,11 @@ final class Pumps {
    * done and before the pump commits: a test holds the transaction open there.
    */
   static Driver afterCompleted(Driver driver, Runnable afterCompleted) {
-    return new Driver() {
-      @Override
-      public String name() {
-        return driver.name();
-      }
-
-      @Override
-      public List<Delivery> acquire(Tx tx, int max) throws SQLException {
-        return driver.acquire(tx, max);
-      }
-
-      @Override
-      public Outcome handle(Tx tx, Delivery delivery) throws Exception {
-        return driver.handle(tx, delivery);
-      }
-
+    return new ForwardingDriver(driver) {
       @Override
       public void completed(Tx tx, List<Delivery> handled) throws SQLException {
-        driver.completed(tx, handled);
+        super.completed(tx, handled);
         afterCompleted.run();
-      }
-
-      @Override
-      public void postpone(Tx tx, Delivery delivery, int failures, Duration delay)
-          throws SQLException {
-        driver.postpone(tx, delivery, failures, delay);
-      }
-
-      @Override
-      public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
-        driver.park(tx, delivery, failures, reason);
-      }
-
-      @Override
-      public Optional<Delivery> reacquire(Tx tx, Delivery delivery) throws SQLException {
-        return driver.reacquire(tx, delivery);
       }
     };
   }

@@ -5,13 +5,12 @@ import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.sql.SQLException;
-import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
-import org.messagepump.core.spi.Outcome;
+import org.messagepump.core.spi.ForwardingDriver;
 
 /** Shared pieces of scenario 10 (hostile handlers and payloads). */
 final class Hostile {
@@ -113,13 +112,12 @@ final class Hostile {
   }
 
   /** A driver that forwards to another and counts how often the hostile message is acquired. */
-  static final class CountingDriver implements Driver {
-    private final Driver d;
+  static final class CountingDriver extends ForwardingDriver {
     private volatile String hostileId;
     final AtomicInteger acquisitions = new AtomicInteger();
 
     CountingDriver(Driver d) {
-      this.d = d;
+      super(d);
     }
 
     void hostileId(String id) {
@@ -127,13 +125,8 @@ final class Hostile {
     }
 
     @Override
-    public String name() {
-      return d.name();
-    }
-
-    @Override
     public List<Delivery> acquire(Tx tx, int max) throws SQLException {
-      List<Delivery> got = d.acquire(tx, max);
+      List<Delivery> got = super.acquire(tx, max);
       String h = hostileId;
       for (Delivery x : got) {
         if (x.messageId().equals(h)) {
@@ -144,37 +137,11 @@ final class Hostile {
     }
 
     @Override
-    public Outcome handle(Tx tx, Delivery delivery) throws Exception {
-      return d.handle(tx, delivery);
-    }
-
-    @Override
-    public void completed(Tx tx, List<Delivery> handled) throws SQLException {
-      d.completed(tx, handled);
-    }
-
-    @Override
-    public void postpone(Tx tx, Delivery delivery, int failures, Duration delay)
-        throws SQLException {
-      d.postpone(tx, delivery, failures, delay);
-    }
-
-    @Override
-    public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
-      d.park(tx, delivery, failures, reason);
-    }
-
-    @Override
     public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) throws SQLException {
-      java.util.Optional<Delivery> got = d.reacquire(tx, delivery);
+      java.util.Optional<Delivery> got = super.reacquire(tx, delivery);
       got.filter(x -> x.messageId().equals(hostileId))
           .ifPresent(x -> acquisitions.incrementAndGet());
       return got;
-    }
-
-    @Override
-    public java.util.Optional<String> wakeChannel() {
-      return d.wakeChannel();
     }
   }
 

@@ -14,7 +14,6 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -39,6 +38,7 @@ import org.messagepump.core.PumpTester.Result;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
+import org.messagepump.core.spi.ForwardingDriver;
 import org.messagepump.core.spi.Outcome;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -542,53 +542,15 @@ public abstract class DriverConformance {
   }
 
   /** Delegates everything, but its {@code completed} fails: the batch must come back whole. */
-  static final class CompletedFails implements Driver {
-    private final Driver d;
-
+  static final class CompletedFails extends ForwardingDriver {
     CompletedFails(Driver d) {
-      this.d = d;
-    }
-
-    @Override
-    public String name() {
-      return d.name();
-    }
-
-    @Override
-    public List<Delivery> acquire(Tx tx, int max) throws SQLException {
-      return d.acquire(tx, max);
-    }
-
-    @Override
-    public Outcome handle(Tx tx, Delivery delivery) throws Exception {
-      return d.handle(tx, delivery);
+      super(d);
     }
 
     @Override
     public void completed(Tx tx, List<Delivery> handled) throws SQLException {
-      d.completed(tx, handled);
+      super.completed(tx, handled);
       throw new SQLException("conformance: completed() fails", "XX000");
-    }
-
-    @Override
-    public void postpone(Tx tx, Delivery delivery, int failures, Duration delay)
-        throws SQLException {
-      d.postpone(tx, delivery, failures, delay);
-    }
-
-    @Override
-    public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
-      d.park(tx, delivery, failures, reason);
-    }
-
-    @Override
-    public Optional<Delivery> reacquire(Tx tx, Delivery delivery) throws SQLException {
-      return d.reacquire(tx, delivery);
-    }
-
-    @Override
-    public Optional<String> wakeChannel() {
-      return d.wakeChannel();
     }
   }
 

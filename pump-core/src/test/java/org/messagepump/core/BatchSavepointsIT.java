@@ -129,43 +129,10 @@ class BatchSavepointsIT {
     assertThat(db.queryLong("SELECT count(*) FROM work WHERE failures = 0")).isEqualTo(30);
   }
 
-  /** A driver that forwards everything to another. */
-  private static class Forwarding implements Driver {
-    private final Driver d;
-
+  /** A driver that forwards everything to another (tests override what they change). */
+  private static class Forwarding extends org.messagepump.core.spi.ForwardingDriver {
     Forwarding(Driver d) {
-      this.d = d;
-    }
-
-    @Override
-    public String name() {
-      return d.name();
-    }
-
-    @Override
-    public List<Delivery> acquire(Tx tx, int max) throws SQLException {
-      return d.acquire(tx, max);
-    }
-
-    @Override
-    public Outcome handle(Tx tx, Delivery delivery) throws Exception {
-      return d.handle(tx, delivery);
-    }
-
-    @Override
-    public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) throws SQLException {
-      return d.reacquire(tx, delivery);
-    }
-
-    @Override
-    public void postpone(Tx tx, Delivery delivery, int failures, Duration delay)
-        throws SQLException {
-      d.postpone(tx, delivery, failures, delay);
-    }
-
-    @Override
-    public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
-      d.park(tx, delivery, failures, reason);
+      super(d);
     }
   }
 }
