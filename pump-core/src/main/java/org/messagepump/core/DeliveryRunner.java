@@ -159,7 +159,7 @@ final class DeliveryRunner {
     } catch (SQLException | RuntimeException e) {
       intact = false;
       batchError = e;
-      if (SqlStates.classify(e) == SqlStates.Kind.CONNECTION && connectionLost(connection)) {
+      if (isConnectionLost(e, connection)) {
         batch.connectionLost = true;
         log.info(
             "{}: {} failed, connection lost; {} deliveries will return",

@@ -105,13 +105,11 @@ public final class MessagePump implements AutoCloseable {
         new WorkerScheduler(
             name,
             b.dataSource,
-            b.driver,
+            new Poller(b.driver, runner, b.batchSize, metrics),
             b.workers,
-            b.batchSize,
             b.pollInterval,
             backoff,
             metrics,
-            runner,
             workers);
     this.listener =
         b.notifications

@@ -12,7 +12,6 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.messagepump.core.spi.Driver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,8 +37,6 @@ final class WorkerScheduler implements Runnable {
 
   private final String pumpName;
   private final DataSource dataSource;
-  private final Driver driver;
-  private final int batchSize;
   private final Duration pollInterval;
   private final Backoff backoff;
   private final PumpMetrics metrics;
@@ -62,22 +59,18 @@ final class WorkerScheduler implements Runnable {
   WorkerScheduler(
       String pumpName,
       DataSource dataSource,
-      Driver driver,
+      Poller poller,
       int workerCount,
-      int batchSize,
       Duration pollInterval,
       Backoff backoff,
       PumpMetrics metrics,
-      DeliveryRunner runner,
       ExecutorService workers) {
     this.pumpName = pumpName;
     this.dataSource = dataSource;
-    this.driver = driver;
-    this.batchSize = batchSize;
     this.pollInterval = pollInterval;
     this.backoff = backoff;
     this.metrics = metrics;
-    this.poller = new Poller(driver, runner, batchSize, metrics);
+    this.poller = poller;
     this.workers = workers;
     this.freeWorkers = new Semaphore(workerCount);
   }

@@ -16,6 +16,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.core.examples.TinyTableDriver;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
+import org.messagepump.core.spi.ForwardingDriver;
 import org.messagepump.core.spi.Outcome;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -88,7 +89,7 @@ class BatchSavepointsIT {
   void completedRunsOncePerBatchWithTheHandledDeliveriesInOrder() {
     List<List<String>> batches = new CopyOnWriteArrayList<>();
     Driver driver =
-        new Forwarding(new TinyTableDriver((tx, id, body) -> mixed(tx, id))) {
+        new ForwardingDriver(new TinyTableDriver((tx, id, body) -> mixed(tx, id))) {
           @Override
           public void completed(Tx tx, List<Delivery> handled) throws SQLException {
             batches.add(handled.stream().map(Delivery::messageId).toList());
@@ -109,7 +110,7 @@ class BatchSavepointsIT {
   void aFailingCompletionReturnsTheWholeBatch() {
     AtomicBoolean failed = new AtomicBoolean();
     Driver driver =
-        new Forwarding(
+        new ForwardingDriver(
             new TinyTableDriver(
                 (tx, id, body) -> {
                   tx.dsl().execute("INSERT INTO effects (work_id, what) VALUES (?, 'write')", id);
@@ -127,12 +128,5 @@ class BatchSavepointsIT {
     p.close();
     assertThat(db.queryLong("SELECT count(*) FROM effects")).isZero();
     assertThat(db.queryLong("SELECT count(*) FROM work WHERE failures = 0")).isEqualTo(30);
-  }
-
-  /** A driver that forwards everything to another (tests override what they change). */
-  private static class Forwarding extends org.messagepump.core.spi.ForwardingDriver {
-    Forwarding(Driver d) {
-      super(d);
-    }
   }
 }

@@ -18,6 +18,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.core.examples.TinyTableDriver;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
+import org.messagepump.core.spi.ForwardingDriver;
 import org.messagepump.core.spi.Outcome;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -243,7 +244,7 @@ class HostileHandlersIT {
               return Outcome.HANDLED;
             });
     run(
-        new Forwarding(inner) {
+        new ForwardingDriver(inner) {
           @Override
           public void park(Tx tx, Delivery d, int failures, String reason) throws SQLException {
             if (!reason.startsWith("parked after")) {
@@ -270,7 +271,7 @@ class HostileHandlersIT {
             });
     AtomicInteger refusals = new AtomicInteger();
     run(
-        new Forwarding(inner) {
+        new ForwardingDriver(inner) {
           @Override
           public void postpone(Tx tx, Delivery d, int failures, Duration delay)
               throws SQLException {
@@ -295,12 +296,5 @@ class HostileHandlersIT {
 
   interface ThrowingRunnable {
     void run() throws Exception;
-  }
-
-  /** A driver that forwards everything to another (tests override what they change). */
-  private static class Forwarding extends org.messagepump.core.spi.ForwardingDriver {
-    Forwarding(Driver d) {
-      super(d);
-    }
   }
 }
