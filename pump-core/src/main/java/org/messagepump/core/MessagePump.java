@@ -158,6 +158,15 @@ public final class MessagePump implements AutoCloseable {
     }
   }
 
+  /**
+   * The pump's acquisition health now: {@code STOPPED} before {@link #start()} and after {@link
+   * #close()}; {@code DEGRADED} while its polls fail (with since when and the last error); {@code
+   * RUNNING} otherwise. Reads memory only: cheap enough for every health check.
+   */
+  public PumpHealth health() {
+    return isRunning() ? dispatcher.health() : PumpHealth.stopped();
+  }
+
   /** Ends the current idle wait at once (there may be new work). */
   public void wake() {
     dispatcher.wake();

@@ -3,6 +3,7 @@ package org.messagepump.core;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -53,6 +54,8 @@ final class WorkerScheduler implements Runnable {
   private int failures;
   private long degradedSince;
   private long lastStateWarn;
+  private Instant degradedAt; // wall clock, for health(); null while polls work
+  private String lastError;
   private static final long STATE_LOG_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
   private volatile boolean running = true;
 
@@ -236,12 +239,18 @@ final class WorkerScheduler implements Runnable {
     }
     degradedSince = 0;
     failures = 0;
+    degradedAt = null;
+    lastError = null;
   }
 
   private void pollFailed(Exception e) {
     metrics.acquisitionFailed();
     synchronized (signal) {
       failures++;
+      lastError = DeliveryRunner.describe(e);
+      if (degradedAt == null) {
+        degradedAt = Instant.now();
+      }
       pausedUntil =
           System.nanoTime() + backoff.delay(failures, ThreadLocalRandom.current()).toNanos();
       if (degradedSince == 0) {
@@ -270,6 +279,15 @@ final class WorkerScheduler implements Runnable {
       c.close();
     } catch (SQLException | RuntimeException e) {
       log.debug("{}: closing a connection failed: {}", pumpName, e.getMessage());
+    }
+  }
+
+  /** Running, or degraded since the first of the current run of failed polls. */
+  PumpHealth health() {
+    synchronized (signal) {
+      return degradedAt == null
+          ? PumpHealth.running()
+          : new PumpHealth(PumpHealth.State.DEGRADED, degradedAt, lastError);
     }
   }
 

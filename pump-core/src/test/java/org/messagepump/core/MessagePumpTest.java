@@ -252,6 +252,28 @@ class MessagePumpTest {
   }
 
   @Test
+  void healthIsDegradedWhileAcquisitionFailsAndRunningOnceItWorks() {
+    InMemoryDriver driver = new InMemoryDriver().add("a");
+    pump = builder(driver).workers(1).build();
+    assertThat(pump.health().state()).isEqualTo(PumpHealth.State.STOPPED);
+    db.down = true;
+    java.time.Instant before = java.time.Instant.now();
+    pump.start();
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> pump.health().state() == PumpHealth.State.DEGRADED);
+    PumpHealth degraded = pump.health();
+    assertThat(degraded.degradedSince()).isBetween(before, java.time.Instant.now());
+    assertThat(degraded.lastError()).isNotBlank();
+    db.down = false;
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> pump.health().equals(new PumpHealth(PumpHealth.State.RUNNING, null, null)));
+    pump.close();
+    assertThat(pump.health().state()).isEqualTo(PumpHealth.State.STOPPED);
+  }
+
+  @Test
   void builderRejectsBadValuesNamingTheOption() {
     MessagePump.Builder b = MessagePump.builder(db.dataSource());
     assertThatThrownBy(() -> b.workers(0)).hasMessageContaining("workers");
