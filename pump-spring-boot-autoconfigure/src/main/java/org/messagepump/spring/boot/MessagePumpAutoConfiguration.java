@@ -1,0 +1,227 @@
+package org.messagepump.spring.boot;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import javax.sql.DataSource;
+import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.commands.CommandQueue;
+import org.messagepump.core.JsonMessageCodec;
+import org.messagepump.core.MessagePump;
+import org.messagepump.core.MessageTypes;
+import org.messagepump.core.spi.MessageCodec;
+import org.messagepump.eventstream.EventStore;
+import org.messagepump.spring.boot.internal.LibraryMigrations;
+import org.messagepump.spring.boot.internal.MessagePumps;
+import org.messagepump.spring.boot.internal.MigratedSchemas;
+import org.messagepump.spring.boot.internal.PumpHealthContributor;
+import org.messagepump.spring.boot.internal.SpringBoundDriver;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.health.contributor.CompositeHealthContributor;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * Auto-configuration of messagepump: startup migrations, the command queue, event store and
+ * balancer beans (with {@code Transactional*} producers that join the caller's Spring transaction),
+ * one {@link MessagePump} per {@link PumpDefinition} bean configured from {@code
+ * messagepump.pumps.<name>.*} and started and stopped with the context, Micrometer and an Actuator
+ * health contributor. See docs/spring-boot.md.
+ */
+@AutoConfiguration(
+    afterName = {
+      "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
+      "org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration",
+      "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
+      "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
+      "org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration"
+    })
+@ConditionalOnSingleCandidate(DataSource.class)
+@EnableConfigurationProperties(MessagePumpProperties.class)
+public class MessagePumpAutoConfiguration {
+
+  /** The bean name of Spring Boot's FlywayMigrationInitializer (the application's migrations). */
+  static final String FLYWAY_INITIALIZER = "flywayInitializer";
+
+  /** Runs the startup migrations the {@code messagepump.migrate} property asks for. */
+  @Bean
+  MigratedSchemas messagePumpMigrations(
+      DataSource dataSource,
+      MessagePumpProperties properties,
+      ObjectProvider<org.flywaydb.core.Flyway> flyway,
+      BeanFactory beans) {
+    switch (properties.getMigrate()) {
+      case LIBRARY:
+        return new MigratedSchemas(LibraryMigrations.library(dataSource));
+      case FLYWAY:
+        if (beans.containsBean(FLYWAY_INITIALIZER)) {
+          beans.getBean(FLYWAY_INITIALIZER); // the application's own migrations first
+        }
+        org.flywaydb.core.Flyway app = flyway.getIfUnique();
+        if (app == null) {
+          throw new IllegalStateException(
+              "messagepump.migrate=flyway needs the application's Flyway bean"
+                  + " (spring-boot-starter-flyway, spring.flyway.enabled=true)");
+        }
+        return new MigratedSchemas(LibraryMigrations.flyway(app.getConfiguration()));
+      default:
+        return new MigratedSchemas(List.of());
+    }
+  }
+
+  /** The pumps of the {@link PumpDefinition} beans, started and stopped with the context. */
+  @Bean
+  MessagePumps messagePumps(
+      ObjectProvider<PumpDefinition> definitions,
+      DataSource dataSource,
+      MessagePumpProperties properties,
+      ObjectProvider<MeterRegistry> meterRegistry,
+      BeanFactory beans,
+      MigratedSchemas migrated) {
+    List<PumpDefinition> defs = definitions.orderedStream().toList();
+    Set<String> names = new LinkedHashSet<>();
+    for (PumpDefinition d : defs) {
+      if (!names.add(d.pumpName())) {
+        throw new IllegalStateException(
+            "two PumpDefinition beans name the pump '" + d.pumpName() + "'");
+      }
+    }
+    for (String configured : properties.getPumps().keySet()) {
+      if (!names.contains(configured)) {
+        throw new IllegalStateException(
+            "messagepump.pumps."
+                + configured
+                + " configures a pump no PumpDefinition bean declares; declared: "
+                + names);
+      }
+    }
+    MeterRegistry registry = meterRegistry.getIfUnique();
+    for (String name : names) {
+      // Fail at startup, naming the option, rather than when the context starts the pumps.
+      options(properties, name).applyTo(MessagePump.builder(dataSource));
+    }
+    return new MessagePumps(
+        new ArrayList<>(names),
+        name -> {
+          PumpDefinition d =
+              defs.stream().filter(x -> x.pumpName().equals(name)).findFirst().orElseThrow();
+          MessagePump.Builder b =
+              MessagePump.builder(dataSource)
+                  .name(name)
+                  .driver(new SpringBoundDriver(d.driver(beans), dataSource, name));
+          options(properties, name).applyTo(b);
+          if (registry != null) {
+            b.meterRegistry(registry);
+          }
+          return b.build();
+        },
+        properties.isAutoStartup());
+  }
+
+  private static MessagePumpProperties.Pump options(MessagePumpProperties properties, String name) {
+    MessagePumpProperties.Pump p = properties.getPumps().get(name);
+    return p != null ? p : new MessagePumpProperties.Pump();
+  }
+
+  /** The JSON codec of the application's {@link MessageTypes} bean. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnBean(MessageTypes.class)
+  static class CodecConfiguration {
+    @Bean
+    @ConditionalOnMissingBean
+    MessageCodec messagePumpCodec(MessageTypes types) {
+      return JsonMessageCodec.of(types);
+    }
+  }
+
+  /** The command queue and its transactional producer. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(CommandQueue.class)
+  @ConditionalOnBean(MessageTypes.class)
+  static class CommandsConfiguration {
+    @Bean
+    @ConditionalOnMissingBean
+    CommandQueue commandQueue(
+        DataSource dataSource,
+        MessageCodec codec,
+        ObjectProvider<MeterRegistry> meterRegistry,
+        MigratedSchemas migrated) {
+      CommandQueue.Builder b = CommandQueue.builder(dataSource).codec(codec);
+      meterRegistry.ifUnique(b::meterRegistry);
+      return b.build();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    TransactionalCommandQueue transactionalCommandQueue(CommandQueue queue, DataSource dataSource) {
+      return new TransactionalCommandQueue(queue, dataSource);
+    }
+  }
+
+  /** The event store and its transactional producer. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(EventStore.class)
+  @ConditionalOnBean(MessageTypes.class)
+  static class EventsConfiguration {
+    @Bean
+    @ConditionalOnMissingBean
+    EventStore eventStore(
+        DataSource dataSource,
+        MessageCodec codec,
+        ObjectProvider<MeterRegistry> meterRegistry,
+        MigratedSchemas migrated) {
+      EventStore.Builder b = EventStore.builder(dataSource, codec);
+      meterRegistry.ifUnique(b::meterRegistry);
+      return b.build();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    TransactionalEventStore transactionalEventStore(EventStore store, DataSource dataSource) {
+      return new TransactionalEventStore(store, dataSource);
+    }
+  }
+
+  /** The partition groups' transactional producer (one balancer per group, made on first use). */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(MessageBalancer.class)
+  static class BalancerConfiguration {
+    @Bean
+    @ConditionalOnMissingBean
+    TransactionalBalancer transactionalBalancer(
+        DataSource dataSource,
+        ObjectProvider<MeterRegistry> meterRegistry,
+        MigratedSchemas migrated) {
+      MeterRegistry registry = meterRegistry.getIfUnique();
+      return new TransactionalBalancer(
+          dataSource,
+          group -> {
+            MessageBalancer.Builder b = MessageBalancer.builder(dataSource, group);
+            if (registry != null) {
+              b.meterRegistry(registry);
+            }
+            return b.build();
+          });
+    }
+  }
+
+  /** One Actuator health indicator per pump, under {@code messagepump}. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
+  static class HealthConfiguration {
+    @Bean
+    @ConditionalOnMissingBean(name = "messagepumpHealthContributor")
+    CompositeHealthContributor messagepumpHealthContributor(MessagePumps pumps) {
+      return PumpHealthContributor.of(pumps);
+    }
+  }
+}

@@ -1,0 +1,101 @@
+package org.messagepump.spring.boot.internal;
+
+import java.util.List;
+import java.util.Objects;
+import javax.sql.DataSource;
+import org.messagepump.core.Tx;
+import org.messagepump.core.spi.Delivery;
+import org.messagepump.core.spi.Driver;
+import org.messagepump.core.spi.ForwardingDriver;
+import org.messagepump.core.spi.Outcome;
+import org.springframework.transaction.UnexpectedRollbackException;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+import org.springframework.transaction.support.TransactionSynchronizationUtils;
+
+/**
+ * Runs each delivery's handler with the delivery's transaction bound to Spring, for the duration of
+ * the handler only:
+ *
+ * <ul>
+ *   <li>The connection the pump gives the handler (which sets the delivery's savepoint at its first
+ *       statement and refuses commit, rollback and close) is bound with {@link
+ *       TransactionSynchronizationManager#bindResource} as the transactional resource of the pump's
+ *       DataSource, marked active. JdbcTemplate gets it from {@code DataSourceUtils}; a
+ *       {@code @Transactional} method (REQUIRED, MANDATORY, SUPPORTS) participates in it and so
+ *       never commits or closes it; NESTED sets a savepoint inside the delivery's.
+ *   <li>Transaction synchronization is active while the handler runs. When it returns normally,
+ *       registered synchronizations get {@code beforeCommit} and {@code beforeCompletion}; then
+ *       {@code afterCompletion} with {@code STATUS_UNKNOWN} (the pump commits the batch later, so
+ *       {@code afterCommit} never runs here), or with {@code STATUS_ROLLED_BACK} after a failure,
+ *       whose writes the pump rolls back to the delivery's savepoint.
+ *   <li>A participating method that failed marks the transaction rollback-only; if the handler
+ *       caught that and returned normally, the delivery fails (as {@link
+ *       UnexpectedRollbackException}) instead of committing half of what it meant to do.
+ * </ul>
+ *
+ * <p>Spring's own mechanisms, not a copy: JdbcTemplate, {@code DataSourceTransactionManager} and
+ * {@code TransactionAwareDataSourceProxy} all find the delivery's connection through the bound
+ * holder.
+ */
+public final class SpringBoundDriver extends ForwardingDriver {
+
+  private final DataSource dataSource;
+  private final String transactionName;
+
+  /** Binds the deliveries of {@code delegate} as {@code dataSource}'s transaction. */
+  public SpringBoundDriver(Driver delegate, DataSource dataSource, String pumpName) {
+    super(delegate);
+    this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    this.transactionName = "messagepump:" + pumpName;
+  }
+
+  @Override
+  public Outcome handle(Tx tx, Delivery delivery) throws Exception {
+    if (TransactionSynchronizationManager.hasResource(dataSource)
+        || TransactionSynchronizationManager.isSynchronizationActive()) {
+      // A pump's worker thread never carries a transaction of its own; a leftover means a bug.
+      throw new IllegalStateException(
+          transactionName + ": a Spring transaction is already bound to this worker thread");
+    }
+    DeliveryConnectionHolder holder = new DeliveryConnectionHolder(tx.connection());
+    TransactionSynchronizationManager.bindResource(dataSource, holder);
+    TransactionSynchronizationManager.initSynchronization();
+    TransactionSynchronizationManager.setActualTransactionActive(true);
+    TransactionSynchronizationManager.setCurrentTransactionName(transactionName);
+    boolean handled = false;
+    try {
+      Outcome outcome = super.handle(tx, delivery);
+      if (outcome instanceof Outcome.Handled && holder.isRollbackOnly()) {
+        outcome =
+            Outcome.failed(
+                new UnexpectedRollbackException(
+                    "the handler returned normally, but a @Transactional method it called failed"
+                        + " and marked the delivery's transaction rollback-only"));
+      }
+      if (outcome instanceof Outcome.Handled) {
+        TransactionSynchronizationUtils.triggerBeforeCommit(false);
+        handled = true;
+      }
+      return outcome;
+    } finally {
+      complete(handled);
+    }
+  }
+
+  private void complete(boolean handled) {
+    List<TransactionSynchronization> synchronizations =
+        TransactionSynchronizationManager.getSynchronizations();
+    try {
+      TransactionSynchronizationUtils.triggerBeforeCompletion();
+    } finally {
+      TransactionSynchronizationManager.clear();
+      TransactionSynchronizationManager.unbindResource(dataSource);
+      TransactionSynchronizationUtils.invokeAfterCompletion(
+          synchronizations,
+          handled
+              ? TransactionSynchronization.STATUS_UNKNOWN
+              : TransactionSynchronization.STATUS_ROLLED_BACK);
+    }
+  }
+}

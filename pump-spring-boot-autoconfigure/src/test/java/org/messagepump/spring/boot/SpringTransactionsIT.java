@@ -1,0 +1,150 @@
+package org.messagepump.spring.boot;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.time.Duration;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.messagepump.commands.CommandQueue;
+import org.messagepump.spring.boot.NotesApp.Note;
+import org.messagepump.spring.boot.NotesApp.NoteService;
+import org.messagepump.testkit.PostgresServer;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.health.contributor.CompositeHealthContributor;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.boot.health.contributor.Status;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * The starter's promises on one application context over a real PostgreSQL: handlers written the
+ * Spring way (JdbcTemplate in a {@code @Transactional(MANDATORY)} service) join the delivery's
+ * transaction, producers join the caller's, and health follows the database.
+ */
+@SpringBootTest(
+    classes = NotesApp.class,
+    properties = {
+      "messagepump.migrate=library",
+      "messagepump.pumps.notes.workers=2",
+      "messagepump.pumps.notes.poll-interval=100ms",
+      "messagepump.pumps.notes.backoff-base=50ms",
+      "messagepump.pumps.notes.backoff-cap=200ms",
+      "messagepump.pumps.notes.shutdown-grace=5s",
+      "spring.sql.init.mode=always",
+      "spring.datasource.hikari.connection-timeout=500",
+      "spring.datasource.hikari.maximum-pool-size=6"
+    })
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class SpringTransactionsIT {
+
+  static final String DATABASE = PostgresServer.get().createDatabase();
+
+  @DynamicPropertySource
+  static void database(DynamicPropertyRegistry registry) {
+    PostgresServer server = PostgresServer.get();
+    registry.add("spring.datasource.url", () -> server.jdbcUrl(DATABASE));
+    registry.add("spring.datasource.username", server::user);
+    registry.add("spring.datasource.password", server::password);
+  }
+
+  @Autowired JdbcTemplate jdbc;
+  @Autowired NoteService service;
+  @Autowired TransactionalCommandQueue commands;
+  @Autowired CommandQueue queue;
+  @Autowired CompositeHealthContributor messagepumpHealthContributor;
+
+  private Integer attemptWritten(String id) {
+    return jdbc
+        .query("SELECT attempt FROM notes WHERE id = ?", (rs, i) -> rs.getInt(1), id)
+        .stream()
+        .findFirst()
+        .orElse(null);
+  }
+
+  private long pendingCommands() {
+    return jdbc.queryForObject("SELECT count(*) FROM commandqueue.commands", Long.class);
+  }
+
+  @Test
+  @Order(1)
+  void aHandlerThatWritesThroughJdbcTemplateThenThrowsLeavesNothingAndIsRetried() {
+    commands.enqueue(new Note("fails-once", true, 0));
+    await().atMost(Duration.ofSeconds(20)).until(() -> attemptWritten("fails-once") != null);
+    // The first attempt's row (attempt 1) was rolled back to the delivery's savepoint; the row
+    // is the second attempt's, and the primary key would have refused it otherwise.
+    assertThat(attemptWritten("fails-once")).isEqualTo(2);
+    assertThat(NotesApp.attempts.get("fails-once").get()).isEqualTo(2);
+    await().atMost(Duration.ofSeconds(5)).until(() -> pendingCommands() == 0);
+  }
+
+  @Test
+  @Order(2)
+  void aHandlerThatSucceedsCommitsItsWritesWithTheBookkeeping() {
+    commands.enqueue(new Note("succeeds", false, 0));
+    await().atMost(Duration.ofSeconds(20)).until(() -> attemptWritten("succeeds") != null);
+    assertThat(attemptWritten("succeeds")).isEqualTo(1);
+    // The @Transactional(MANDATORY) write did not commit by itself: while the handler ran, another
+    // connection could not see it; it committed with the delivery's bookkeeping.
+    assertThat(NotesApp.visibleOutsideDuringHandler.get("succeeds")).isZero();
+    await().atMost(Duration.ofSeconds(5)).until(() -> pendingCommands() == 0);
+  }
+
+  @Test
+  @Order(3)
+  void anEnqueueInsideARolledBackTransactionalMethodLeavesNoCommand() {
+    assertThatThrownBy(() -> service.enqueue("rolled-back", true))
+        .isInstanceOf(IllegalStateException.class);
+    assertThat(pendingCommands()).isZero();
+    assertThat(jdbc.queryForObject("SELECT count(*) FROM requests", Long.class)).isZero();
+    // A committed one after it is handled; the rolled-back one never is.
+    service.enqueue("committed", false);
+    await().atMost(Duration.ofSeconds(20)).until(() -> attemptWritten("committed") != null);
+    assertThat(attemptWritten("rolled-back")).isNull();
+    assertThat(NotesApp.attempts).doesNotContainKey("rolled-back");
+  }
+
+  @Test
+  @Order(4)
+  void aMandatoryMethodOutsideAnyTransactionIsRefused() {
+    assertThatThrownBy(() -> service.write("outside", 1)).hasMessageContaining("mandatory");
+  }
+
+  @Test
+  @Order(10)
+  void healthGoesDownWhenTheDatabaseStopsAndUpWhenItReturns() throws Exception {
+    HealthIndicator notes = (HealthIndicator) messagepumpHealthContributor.getContributor("notes");
+    assertThat(notes.health().getStatus()).isEqualTo(Status.UP);
+    admin("ALTER DATABASE \"" + DATABASE + "\" ALLOW_CONNECTIONS false");
+    try {
+      admin(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '"
+              + DATABASE
+              + "'");
+      await().atMost(Duration.ofSeconds(20)).until(() -> notes.health().getStatus() == Status.DOWN);
+      Health down = notes.health();
+      assertThat(down.getDetails()).containsKeys("degradedSince", "lastError");
+      assertThat(down.getDetails().get("state")).isEqualTo("DEGRADED");
+    } finally {
+      admin("ALTER DATABASE \"" + DATABASE + "\" ALLOW_CONNECTIONS true");
+    }
+    await().atMost(Duration.ofSeconds(20)).until(() -> notes.health().getStatus() == Status.UP);
+    commands.enqueue(new Note("after-outage", false, 0));
+    await().atMost(Duration.ofSeconds(20)).until(() -> attemptWritten("after-outage") != null);
+  }
+
+  private static void admin(String sql) throws Exception {
+    try (Connection c = PostgresServer.get().connect("postgres");
+        PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.execute();
+    }
+  }
+}

@@ -1,0 +1,2 @@
+CREATE TABLE IF NOT EXISTS notes (id text PRIMARY KEY, attempt int NOT NULL);
+CREATE TABLE IF NOT EXISTS requests (id text PRIMARY KEY);
