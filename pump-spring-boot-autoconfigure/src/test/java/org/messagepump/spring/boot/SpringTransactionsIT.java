@@ -6,7 +6,10 @@ import static org.awaitility.Awaitility.await;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
@@ -20,7 +23,9 @@ import org.springframework.boot.health.contributor.CompositeHealthContributor;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.boot.health.contributor.Status;
+import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -40,6 +45,7 @@ import org.springframework.test.context.DynamicPropertySource;
       "messagepump.pumps.notes.backoff-cap=200ms",
       "messagepump.pumps.notes.shutdown-grace=5s",
       "spring.sql.init.mode=always",
+      "spring.flyway.enabled=false",
       "spring.datasource.hikari.connection-timeout=500",
       "spring.datasource.hikari.maximum-pool-size=6"
     })
@@ -139,6 +145,82 @@ class SpringTransactionsIT {
     await().atMost(Duration.ofSeconds(20)).until(() -> notes.health().getStatus() == Status.UP);
     commands.enqueue(new Note("after-outage", false, 0));
     await().atMost(Duration.ofSeconds(20)).until(() -> attemptWritten("after-outage") != null);
+  }
+
+  /**
+   * On an application context of its own (and a database of its own): the test framework's cached
+   * context must stay open for the other tests.
+   */
+  @Test
+  @Order(20)
+  void aShutdownDuringADrainLosesNothingAndLeavesNoTransactionOpen() throws Exception {
+    PostgresServer server = PostgresServer.get();
+    String database = server.createDatabase();
+    ConfigurableApplicationContext app =
+        new SpringApplicationBuilder(NotesApp.class)
+            .properties(
+                "spring.datasource.url=" + server.jdbcUrl(database),
+                "spring.datasource.username=" + server.user(),
+                "spring.datasource.password=" + server.password(),
+                "spring.sql.init.mode=always",
+                "spring.flyway.enabled=false",
+                "messagepump.migrate=library",
+                "messagepump.pumps.notes.workers=2",
+                "messagepump.pumps.notes.poll-interval=100ms",
+                "messagepump.pumps.notes.shutdown-grace=5s")
+            .run();
+    List<String> ids = new ArrayList<>();
+    TransactionalCommandQueue queue = app.getBean(TransactionalCommandQueue.class);
+    for (int i = 0; i < 8; i++) {
+      ids.add("slow-" + i);
+      queue.enqueue(new Note("slow-" + i, false, 400));
+    }
+    await().atMost(Duration.ofSeconds(20)).until(() -> NotesApp.attempts.containsKey("slow-0"));
+    app.close(); // the pumps stop first: in-flight handlers finish within the grace period
+    long handled = 0;
+    long pending = 0;
+    try (Connection c = server.connect(database)) {
+      for (String id : ids) {
+        boolean written = count(c, "SELECT count(*) FROM notes WHERE id = ?", id) == 1;
+        boolean queued =
+            count(
+                    c,
+                    "SELECT count(*) FROM commandqueue.commands WHERE convert_from(payload, 'UTF8')"
+                        + "::jsonb ->> 'id' = ?",
+                    id)
+                == 1;
+        assertThat(written ^ queued).as("%s is either handled or still queued", id).isTrue();
+        if (written) {
+          handled++;
+        } else {
+          pending++;
+        }
+        if (NotesApp.attempts.containsKey(id)) {
+          // It was in flight when the context closed: the drain let it commit.
+          assertThat(written).as("%s was in flight and drained", id).isTrue();
+        }
+      }
+      assertThat(
+              count(
+                  c,
+                  "SELECT count(*) FROM pg_stat_activity WHERE datname = ?"
+                      + " AND pid <> pg_backend_pid()",
+                  database))
+          .as("connections of the closed context")
+          .isZero();
+    }
+    assertThat(handled).isPositive();
+    assertThat(handled + pending).isEqualTo(ids.size());
+  }
+
+  private static long count(Connection c, String sql, String arg) throws Exception {
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, arg);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
   }
 
   private static void admin(String sql) throws Exception {

@@ -1,0 +1,115 @@
+package org.messagepump.examples.orders;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.messagepump.commands.CommandHandlers;
+import org.messagepump.spring.boot.CommandPump;
+import org.messagepump.testkit.PostgresServer;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.annotation.Bean;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * The whole order service on a real PostgreSQL: HTTP in, the command handled, the projection and
+ * the shipments written, everything checked in the database. The library's tables come from the
+ * application's own Flyway ({@code messagepump.migrate=flyway} in application.yml).
+ */
+@SpringBootTest(
+    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+    properties = {
+      "messagepump.pumps.orders.poll-interval=200ms",
+      "messagepump.pumps.order-totals.poll-interval=200ms",
+      "messagepump.pumps.shipping.poll-interval=200ms"
+    })
+class OrderServiceIT {
+
+  static final String DATABASE = PostgresServer.get().createDatabase();
+
+  @DynamicPropertySource
+  static void database(DynamicPropertyRegistry registry) {
+    PostgresServer server = PostgresServer.get();
+    registry.add("spring.datasource.url", () -> server.jdbcUrl(DATABASE));
+    registry.add("spring.datasource.username", server::user);
+    registry.add("spring.datasource.password", server::password);
+  }
+
+  @LocalServerPort int port;
+  @Autowired JdbcTemplate jdbc;
+
+  private int post(String json) throws Exception {
+    HttpRequest request =
+        HttpRequest.newBuilder(URI.create("http://localhost:" + port + "/orders"))
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(json))
+            .build();
+    return HttpClient.newHttpClient()
+        .send(request, HttpResponse.BodyHandlers.ofString())
+        .statusCode();
+  }
+
+  private long count(String sql) {
+    return jdbc.queryForObject(sql, Long.class);
+  }
+
+  @Test
+  void ordersFlowFromTheEndpointThroughTheCommandTheProjectionAndTheShipments() throws Exception {
+    assertThat(post("{\"orderId\":\"o-1\",\"customer\":\"ann\",\"amountCents\":1000}")).isEqualTo(202);
+    assertThat(post("{\"orderId\":\"o-2\",\"customer\":\"ann\",\"amountCents\":250}")).isEqualTo(202);
+    assertThat(post("{\"orderId\":\"o-3\",\"customer\":\"bob\",\"amountCents\":700}")).isEqualTo(202);
+    // The same order again: the idempotency key makes it a duplicate, not a second command.
+    assertThat(post("{\"orderId\":\"o-1\",\"customer\":\"ann\",\"amountCents\":1000}")).isEqualTo(202);
+
+    await().atMost(Duration.ofSeconds(30)).until(() -> count("SELECT count(*) FROM shipments") == 3);
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> count("SELECT coalesce(sum(orders), 0) FROM customer_totals") == 3);
+    assertThat(count("SELECT count(*) FROM orders")).isEqualTo(3);
+    assertThat(
+            jdbc.queryForMap(
+                "SELECT orders, amount_cents FROM customer_totals WHERE customer = 'ann'"))
+        .isEqualTo(Map.of("orders", 2, "amount_cents", 1250L));
+    assertThat(
+            jdbc.queryForList(
+                "SELECT order_id FROM shipments WHERE customer = 'ann' ORDER BY shipped_at",
+                String.class))
+        .containsExactly("o-1", "o-2");
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> count("SELECT count(*) FROM commandqueue.commands") == 0);
+    // The library's schemas were migrated by the application's Flyway, each with its own history.
+    assertThat(count("SELECT count(*) FROM commandqueue.commandqueue_flyway_history WHERE success"))
+        .isPositive();
+    assertThat(count("SELECT count(*) FROM flyway_schema_history WHERE success")).isPositive();
+  }
+
+  @Test
+  void theMinimalReadmeConfigurationDeclaresACommandPump() {
+    assertThat(new ReadmeExample().orders(null).pumpName()).isEqualTo("orders");
+  }
+
+  /** The README's minimal handler configuration, compiled and run here. */
+  static class ReadmeExample {
+    // README:spring-boot begin
+    // spotless:off
+    @Bean
+    CommandPump orders(Orders orders) {          // options: messagepump.pumps.orders.*
+      return CommandPump.of("orders", CommandHandlers.builder()
+          .on(PlaceOrder.class, (cmd, ctx) -> orders.accept(cmd))  // joins the delivery's tx
+          .build());
+    }
+    // spotless:on
+    // README:spring-boot end
+  }
+}
