@@ -34,23 +34,28 @@ public class OrderServiceApplication {
   }
 
   @Bean
-  CommandPump orders(Orders orders) {                 // commands: messagepump.pumps.orders.*
-    return CommandPump.of("orders", CommandHandlers.builder()
-        .on(PlaceOrder.class, (cmd, ctx) -> orders.accept(cmd))
-        .build());
+  CommandPump ordersPump(Orders orders) { // commands: messagepump.pumps.orders.*
+    return CommandPump.of(
+        "orders",
+        CommandHandlers.builder().on(PlaceOrder.class, (cmd, ctx) -> orders.accept(cmd)).build());
   }
 
   @Bean
-  EventPump orderTotals(Orders orders) {              // a projection under its handler key
-    return EventPump.of("order-totals", "order-totals", handlers -> handlers
-        .on(OrderPlaced.class, (event, ctx) -> orders.addToTotals(event)));
+  EventPump orderTotalsPump(Orders orders) { // a projection under its handler key
+    return EventPump.of(
+        "order-totals",
+        "order-totals",
+        handlers -> handlers.on(OrderPlaced.class, (event, ctx) -> orders.addToTotals(event)));
   }
 
   @Bean
-  BalancedPump shipping(Orders orders) {              // per-customer FIFO, fair across customers
-    return BalancedPump.of("shipping", Orders.SHIPMENTS, (message, ctx) -> {
-      orders.ship(message.partitionKey(), message.content());
-      return Result.ok();
-    });
+  BalancedPump shippingPump(Orders orders) { // per-customer FIFO, fair across customers
+    return BalancedPump.of(
+        "shipping",
+        Orders.SHIPMENTS,
+        (message, ctx) -> {
+          orders.ship(message.partitionKey(), message.content());
+          return Result.ok();
+        });
   }
 }

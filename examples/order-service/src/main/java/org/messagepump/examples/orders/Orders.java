@@ -13,10 +13,10 @@ import org.springframework.transaction.annotation.Propagation;
 import org.springframework.transaction.annotation.Transactional;
 
 /**
- * The order service's data access, written the plain Spring way: JdbcTemplate in {@code
- * @Transactional} methods. Called from a handler, every method joins the delivery's transaction;
- * called from the controller, {@link #place} runs in a transaction of its own that the enqueued
- * command joins.
+ * The order service's data access, written the plain Spring way: JdbcTemplate in
+ * {@code @Transactional} methods. Called from a handler, every method joins the delivery's
+ * transaction; called from the controller, {@link #place} runs in a transaction of its own that the
+ * enqueued command joins.
  */
 @Service
 public class Orders {
@@ -43,10 +43,10 @@ public class Orders {
   /** Records the request and enqueues the command: both commit, or neither. */
   @Transactional
   public EnqueueResult place(PlaceOrder order) {
-    jdbc.update("INSERT INTO order_requests (order_id) VALUES (?) ON CONFLICT DO NOTHING",
-        order.orderId());
-    return commands.enqueue(order,
-        EnqueueOptions.defaults().withIdempotencyKey("place-" + order.orderId()));
+    jdbc.update(
+        "INSERT INTO order_requests (order_id) VALUES (?) ON CONFLICT DO NOTHING", order.orderId());
+    return commands.enqueue(
+        order, EnqueueOptions.defaults().withIdempotencyKey("place-" + order.orderId()));
   }
 
   /** The command handler's work: the order, its event and its shipment, in the delivery's tx. */

@@ -65,13 +65,19 @@ class OrderServiceIT {
 
   @Test
   void ordersFlowFromTheEndpointThroughTheCommandTheProjectionAndTheShipments() throws Exception {
-    assertThat(post("{\"orderId\":\"o-1\",\"customer\":\"ann\",\"amountCents\":1000}")).isEqualTo(202);
-    assertThat(post("{\"orderId\":\"o-2\",\"customer\":\"ann\",\"amountCents\":250}")).isEqualTo(202);
-    assertThat(post("{\"orderId\":\"o-3\",\"customer\":\"bob\",\"amountCents\":700}")).isEqualTo(202);
+    assertThat(post("{\"orderId\":\"o-1\",\"customer\":\"ann\",\"amountCents\":1000}"))
+        .isEqualTo(202);
+    assertThat(post("{\"orderId\":\"o-2\",\"customer\":\"ann\",\"amountCents\":250}"))
+        .isEqualTo(202);
+    assertThat(post("{\"orderId\":\"o-3\",\"customer\":\"bob\",\"amountCents\":700}"))
+        .isEqualTo(202);
     // The same order again: the idempotency key makes it a duplicate, not a second command.
-    assertThat(post("{\"orderId\":\"o-1\",\"customer\":\"ann\",\"amountCents\":1000}")).isEqualTo(202);
+    assertThat(post("{\"orderId\":\"o-1\",\"customer\":\"ann\",\"amountCents\":1000}"))
+        .isEqualTo(202);
 
-    await().atMost(Duration.ofSeconds(30)).until(() -> count("SELECT count(*) FROM shipments") == 3);
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> count("SELECT count(*) FROM shipments") == 3);
     await()
         .atMost(Duration.ofSeconds(30))
         .until(() -> count("SELECT coalesce(sum(orders), 0) FROM customer_totals") == 3);
@@ -96,7 +102,7 @@ class OrderServiceIT {
 
   @Test
   void theMinimalReadmeConfigurationDeclaresACommandPump() {
-    assertThat(new ReadmeExample().orders(null).pumpName()).isEqualTo("orders");
+    assertThat(new ReadmeExample().ordersPump(null).pumpName()).isEqualTo("orders");
   }
 
   /** The README's minimal handler configuration, compiled and run here. */
@@ -104,7 +110,7 @@ class OrderServiceIT {
     // README:spring-boot begin
     // spotless:off
     @Bean
-    CommandPump orders(Orders orders) {          // options: messagepump.pumps.orders.*
+    CommandPump ordersPump(Orders orders) {          // options: messagepump.pumps.orders.*
       return CommandPump.of("orders", CommandHandlers.builder()
           .on(PlaceOrder.class, (cmd, ctx) -> orders.accept(cmd))  // joins the delivery's tx
           .build());
