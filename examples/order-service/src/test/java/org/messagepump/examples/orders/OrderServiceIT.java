@@ -107,7 +107,7 @@ class OrderServiceIT {
 
   /** The README's minimal handler configuration, compiled and run here. */
   static class ReadmeExample {
-    // README:spring-boot begin
+    // README:springBoot begin
     // spotless:off
     @Bean
     CommandPump ordersPump(Orders orders) {          // options: messagepump.pumps.orders.*
@@ -116,6 +116,6 @@ class OrderServiceIT {
           .build());
     }
     // spotless:on
-    // README:spring-boot end
+    // README:springBoot end
   }
 }
