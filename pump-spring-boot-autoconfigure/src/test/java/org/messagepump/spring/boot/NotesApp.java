@@ -51,6 +51,13 @@ class NotesApp {
                       attempts
                           .computeIfAbsent(note.id(), k -> new AtomicInteger())
                           .incrementAndGet();
+                  if (note.id().startsWith("swallow-") && attempt == 1) {
+                    try {
+                      service.writeThenFail(note.id() + "-inner");
+                    } catch (IllegalStateException swallowed) {
+                      // The handler goes on as if nothing happened: the delivery must still fail.
+                    }
+                  }
                   service.write(note.id(), attempt);
                   visibleOutsideDuringHandler.put(note.id(), countOutside(dataSource, note.id()));
                   if (note.sleepMillis() > 0) {
@@ -91,6 +98,13 @@ class NotesApp {
     @Transactional(propagation = Propagation.MANDATORY)
     public void write(String id, int attempt) {
       jdbc.update("INSERT INTO notes (id, attempt) VALUES (?, ?)", id, attempt);
+    }
+
+    /** REQUIRED: joins the delivery's transaction, writes, then fails. */
+    @Transactional
+    public void writeThenFail(String id) {
+      jdbc.update("INSERT INTO notes (id, attempt) VALUES (?, 0)", id);
+      throw new IllegalStateException("inner method fails after writing " + id);
     }
 
     /** Writes an order row and enqueues a note in one transaction, then fails if asked to. */

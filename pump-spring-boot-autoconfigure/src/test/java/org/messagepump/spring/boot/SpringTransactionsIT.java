@@ -105,6 +105,18 @@ class SpringTransactionsIT {
   }
 
   @Test
+  @Order(2)
+  void aFailedInnerTransactionalMethodFailsTheDeliveryEvenWhenTheHandlerSwallowsIt() {
+    commands.enqueue(new Note("swallow-1", false, 0));
+    await().atMost(Duration.ofSeconds(20)).until(() -> attemptWritten("swallow-1") != null);
+    // Attempt 1 caught the inner failure and returned normally; the rollback-only mark failed it,
+    // so neither its inner write nor its own survived. Attempt 2 committed.
+    assertThat(attemptWritten("swallow-1")).isEqualTo(2);
+    assertThat(attemptWritten("swallow-1-inner")).isNull();
+    assertThat(NotesApp.attempts.get("swallow-1").get()).isEqualTo(2);
+  }
+
+  @Test
   @Order(3)
   void anEnqueueInsideARolledBackTransactionalMethodLeavesNoCommand() {
     assertThatThrownBy(() -> service.enqueue("rolled-back", true))
