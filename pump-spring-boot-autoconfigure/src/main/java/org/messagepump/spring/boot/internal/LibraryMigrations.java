@@ -25,8 +25,9 @@ public final class LibraryMigrations {
 
   /**
    * One module's migrations: what its own {@code migrate(dataSource)} applies. The schema, history
-   * table, location and placeholders repeat the module's (internal) values; {@code
-   * LibraryMigrationsIT} checks that both ways leave the same history.
+   * table, location and placeholders repeat the module's (internal) values, so that switching
+   * between the two modes keeps one history per schema (the order-service sample's test checks the
+   * command queue's history table after a Flyway-mode start).
    */
   record Module(
       String className,
