@@ -111,7 +111,7 @@ class ArchitectureTest {
 
   @Test
   void internalPackagesStayInsideTheirModule() {
-    for (String module : new String[] {"commands", "eventstream", "balancer"}) {
+    for (String module : new String[] {"commands", "eventstream", "balancer", "spring.boot"}) {
       noClasses()
           .that()
           .resideOutsideOfPackage("org.messagepump." + module + "..")
