@@ -18,6 +18,7 @@ import org.messagepump.console.internal.HttpError;
 import org.messagepump.console.internal.Pages;
 import org.messagepump.console.internal.Request;
 import org.messagepump.console.internal.Sampler;
+import org.messagepump.console.internal.Settings;
 import org.messagepump.console.internal.Stores;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -46,6 +47,7 @@ public final class ConsoleServlet extends HttpServlet {
       Map.of("/static/console.css", "text/css", "/static/console.js", "text/javascript");
 
   private final transient ConsoleConfig config;
+  private final transient Settings settings;
   private final transient Guard guard;
   private final transient Stores stores;
   private final transient Sampler sampler;
@@ -55,7 +57,16 @@ public final class ConsoleServlet extends HttpServlet {
   /** A console on the drivers' default schemas in {@code dataSource}. */
   public ConsoleServlet(DataSource dataSource, ConsoleConfig config) {
     this.config = Objects.requireNonNull(config, "config");
-    this.guard = new Guard(config);
+    this.settings =
+        new Settings(
+            config.readOnly(),
+            config.showPayloads(),
+            config.accessToken(),
+            config.remoteWithoutToken(),
+            config.title(),
+            config.meterRegistry(),
+            config::actorOf);
+    this.guard = new Guard(settings);
     this.stores = new Stores(Objects.requireNonNull(dataSource, "dataSource"));
     this.sampler = new Sampler(stores, config.meterRegistry());
     this.actions = new Actions(stores);
@@ -78,7 +89,7 @@ public final class ConsoleServlet extends HttpServlet {
         resp.sendRedirect(base + (req.getPathInfo() == null ? "/" : req.getPathInfo()));
         return;
       }
-      r = new Request(req, config, base, guard.csrf(req, resp, base), config.actorOf(req));
+      r = new Request(req, settings, base, guard.csrf(req, resp, base), config.actorOf(req));
       String path = r.path();
       if ("POST".equals(method) && path.startsWith("/actions/")) {
         post(r, path.substring("/actions".length()), resp);

@@ -10,7 +10,6 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.util.HexFormat;
-import org.messagepump.console.ConsoleConfig;
 
 /**
  * Who may use the console: loopback clients, or anyone with the access token; every POST carries
@@ -23,9 +22,9 @@ public final class Guard {
   static final String CSRF_COOKIE = "pump_console_csrf";
   private static final SecureRandom RANDOM = new SecureRandom();
 
-  private final ConsoleConfig config;
+  private final Settings config;
 
-  public Guard(ConsoleConfig config) {
+  public Guard(Settings config) {
     this.config = config;
   }
 

@@ -1,11 +1,10 @@
 package org.messagepump.console.internal;
 
 import jakarta.servlet.http.HttpServletRequest;
-import org.messagepump.console.ConsoleConfig;
 
 /** One request as the pages see it: the config, where the console is mounted, the CSRF token. */
 public record Request(
-    HttpServletRequest http, ConsoleConfig config, String base, String csrf, String actor) {
+    HttpServletRequest http, Settings config, String base, String csrf, String actor) {
 
   /** The path below the console's mount point, "" for the overview. */
   public String path() {

@@ -37,23 +37,35 @@ class GuardTest {
                 });
   }
 
+  static Guard guard(ConsoleConfig c) {
+    return new Guard(
+        new Settings(
+            c.readOnly(),
+            c.showPayloads(),
+            c.accessToken(),
+            c.remoteWithoutToken(),
+            c.title(),
+            c.meterRegistry(),
+            c::actorOf));
+  }
+
   @Test
   void withoutATokenOnlyLoopbackClientsAreServed() {
-    Guard guard = new Guard(ConsoleConfig.defaults());
+    Guard guard = guard(ConsoleConfig.defaults());
     assertThat(guard.admit(request("GET", "127.0.0.1", Map.of(), Map.of()))).isFalse();
     assertThat(guard.admit(request("GET", "::1", Map.of(), Map.of()))).isFalse();
     assertThat(guard.admit(request("GET", "0:0:0:0:0:0:0:1", Map.of(), Map.of()))).isFalse();
     assertThatThrownBy(() -> guard.admit(request("GET", "10.1.2.3", Map.of(), Map.of())))
         .isInstanceOf(HttpError.class)
         .hasMessageContaining("loopback");
-    Guard trusting = new Guard(ConsoleConfig.builder().remoteWithoutToken(true).build());
+    Guard trusting = guard(ConsoleConfig.builder().remoteWithoutToken(true).build());
     assertThat(trusting.admit(request("GET", "10.1.2.3", Map.of(), Map.of()))).isFalse();
   }
 
   @Test
   void aTokenIsCheckedFromHeaderQueryOrCookie() {
     String token = "abcdefghijklmnopqrstuvwxyz";
-    Guard guard = new Guard(ConsoleConfig.builder().accessToken(token).build());
+    Guard guard = guard(ConsoleConfig.builder().accessToken(token).build());
     assertThat(
             guard.admit(
                 request("GET", "10.1.2.3", Map.of("Authorization", "Bearer " + token), Map.of())))
@@ -76,7 +88,7 @@ class GuardTest {
 
   @Test
   void postsNeedTheCookiesCsrfTokenAndTheSameOrigin() {
-    Guard guard = new Guard(ConsoleConfig.defaults());
+    Guard guard = guard(ConsoleConfig.defaults());
     String csrf = "a".repeat(64);
     Cookie cookie = new Cookie(Guard.CSRF_COOKIE, csrf);
     guard.checkPost(request("POST", "127.0.0.1", Map.of(), Map.of("csrf", csrf), cookie));
