@@ -81,8 +81,19 @@ final class ConsoleCommand implements Callable<Integer> {
 
   @Spec CommandSpec spec;
 
+  /** Counted down when everything is closed: Ctrl-C's shutdown hook waits for it. */
+  private final CountDownLatch closed = new CountDownLatch(1);
+
   @Override
   public Integer call() throws Exception {
+    try {
+      return run();
+    } finally {
+      closed.countDown();
+    }
+  }
+
+  private Integer run() throws Exception {
     String host = bind;
     int port = ConsoleServer.DEFAULT_PORT;
     int colon = bind.lastIndexOf(':');
@@ -156,7 +167,19 @@ final class ConsoleCommand implements Callable<Integer> {
               + "; every action is audit-logged. Ctrl-C stops.");
       out.flush();
       CountDownLatch stop = new CountDownLatch(1);
-      Thread hook = new Thread(stop::countDown, "pump-console-shutdown");
+      // Ctrl-C: stop serving, then let call() close the pumps and the (embedded) database
+      // before the JVM halts.
+      Thread hook =
+          new Thread(
+              () -> {
+                stop.countDown();
+                try {
+                  closed.await(20, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                }
+              },
+              "pump-console-shutdown");
       Runtime.getRuntime().addShutdownHook(hook);
       try {
         if (exitAfter != null) {
