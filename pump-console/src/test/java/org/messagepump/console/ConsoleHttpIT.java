@@ -35,11 +35,7 @@ class ConsoleHttpIT {
 
   @BeforeAll
   static void start(DataSource ds) throws Exception {
-    long t0 = System.nanoTime();
-    ConsoleFixture f = new ConsoleFixture(ds);
-    System.out.printf("console fixture migrated in %d ms%n", (System.nanoTime() - t0) / 1_000_000);
-    fixture = f.start(30);
-    System.out.printf("console fixture ready in %d ms%n", (System.nanoTime() - t0) / 1_000_000);
+    fixture = new ConsoleFixture(ds).start(30);
     fixture.heal();
     open =
         ConsoleServer.start(
@@ -407,6 +403,39 @@ class ConsoleHttpIT {
     assertThat(shown).contains("payloads shown", preview);
     String hidden = browser().get("commands").body();
     assertThat(hidden).contains("payloads hidden").doesNotContain(preview);
+  }
+
+  @Test
+  @Order(8)
+  void mountedUnderAPathItsLinksCookiesAndActionsFollowTheMountPoint(DataSource ds)
+      throws Exception {
+    org.eclipse.jetty.server.Server jetty = new org.eclipse.jetty.server.Server(0);
+    org.eclipse.jetty.ee10.servlet.ServletContextHandler app =
+        new org.eclipse.jetty.ee10.servlet.ServletContextHandler();
+    app.setContextPath("/app");
+    app.addServlet(
+        new org.eclipse.jetty.ee10.servlet.ServletHolder(
+            new ConsoleServlet(ds, ConsoleConfig.defaults())),
+        "/ops/pump/*");
+    jetty.setHandler(app);
+    jetty.start();
+    try {
+      int port =
+          ((org.eclipse.jetty.server.ServerConnector) jetty.getConnectors()[0]).getLocalPort();
+      Http h = new Http(java.net.URI.create("http://127.0.0.1:" + port + "/app/ops/pump/"));
+      HttpResponse<String> page = h.get("commands");
+      assertThat(page.statusCode()).isEqualTo(200);
+      assertThat(page.body())
+          .contains("href=\"/app/ops/pump/events\"", "src=\"/app/ops/pump/static/console.js\"");
+      assertThat(page.headers().allValues("Set-Cookie"))
+          .anyMatch(c -> c.startsWith("pump_console_csrf=") && c.contains("Path=/app/ops/pump"));
+      assertThat(h.get("static/console.css").statusCode()).isEqualTo(200);
+      HttpResponse<String> action = post(h, "dead-letters/retry", "type", "ops.Unknown");
+      assertThat(action.statusCode()).isEqualTo(404);
+      assertThat(action.body()).contains("no dead letters of type ops.Unknown");
+    } finally {
+      jetty.stop();
+    }
   }
 
   @Test
