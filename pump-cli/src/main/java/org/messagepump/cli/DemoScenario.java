@@ -64,9 +64,25 @@ final class DemoScenario {
   final EventStore events;
   final MessageBalancer notifications;
   final BlockingQueue<HandedOff> gateway = new LinkedBlockingQueue<>();
+
+  /**
+   * The console demo's failures, for an operator to act on: declined orders (dead letters) go
+   * through once retried, one customer's notifications fail until the key is parked (then go
+   * through once unparked), and some events park their stream for the read model until resumed.
+   */
+  final boolean operatorFailures;
+
   private final Set<Integer> busySeen = ConcurrentHashMap.newKeySet();
+  private final Set<Integer> parkedOrders = ConcurrentHashMap.newKeySet();
+  private final Set<Long> parkedNotifications = ConcurrentHashMap.newKeySet();
+  private final Set<Integer> parkedEvents = ConcurrentHashMap.newKeySet();
 
   DemoScenario(DataSource ds, int orders) {
+    this(ds, orders, false);
+  }
+
+  DemoScenario(DataSource ds, int orders, boolean operatorFailures) {
+    this.operatorFailures = operatorFailures;
     this.orders = orders;
     this.customers = Math.max(5, Math.min(200, orders / 10));
     this.events = EventStore.create(ds, CODEC);
@@ -93,6 +109,14 @@ final class DemoScenario {
   /** Events the read model fails on once (the stream is postponed, order kept). */
   static boolean viewFailsOnce(int n) {
     return n % 70 == 11;
+  }
+
+  /** Console demo: the customer whose notifications fail until its key is parked. */
+  static final String STUCK_CUSTOMER = "customer-7";
+
+  /** Console demo: events the read model fails on until their stream is parked. */
+  static boolean viewPoison(int n) {
+    return n % 150 == 77;
   }
 
   /** Customers whose notifications go through the downstream gateway (hand-off + confirm). */
@@ -139,7 +163,17 @@ final class DemoScenario {
   /** Takes an order: records OrderPlaced and stores the customer's notification, atomically. */
   void placeOrder(PlaceOrder order, CommandContext ctx) throws Exception {
     if (declined(order.number())) {
-      throw new IllegalStateException("payment declined for order " + order.orderId());
+      if (!operatorFailures) {
+        throw new IllegalStateException("payment declined for order " + order.orderId());
+      }
+      // Console demo: declined until parked; an operator's retry then goes through.
+      if (!parkedOrders.contains(order.number())) {
+        if (ctx.attempt() >= DemoWorkload.ORDER_MAX_FAILURES) {
+          parkedOrders.add(order.number());
+        }
+        throw new IllegalStateException(
+            "payment declined for order " + order.orderId() + " (retry once the card is fixed)");
+      }
     }
     if (flaky(order.number()) && ctx.attempt() <= 2) {
       throw new IllegalStateException("stock service timed out (attempt " + ctx.attempt() + ")");
@@ -165,6 +199,13 @@ final class DemoScenario {
   void project(OrderPlaced e, EventContext ctx) throws Exception {
     if (viewFailsOnce(e.number()) && ctx.attempt() == 1) {
       throw new IllegalStateException("read model store hiccup");
+    }
+    if (operatorFailures && viewPoison(e.number()) && !parkedEvents.contains(e.number())) {
+      if (ctx.attempt() >= DemoWorkload.VIEW_MAX_FAILURES) {
+        parkedEvents.add(e.number());
+      }
+      throw new IllegalStateException(
+          "read model rejects order " + e.orderId() + " (resume once the schema is fixed)");
     }
     try (PreparedStatement ps =
         ctx.tx()
@@ -226,6 +267,15 @@ final class DemoScenario {
 
   /** Sends one notification: directly (recorded now) or through the gateway (hand-off). */
   Result notify(BalancedMessage m, BalancedContext ctx) throws SQLException {
+    if (operatorFailures
+        && m.partitionKey().equals(STUCK_CUSTOMER)
+        && !parkedNotifications.contains(m.id())) {
+      if (ctx.attempt() >= DemoWorkload.NOTIFY_MAX_FAILURES) {
+        parkedNotifications.add(m.id());
+      }
+      throw new IllegalStateException(
+          "mail server refuses " + STUCK_CUSTOMER + " (unpark once the mailbox is fixed)");
+    }
     if (viaGateway(m.partitionKey())) {
       gateway.add(new HandedOff(m.id(), m.handoffToken(), m.partitionKey(), 0));
       return Result.handoff();

@@ -23,6 +23,7 @@ import picocli.CommandLine.Command;
       CheckpointsCommand.class,
       BalancerCommand.class,
       BenchCommand.class,
+      ConsoleCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class PumpCli implements Runnable {

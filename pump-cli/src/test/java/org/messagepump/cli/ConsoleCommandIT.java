@@ -1,0 +1,85 @@
+package org.messagepump.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.testkit.PostgresExtension;
+import org.messagepump.testkit.TestDatabase;
+
+@ExtendWith(PostgresExtension.class)
+class ConsoleCommandIT {
+
+  private static int run(StringWriter out, StringWriter err, TestDatabase db, String... args) {
+    String[] all = new String[args.length + 3];
+    System.arraycopy(args, 0, all, 0, args.length);
+    all[args.length] = "--jdbc-url=" + db.jdbcUrl();
+    all[args.length + 1] = "--user=" + db.server().user();
+    all[args.length + 2] = "--password=" + db.server().password();
+    return PumpCli.execute(new PrintWriter(out, true), new PrintWriter(err, true), all);
+  }
+
+  @Test
+  void badArgumentsAreUsageErrors(TestDatabase db) {
+    StringWriter err = new StringWriter();
+    assertThat(run(new StringWriter(), err, db, "console", "--bind", "0.0.0.0:0")).isEqualTo(2);
+    assertThat(err.toString()).contains("requires an access token");
+    assertThat(run(new StringWriter(), new StringWriter(), db, "console", "--token", "short"))
+        .isEqualTo(2);
+    assertThat(run(new StringWriter(), new StringWriter(), db, "console", "--bind", "127.0.0.1:x"))
+        .isEqualTo(2);
+    StringWriter noUrl = new StringWriter();
+    assertThat(
+            PumpCli.execute(
+                new PrintWriter(new StringWriter()),
+                new PrintWriter(noUrl),
+                "console",
+                "--jdbc-url="))
+        .isEqualTo(2);
+  }
+
+  @Test
+  void servesTheConsoleOnAJdbcUrlAndPrintsWhere(TestDatabase db) throws Exception {
+    assertThat(run(new StringWriter(), new StringWriter(), db, "migrate")).isZero();
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CompletableFuture<Integer> code =
+        CompletableFuture.supplyAsync(
+            () ->
+                run(
+                    out,
+                    err,
+                    db,
+                    "console",
+                    "--bind",
+                    "127.0.0.1:0",
+                    "--read-only",
+                    "--actor",
+                    "cli-test",
+                    "--exit-after",
+                    "PT10S"));
+    Pattern url = Pattern.compile("console: (http://127\\.0\\.0\\.1:\\d+/)");
+    await().atMost(Duration.ofSeconds(60)).until(() -> url.matcher(out.toString()).find());
+    Matcher m = url.matcher(out.toString());
+    assertThat(m.find()).isTrue();
+    HttpResponse<String> page =
+        HttpClient.newHttpClient()
+            .send(
+                HttpRequest.newBuilder(URI.create(m.group(1) + "commands")).build(),
+                HttpResponse.BodyHandlers.ofString());
+    assertThat(page.statusCode()).isEqualTo(200);
+    assertThat(page.body()).contains("read-only", "cli-test", "No dead letters.");
+    assertThat(code.get()).as(err.toString()).isZero();
+  }
+}

@@ -1,0 +1,198 @@
+package org.messagepump.console;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import jakarta.servlet.http.HttpServlet;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.Objects;
+import javax.sql.DataSource;
+import org.messagepump.console.internal.Actions;
+import org.messagepump.console.internal.Audit;
+import org.messagepump.console.internal.Guard;
+import org.messagepump.console.internal.Html;
+import org.messagepump.console.internal.HttpError;
+import org.messagepump.console.internal.Pages;
+import org.messagepump.console.internal.Request;
+import org.messagepump.console.internal.Sampler;
+import org.messagepump.console.internal.Settings;
+import org.messagepump.console.internal.Stores;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The operations console as one Jakarta Servlet (6.0): server-rendered pages, a small script for
+ * the live charts and confirmations, and POST actions. Mount it under any path with a trailing
+ * {@code /*}:
+ *
+ * <pre>{@code
+ * ServletRegistration.Dynamic console =
+ *     servletContext.addServlet("pump-console", new ConsoleServlet(dataSource, config));
+ * console.addMapping("/ops/pump/*");
+ * }</pre>
+ *
+ * <p>Safety: without an access token it serves loopback clients only; every action is a POST with a
+ * CSRF token and a same-origin check; a read-only config refuses every action; payloads are hidden
+ * unless switched on; every action is audit-logged with who did it.
+ */
+public final class ConsoleServlet extends HttpServlet {
+
+  private static final long serialVersionUID = 1L;
+  private static final Logger LOG = LoggerFactory.getLogger(ConsoleServlet.class);
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Map<String, String> STATIC =
+      Map.of("/static/console.css", "text/css", "/static/console.js", "text/javascript");
+
+  private final transient ConsoleConfig config;
+  private final transient Settings settings;
+  private final transient Guard guard;
+  private final transient Stores stores;
+  private final transient Sampler sampler;
+  private final transient Actions actions;
+  private final transient Audit audit = new Audit();
+
+  /** A console on the drivers' default schemas in {@code dataSource}. */
+  public ConsoleServlet(DataSource dataSource, ConsoleConfig config) {
+    this.config = Objects.requireNonNull(config, "config");
+    this.settings =
+        new Settings(
+            config.readOnly(),
+            config.showPayloads(),
+            config.accessToken(),
+            config.remoteWithoutToken(),
+            config.title(),
+            config.meterRegistry(),
+            config::actorOf);
+    this.guard = new Guard(settings);
+    this.stores = new Stores(Objects.requireNonNull(dataSource, "dataSource"));
+    this.sampler = new Sampler(stores, config.meterRegistry());
+    this.actions = new Actions(stores);
+  }
+
+  /** The config this console runs with. */
+  public ConsoleConfig config() {
+    return config;
+  }
+
+  @Override
+  protected void service(HttpServletRequest req, HttpServletResponse resp) throws IOException {
+    headers(resp);
+    String base = req.getContextPath() + req.getServletPath();
+    String method = req.getMethod();
+    Request r = null;
+    try {
+      if (guard.admit(req)) {
+        guard.rememberToken(req, resp, base);
+        resp.sendRedirect(base + (req.getPathInfo() == null ? "/" : req.getPathInfo()));
+        return;
+      }
+      r = new Request(req, settings, base, guard.csrf(req, resp, base), config.actorOf(req));
+      String path = r.path();
+      if ("POST".equals(method) && path.startsWith("/actions/")) {
+        post(r, path.substring("/actions".length()), resp);
+      } else if ("GET".equals(method) || "HEAD".equals(method)) {
+        get(r, path, resp);
+      } else {
+        resp.setHeader("Allow", path.startsWith("/actions/") ? "POST" : "GET, HEAD");
+        throw new HttpError(405, "method " + method + " not allowed here");
+      }
+    } catch (HttpError e) {
+      if ("POST".equals(method)) {
+        audit.record(
+            r == null ? config.actorOf(req) : r.actor(),
+            req.getRemoteAddr(),
+            String.valueOf(req.getPathInfo()),
+            "",
+            "refused " + e.status() + ": " + e.getMessage());
+      }
+      error(resp, e.status(), e.getMessage());
+    } catch (RuntimeException e) {
+      LOG.warn("pump console: {} {} failed", method, req.getPathInfo(), e);
+      if ("POST".equals(method)) {
+        audit.record(
+            config.actorOf(req),
+            req.getRemoteAddr(),
+            String.valueOf(req.getPathInfo()),
+            "",
+            "failed: " + e.getClass().getSimpleName());
+      }
+      error(resp, 500, "the console could not do that: " + e.getClass().getSimpleName());
+    }
+  }
+
+  private void get(Request r, String path, HttpServletResponse resp) throws IOException {
+    if (STATIC.containsKey(path)) {
+      asset(path, STATIC.get(path), resp);
+      return;
+    }
+    if (path.equals("/api/overview")) {
+      resp.setContentType("application/json");
+      resp.setCharacterEncoding("UTF-8");
+      JSON.writeValue(resp.getOutputStream(), sampler.samples());
+      return;
+    }
+    if (path.startsWith("/actions/")) {
+      resp.setHeader("Allow", "POST");
+      throw new HttpError(405, "actions are POST requests");
+    }
+    String html = Pages.render(path, r, stores, actions, audit);
+    resp.setContentType("text/html");
+    resp.setCharacterEncoding("UTF-8");
+    resp.getOutputStream().write(html.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private void post(Request r, String action, HttpServletResponse resp) throws IOException {
+    guard.checkPost(r.http());
+    if (config.readOnly()) {
+      throw new HttpError(403, "the console is read-only");
+    }
+    Actions.Done done = actions.run(action, r);
+    audit.record(r.actor(), r.http().getRemoteAddr(), done.action(), done.target(), done.result());
+    resp.setStatus(303);
+    resp.setHeader("Location", r.base() + done.redirect());
+  }
+
+  private static void asset(String path, String type, HttpServletResponse resp) throws IOException {
+    try (InputStream in = ConsoleServlet.class.getResourceAsStream(path.substring(1))) {
+      if (in == null) {
+        throw new HttpError(404, "no asset " + path);
+      }
+      resp.setContentType(type);
+      resp.setCharacterEncoding("UTF-8");
+      in.transferTo(resp.getOutputStream());
+    }
+  }
+
+  private static void headers(HttpServletResponse resp) {
+    resp.setHeader(
+        "Content-Security-Policy",
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"
+            + " connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+    resp.setHeader("X-Content-Type-Options", "nosniff");
+    resp.setHeader("Referrer-Policy", "no-referrer");
+    resp.setHeader("Cache-Control", "no-store");
+    resp.setHeader("X-Frame-Options", "DENY");
+  }
+
+  private static void error(HttpServletResponse resp, int status, String message)
+      throws IOException {
+    if (resp.isCommitted()) {
+      return;
+    }
+    resp.setStatus(status);
+    resp.setContentType("text/html");
+    resp.setCharacterEncoding("UTF-8");
+    String body =
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
+            + status
+            + "</title></head><body><h1>"
+            + status
+            + "</h1><p id=\"error\">"
+            + Html.esc(message)
+            + "</p><p>Go back, reload the page and try again.</p></body></html>";
+    resp.getOutputStream().write(body.getBytes(StandardCharsets.UTF_8));
+  }
+}

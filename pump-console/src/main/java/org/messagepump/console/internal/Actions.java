@@ -1,0 +1,211 @@
+package org.messagepump.console.internal;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.commands.DeadLetters;
+import org.messagepump.eventstream.CheckpointConflictException;
+import org.messagepump.eventstream.EventHandlers;
+
+/**
+ * The console's actions, each a POST that the servlet has already admitted and CSRF-checked. Input
+ * is validated before anything is sent to the database; every outcome is audited by the caller.
+ */
+public final class Actions {
+
+  /** At most this many dead letters in one bulk request. */
+  static final int MAX_IDS = 1_000;
+
+  /** What an action did: the audit target and result, and where the browser goes next. */
+  public record Done(String action, String target, String result, String redirect) {}
+
+  private final Stores stores;
+  private final Deque<UUID> retried = new ArrayDeque<>();
+
+  public Actions(Stores stores) {
+    this.stores = stores;
+  }
+
+  /** The latest commands retried through this console, newest first. */
+  public List<UUID> retried() {
+    synchronized (retried) {
+      return new ArrayList<>(retried);
+    }
+  }
+
+  /** Runs the action at {@code path} (below {@code /actions}); throws {@link HttpError}. */
+  public Done run(String path, Request r) {
+    return switch (path) {
+      case "/dead-letters/retry" -> deadLetters(r, true);
+      case "/dead-letters/discard" -> deadLetters(r, false);
+      case "/streams/resume" -> resume(r);
+      case "/checkpoints/reset" -> reset(r);
+      case "/checkpoints/set" -> setCheckpoint(r);
+      case "/keys/unpark" -> unpark(r);
+      default -> throw HttpError.notFound("no action " + path);
+    };
+  }
+
+  private Done deadLetters(Request r, boolean retry) {
+    String action = retry ? "dead-letters.retry" : "dead-letters.discard";
+    String verb = retry ? "retried" : "discarded";
+    DeadLetters letters = stores.commands().deadLetters();
+    String type = r.optional("type", 200);
+    String[] raw = r.http().getParameterValues("id");
+    if (type != null && raw != null) {
+      throw HttpError.badRequest("say either id or type, not both");
+    }
+    if (type != null) {
+      if (letters.count(type) == 0) {
+        throw HttpError.notFound("no dead letters of type " + type);
+      }
+      int n = retry ? letters.retryAll(type) : letters.discardAll(type);
+      return new Done(action, "type " + type, verb + " " + n, "/commands?done=" + msg(verb, n));
+    }
+    if (raw == null || raw.length == 0) {
+      throw HttpError.badRequest("missing parameter id (or type)");
+    }
+    if (raw.length > MAX_IDS) {
+      throw HttpError.badRequest("at most " + MAX_IDS + " ids at once");
+    }
+    Set<UUID> ids = new LinkedHashSet<>();
+    for (String s : raw) {
+      try {
+        ids.add(UUID.fromString(s.trim()));
+      } catch (IllegalArgumentException e) {
+        throw HttpError.badRequest(
+            "not a message id: " + (s.length() > 40 ? s.substring(0, 40) : s));
+      }
+    }
+    int n = 0;
+    List<UUID> missing = new ArrayList<>();
+    for (UUID id : ids) {
+      boolean ok = retry ? letters.retry(id) : letters.discard(id);
+      if (ok) {
+        n++;
+        if (retry) {
+          remember(id);
+        }
+      } else {
+        missing.add(id);
+      }
+    }
+    String target = ids.size() == 1 ? ids.iterator().next().toString() : ids.size() + " ids";
+    if (n == 0) {
+      throw HttpError.notFound(
+          ids.size() == 1
+              ? "no dead letter with message id " + target
+              : "none of these are dead letters");
+    }
+    String result = verb + " " + n + (missing.isEmpty() ? "" : ", " + missing.size() + " unknown");
+    return new Done(action, target, result, "/commands?done=" + Html.url(result));
+  }
+
+  private void remember(UUID id) {
+    synchronized (retried) {
+      retried.remove(id);
+      retried.addFirst(id);
+      while (retried.size() > 10) {
+        retried.removeLast();
+      }
+    }
+  }
+
+  private Done resume(Request r) {
+    String handler = handler(r);
+    EventHandlers handlers = stores.handlers();
+    String stream = r.optional("stream", 20);
+    String back = "/events?handler=" + Html.url(handler) + "&done=";
+    if (stream == null) {
+      int n = handlers.resumeAll(handler);
+      if (n == 0) {
+        throw HttpError.notFound("no parked streams for " + handler);
+      }
+      return new Done("streams.resume", handler, "resumed " + n, back + msg("resumed", n));
+    }
+    long id = r.longParam("stream");
+    if (!handlers.resume(handler, id)) {
+      throw HttpError.notFound("stream " + id + " is not parked for " + handler);
+    }
+    return new Done(
+        "streams.resume", handler + " stream " + id, "resumed 1", back + msg("resumed", 1));
+  }
+
+  private Done reset(Request r) {
+    String handler = handler(r);
+    confirmed(r, handler);
+    int n = stores.handlers().reset(handler);
+    return new Done(
+        "checkpoints.reset",
+        handler,
+        "reset " + n + " streams",
+        "/events?handler=" + Html.url(handler) + "&done=" + Html.url("reset " + n + " streams"));
+  }
+
+  private Done setCheckpoint(Request r) {
+    String handler = handler(r);
+    long stream = r.longParam("stream");
+    long expected = r.longParam("expected");
+    long offset = r.longParam("offset");
+    if (stream < 0 || expected < 0 || offset < 0) {
+      throw HttpError.badRequest("stream, expected and offset must not be negative");
+    }
+    confirmed(r, handler);
+    try {
+      stores.handlers().setCheckpoint(handler, stream, expected, offset);
+    } catch (CheckpointConflictException e) {
+      throw new HttpError(409, "the checkpoint moved: " + e.getMessage());
+    } catch (IllegalArgumentException e) {
+      throw HttpError.badRequest(e.getMessage());
+    }
+    String result = expected + " -> " + offset;
+    return new Done(
+        "checkpoints.set",
+        handler + " stream " + stream,
+        result,
+        "/events?handler="
+            + Html.url(handler)
+            + "&done="
+            + Html.url("stream " + stream + ": " + result));
+  }
+
+  private Done unpark(Request r) {
+    String group = r.required("group", MessageBalancer.MAX_NAME_LENGTH);
+    String key = r.required("key", MessageBalancer.MAX_NAME_LENGTH);
+    if (stores.groups().stream().noneMatch(g -> g.group().equals(group))) {
+      throw HttpError.notFound("no balancer group " + group);
+    }
+    if (!stores.balancer(group).unpark(key)) {
+      throw HttpError.notFound("key " + key + " is not parked in " + group);
+    }
+    return new Done(
+        "keys.unpark",
+        group + " key " + key,
+        "unparked",
+        "/balancer?group=" + Html.url(group) + "&done=" + Html.url("unparked " + key));
+  }
+
+  private String handler(Request r) {
+    String handler = r.required("handler", 200);
+    if (!stores.handlers().handlerKeys().contains(handler)) {
+      throw HttpError.notFound("no event handler " + handler);
+    }
+    return handler;
+  }
+
+  private static void confirmed(Request r, String handler) {
+    String typed = r.optional("confirm", 200);
+    if (typed == null || !typed.equals(handler)) {
+      throw HttpError.badRequest("type the handler key " + handler + " to confirm");
+    }
+  }
+
+  private static String msg(String verb, int n) {
+    return Html.url(verb + " " + n);
+  }
+}

@@ -1,0 +1,205 @@
+package org.messagepump.console.internal;
+
+import static org.messagepump.console.internal.Html.esc;
+import static org.messagepump.console.internal.Html.form;
+import static org.messagepump.console.internal.Html.hidden;
+
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.UUID;
+import org.messagepump.commands.DeadLetter;
+import org.messagepump.commands.DeadLetters;
+import org.messagepump.commands.QueueDepth;
+
+/** Depth by type and the dead letters, with retry and discard one at a time and in bulk. */
+final class CommandsPage {
+
+  static final int PREVIEW_BYTES = 400;
+
+  private CommandsPage() {}
+
+  static String render(Request r, Stores stores, List<UUID> retried) {
+    String type = r.optional("type", 200);
+    int limit = r.intParam("limit", 50, 1, 1000);
+    StringBuilder b = new StringBuilder();
+    QueueDepth depth = stores.commands().depth();
+    b.append("<section><h2>Depth by type</h2><table id=\"depth\"><thead><tr><th>type</th>")
+        .append("<th>due</th><th>delayed</th><th>dead letters</th><th></th></tr></thead><tbody>");
+    Map<String, QueueDepth.TypeDepth> byType = new TreeMap<>(depth.byType());
+    byType.forEach(
+        (t, d) -> {
+          b.append("<tr><td><a href=\"")
+              .append(esc(r.base() + "/commands?type=" + Html.url(t)))
+              .append("\">")
+              .append(esc(t))
+              .append("</a></td><td class=\"num\">")
+              .append(d.due())
+              .append("</td><td class=\"num\">")
+              .append(d.delayed())
+              .append("</td><td class=\"num")
+              .append(d.deadLetters() > 0 ? " warn" : "")
+              .append("\">")
+              .append(d.deadLetters())
+              .append("</td><td>");
+          if (!r.config().readOnly() && d.deadLetters() > 0) {
+            String n = d.deadLetters() + " dead letter" + (d.deadLetters() == 1 ? "" : "s");
+            b.append(
+                    form(
+                        r,
+                        "dead-letters/retry",
+                        "Retry all " + n + " of type " + t + "?",
+                        hidden("type", t),
+                        "Retry all"))
+                .append(
+                    form(
+                        r,
+                        "dead-letters/discard",
+                        "Discard all " + n + " of type " + t + " for good?",
+                        hidden("type", t),
+                        "Discard all"));
+          }
+          b.append("</td></tr>");
+        });
+    if (byType.isEmpty()) {
+      b.append("<tr><td colspan=\"5\" class=\"note\">No commands.</td></tr>");
+    }
+    b.append("</tbody></table></section>");
+
+    retried(b, r, stores, retried);
+
+    DeadLetters letters = stores.commands().deadLetters();
+    List<DeadLetter> list = type == null ? letters.list(limit) : letters.list(type, limit);
+    long total = type == null ? letters.count() : letters.count(type);
+    b.append("<section><h2>Dead letters")
+        .append(type == null ? "" : " of type " + esc(type))
+        .append("</h2><p class=\"note\">")
+        .append(list.size())
+        .append(" shown of ")
+        .append(total)
+        .append(
+            type == null ? "" : " · <a href=\"" + esc(r.base() + "/commands") + "\">all types</a>")
+        .append("</p>");
+    boolean actions = !r.config().readOnly() && !list.isEmpty();
+    if (actions) {
+      b.append("<form id=\"bulk\" method=\"post\" action=\"")
+          .append(esc(r.base() + "/actions/dead-letters/retry"))
+          .append("\" data-confirm=\"Retry the selected dead letters?\">")
+          .append(hidden("csrf", r.csrf()))
+          .append("<button type=\"submit\" id=\"bulk-retry\">Retry selected</button> ")
+          .append("<button type=\"submit\" id=\"bulk-discard\" formaction=\"")
+          .append(esc(r.base() + "/actions/dead-letters/discard"))
+          .append("\" data-confirm=\"Discard the selected dead letters for good?\">")
+          .append("Discard selected</button></form>");
+    }
+    b.append("<table id=\"dead-letters\"><thead><tr><th></th><th>message id</th><th>type</th>")
+        .append("<th>attempts</th><th>enqueued</th><th>parked</th><th>reason</th>")
+        .append("<th>payload</th><th></th></tr></thead><tbody>");
+    for (DeadLetter d : list) {
+      b.append("<tr id=\"dl-").append(d.messageId()).append("\"><td>");
+      if (actions) {
+        b.append("<input type=\"checkbox\" form=\"bulk\" name=\"id\" value=\"")
+            .append(d.messageId())
+            .append("\" aria-label=\"select\">");
+      }
+      b.append("</td><td class=\"id\">")
+          .append(d.messageId())
+          .append("</td><td>")
+          .append(esc(d.type()))
+          .append("</td><td class=\"num\">")
+          .append(d.failures())
+          .append("</td><td>")
+          .append(Html.time(d.enqueuedAt()))
+          .append("</td><td>")
+          .append(Html.time(d.parkedAt()))
+          .append("</td><td class=\"reason\">")
+          .append(reason(d.lastError()))
+          .append("</td><td>")
+          .append(payload(r, d))
+          .append("</td><td class=\"actions\">");
+      if (!r.config().readOnly()) {
+        b.append(
+                form(
+                    r,
+                    "dead-letters/retry",
+                    "Retry dead letter " + d.messageId() + "?",
+                    hidden("id", d.messageId()),
+                    "Retry"))
+            .append(
+                form(
+                    r,
+                    "dead-letters/discard",
+                    "Discard dead letter " + d.messageId() + " for good?",
+                    hidden("id", d.messageId()),
+                    "Discard"));
+      }
+      b.append("</td></tr>");
+    }
+    if (list.isEmpty()) {
+      b.append("<tr><td colspan=\"9\" class=\"note\">No dead letters.</td></tr>");
+    }
+    b.append("</tbody></table></section>");
+    return Html.page(r, "/commands", "Commands", b.toString());
+  }
+
+  private static void retried(StringBuilder b, Request r, Stores stores, List<UUID> retried) {
+    if (retried.isEmpty()) {
+      return;
+    }
+    b.append("<section><h2>Recently retried</h2><table id=\"retried\"><thead><tr>")
+        .append("<th>message id</th><th>now</th></tr></thead><tbody>");
+    for (UUID id : retried) {
+      Stores.CommandState state = stores.commandState(id);
+      String text =
+          switch (state) {
+            case WAITING -> "waiting in the queue";
+            case DEAD_LETTER -> "a dead letter again";
+            case DONE -> "handled";
+          };
+      b.append("<tr id=\"retried-")
+          .append(id)
+          .append("\" data-state=\"")
+          .append(state.name().toLowerCase(java.util.Locale.ROOT))
+          .append("\"><td class=\"id\">")
+          .append(id)
+          .append("</td><td>")
+          .append(text)
+          .append("</td></tr>");
+    }
+    b.append("</tbody></table><p class=\"note\">A handled command leaves the queue;")
+        .append(" this page refreshes itself while one is waiting.</p></section>");
+  }
+
+  static String reason(String error) {
+    if (error == null) {
+      return "";
+    }
+    String first = error.lines().findFirst().orElse("");
+    if (first.length() > 120) {
+      first = first.substring(0, 117) + "…";
+    }
+    if (first.equals(error)) {
+      return esc(first);
+    }
+    return "<details><summary>"
+        + esc(first)
+        + "</summary><pre>"
+        + esc(error.length() > 8000 ? error.substring(0, 8000) + "…" : error)
+        + "</pre></details>";
+  }
+
+  private static String payload(Request r, DeadLetter d) {
+    if (!r.config().showPayloads()) {
+      return "<span class=\"note\">hidden</span>";
+    }
+    byte[] p = d.envelope().payload();
+    String text = new String(p, 0, Math.min(p.length, PREVIEW_BYTES), StandardCharsets.UTF_8);
+    return "<details><summary>"
+        + p.length
+        + " bytes</summary><pre class=\"payload\">"
+        + esc(text)
+        + (p.length > PREVIEW_BYTES ? "…" : "")
+        + "</pre></details>";
+  }
+}

@@ -1,0 +1,149 @@
+package org.messagepump.console.internal;
+
+import static org.messagepump.console.internal.Html.esc;
+import static org.messagepump.console.internal.Html.live;
+import static org.messagepump.console.internal.Html.spark;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.Map;
+import java.util.TreeMap;
+import org.messagepump.balancer.GroupStats;
+import org.messagepump.commands.QueueDepth;
+import org.messagepump.eventstream.Checkpoint;
+
+/** Per driver and pump: what waits, what lags, what is parked, handled per second; live charts. */
+final class OverviewPage {
+
+  private OverviewPage() {}
+
+  static String render(Request r, Stores stores) {
+    StringBuilder b = new StringBuilder();
+    QueueDepth depth = stores.commands().depth();
+    b.append("<section><h2>Commands</h2><div class=\"cards\">");
+    card(b, "due", "cmd.due", depth.due());
+    card(b, "delayed", "cmd.delayed", depth.delayed());
+    card(b, "dead letters", "cmd.dead", depth.deadLetters());
+    b.append("</div></section>");
+
+    b.append("<section><h2>Event handlers</h2><table><thead><tr><th>handler</th><th>lag</th>")
+        .append("<th></th><th>events/s</th><th></th><th>parked streams</th><th>failures</th>")
+        .append("</tr></thead><tbody>");
+    for (String key : stores.handlers().handlerKeys()) {
+      long lag = 0;
+      long parked = 0;
+      long failures = 0;
+      for (Checkpoint c : stores.handlers().checkpoints(key)) {
+        lag += c.lag();
+        parked += c.parked() ? 1 : 0;
+        failures += c.failures();
+      }
+      String s = "ev." + key;
+      b.append("<tr><td><a href=\"")
+          .append(esc(r.base() + "/events?handler=" + Html.url(key)))
+          .append("\">")
+          .append(esc(key))
+          .append("</a></td><td class=\"num\">")
+          .append(live(s + ".lag", lag))
+          .append("</td><td>")
+          .append(spark(s + ".lag"))
+          .append("</td><td class=\"num\">")
+          .append(live(s + ".rate", "…"))
+          .append("</td><td>")
+          .append(spark(s + ".rate"))
+          .append("</td><td class=\"num")
+          .append(parked > 0 ? " warn" : "")
+          .append("\">")
+          .append(live(s + ".parked", parked))
+          .append("</td><td class=\"num\">")
+          .append(failures)
+          .append("</td></tr>");
+    }
+    b.append("</tbody></table></section>");
+
+    b.append("<section><h2>Balancer groups</h2><table><thead><tr><th>group</th>")
+        .append("<th>partitions</th><th>messages</th><th></th><th>in flight (leases)</th>")
+        .append("<th>parked keys</th><th>oldest</th></tr></thead><tbody>");
+    for (GroupStats g : stores.groups()) {
+      String s = "bal." + g.group();
+      b.append("<tr><td><a href=\"")
+          .append(esc(r.base() + "/balancer?group=" + Html.url(g.group())))
+          .append("\">")
+          .append(esc(g.group()))
+          .append("</a></td><td class=\"num\">")
+          .append(g.partitions())
+          .append("</td><td class=\"num\">")
+          .append(live(s + ".messages", g.messages()))
+          .append("</td><td>")
+          .append(spark(s + ".messages"))
+          .append("</td><td class=\"num\">")
+          .append(live(s + ".leases", g.leases()))
+          .append("</td><td class=\"num")
+          .append(g.parked() > 0 ? " warn" : "")
+          .append("\">")
+          .append(live(s + ".parked", g.parked()))
+          .append("</td><td class=\"num\">")
+          .append(Html.age(g.oldestAge()))
+          .append("</td></tr>");
+    }
+    b.append("</tbody></table></section>");
+    pumps(b, r.config().meterRegistry());
+    return Html.page(r, "", "Overview", b.toString());
+  }
+
+  private static void card(StringBuilder b, String label, String series, long value) {
+    b.append("<div class=\"card\"><div class=\"label\">")
+        .append(esc(label))
+        .append("</div><div class=\"value\">")
+        .append(live(series, value))
+        .append("</div>")
+        .append(spark(series))
+        .append("</div>");
+  }
+
+  private static void pumps(StringBuilder b, MeterRegistry registry) {
+    b.append("<section><h2>Pumps</h2>");
+    if (registry == null) {
+      b.append("<p class=\"note\">Handled per second, failures and parks per pump come from the")
+          .append(" application's MeterRegistry: mount the console in the application (or run")
+          .append(" <code>pump console --demo</code>). Here the database's figures are shown,")
+          .append(" and events/s per handler.</p></section>");
+      return;
+    }
+    Map<String, Map<String, Double>> byPump = new TreeMap<>();
+    for (Counter c : registry.find("messagepump.deliveries").counters()) {
+      String pump = c.getId().getTag("pump");
+      String outcome = c.getId().getTag("outcome");
+      if (pump != null && outcome != null) {
+        byPump.computeIfAbsent(pump, p -> new TreeMap<>()).put(outcome, c.count());
+      }
+    }
+    b.append("<table><thead><tr><th>pump</th><th>handled/s</th><th></th><th>failed/s</th>")
+        .append("<th>busy/s</th><th>in flight</th><th>handled</th><th>failed</th>")
+        .append("<th>parked</th></tr></thead><tbody>");
+    byPump.forEach(
+        (pump, totals) -> {
+          String s = "pump." + pump;
+          b.append("<tr><td>")
+              .append(esc(pump))
+              .append("</td><td class=\"num\">")
+              .append(live(s + ".handled", "…"))
+              .append("</td><td>")
+              .append(spark(s + ".handled"))
+              .append("</td><td class=\"num\">")
+              .append(live(s + ".failed", "…"))
+              .append("</td><td class=\"num\">")
+              .append(live(s + ".busy", "…"))
+              .append("</td><td class=\"num\">")
+              .append(live(s + ".inflight", "…"))
+              .append("</td><td class=\"num\">")
+              .append(Math.round(totals.getOrDefault("handled", 0.0)))
+              .append("</td><td class=\"num\">")
+              .append(Math.round(totals.getOrDefault("failed", 0.0)))
+              .append("</td><td class=\"num\">")
+              .append(live(s + ".parked", Math.round(totals.getOrDefault("parked", 0.0))))
+              .append("</td></tr>");
+        });
+    b.append("</tbody></table></section>");
+  }
+}

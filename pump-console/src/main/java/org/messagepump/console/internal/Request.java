@@ -1,0 +1,67 @@
+package org.messagepump.console.internal;
+
+import jakarta.servlet.http.HttpServletRequest;
+
+/** One request as the pages see it: the config, where the console is mounted, the CSRF token. */
+public record Request(
+    HttpServletRequest http, Settings config, String base, String csrf, String actor) {
+
+  /** The path below the console's mount point, "" for the overview. */
+  public String path() {
+    String p = http.getPathInfo();
+    if (p == null || p.equals("/")) {
+      return "";
+    }
+    return p.endsWith("/") ? p.substring(0, p.length() - 1) : p;
+  }
+
+  /** A required, non-blank parameter of at most {@code max} characters. */
+  String required(String name, int max) {
+    String v = http.getParameter(name);
+    if (v == null || v.isBlank()) {
+      throw HttpError.badRequest("missing parameter " + name);
+    }
+    if (v.length() > max) {
+      throw HttpError.badRequest("parameter " + name + " is longer than " + max + " characters");
+    }
+    return v;
+  }
+
+  /** An optional parameter: null when absent or blank. */
+  String optional(String name, int max) {
+    String v = http.getParameter(name);
+    if (v == null || v.isBlank()) {
+      return null;
+    }
+    if (v.length() > max) {
+      throw HttpError.badRequest("parameter " + name + " is longer than " + max + " characters");
+    }
+    return v;
+  }
+
+  long longParam(String name) {
+    String v = required(name, 20);
+    try {
+      return Long.parseLong(v.trim());
+    } catch (NumberFormatException e) {
+      throw HttpError.badRequest("parameter " + name + " is not a number: " + v);
+    }
+  }
+
+  int intParam(String name, int dflt, int min, int max) {
+    String v = optional(name, 10);
+    if (v == null) {
+      return dflt;
+    }
+    try {
+      int n = Integer.parseInt(v.trim());
+      if (n < min || n > max) {
+        throw HttpError.badRequest(
+            "parameter " + name + " must be between " + min + " and " + max + ": " + n);
+      }
+      return n;
+    } catch (NumberFormatException e) {
+      throw HttpError.badRequest("parameter " + name + " is not a number: " + v);
+    }
+  }
+}

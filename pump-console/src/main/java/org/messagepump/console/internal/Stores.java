@@ -1,0 +1,93 @@
+package org.messagepump.console.internal;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.GroupStats;
+import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.commands.CommandQueue;
+import org.messagepump.core.JsonMessageCodec;
+import org.messagepump.core.MessageTypes;
+import org.messagepump.core.PumpException;
+import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.EventStore;
+
+/**
+ * The drivers' operator APIs on the default schemas. They never decode payloads, so an empty type
+ * registry is enough: the console works on any database whatever its message classes.
+ */
+public final class Stores {
+
+  private static final JsonMessageCodec NO_TYPES =
+      JsonMessageCodec.of(MessageTypes.builder().build());
+
+  /** Where a retried command is now. */
+  public enum CommandState {
+    /** Back in the queue, not handled yet. */
+    WAITING,
+    /** Parked again. */
+    DEAD_LETTER,
+    /** Gone from the queue: handled (a handled command is deleted), or discarded. */
+    DONE
+  }
+
+  private final DataSource dataSource;
+  private final CommandQueue commands;
+  private final EventHandlers handlers;
+
+  public Stores(DataSource dataSource) {
+    this.dataSource = dataSource;
+    this.commands = CommandQueue.create(dataSource, NO_TYPES);
+    this.handlers = EventStore.create(dataSource, NO_TYPES).handlers();
+  }
+
+  CommandQueue commands() {
+    return commands;
+  }
+
+  EventHandlers handlers() {
+    return handlers;
+  }
+
+  List<GroupStats> groups() {
+    return Balancer.groups(dataSource);
+  }
+
+  MessageBalancer balancer(String group) {
+    return MessageBalancer.create(dataSource, group);
+  }
+
+  /**
+   * Where a command is: the command queue has no look-up of a queued command by id in its API, so
+   * this reads the two tables with one bound, read-only query.
+   */
+  CommandState commandState(UUID messageId) {
+    String schema = '"' + CommandQueue.DEFAULT_SCHEMA + '"';
+    String sql =
+        "SELECT (SELECT count(*) FROM "
+            + schema
+            + ".commands WHERE message_id = ?), (SELECT count(*) FROM "
+            + schema
+            + ".dead_letters WHERE message_id = ?)";
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql)) {
+      c.setReadOnly(true);
+      ps.setObject(1, messageId);
+      ps.setObject(2, messageId);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        if (rs.getLong(1) > 0) {
+          return CommandState.WAITING;
+        }
+        return rs.getLong(2) > 0 ? CommandState.DEAD_LETTER : CommandState.DONE;
+      }
+    } catch (SQLException e) {
+      throw new PumpException("reading the state of command " + messageId, e);
+    }
+  }
+}
