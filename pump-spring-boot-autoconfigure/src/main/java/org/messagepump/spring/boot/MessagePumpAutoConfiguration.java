@@ -8,6 +8,8 @@ import java.util.Set;
 import javax.sql.DataSource;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.commands.CommandQueue;
+import org.messagepump.console.ConsoleConfig;
+import org.messagepump.console.ConsoleServlet;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
@@ -24,9 +26,12 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.health.contributor.CompositeHealthContributor;
+import org.springframework.boot.web.servlet.ServletRegistrationBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -222,6 +227,42 @@ public class MessagePumpAutoConfiguration {
     @ConditionalOnMissingBean(name = "messagepumpHealthContributor")
     CompositeHealthContributor messagepumpHealthContributor(MessagePumps pumps) {
       return PumpHealthContributor.of(pumps);
+    }
+  }
+
+  /**
+   * The operations console's servlet under {@code messagepump.console.path}, when enabled and
+   * pump-console is on the class path. The audit log names the request's user (Spring Security's
+   * principal, through {@code getRemoteUser()}) or "console".
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(
+      name = {
+        "org.messagepump.console.ConsoleServlet",
+        "org.springframework.boot.web.servlet.ServletRegistrationBean"
+      })
+  @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
+  @ConditionalOnProperty(prefix = "messagepump.console", name = "enabled", havingValue = "true")
+  static class ConsoleConfiguration {
+    @Bean
+    @ConditionalOnMissingBean(name = "messagepumpConsole")
+    ServletRegistrationBean<ConsoleServlet> messagepumpConsole(
+        DataSource dataSource,
+        MessagePumpProperties properties,
+        ObjectProvider<MeterRegistry> meterRegistry) {
+      MessagePumpProperties.Console c = properties.getConsole();
+      String mapping = c.servletMapping();
+      ConsoleConfig.Builder config =
+          ConsoleConfig.builder()
+              .readOnly(c.isReadOnly())
+              .showPayloads(c.isShowPayloads())
+              .accessToken(c.getAccessToken())
+              .remoteWithoutToken(c.isRemoteWithoutToken());
+      meterRegistry.ifUnique(config::meterRegistry);
+      ServletRegistrationBean<ConsoleServlet> registration =
+          new ServletRegistrationBean<>(new ConsoleServlet(dataSource, config.build()), mapping);
+      registration.setName("messagepumpConsole");
+      return registration;
     }
   }
 }

@@ -27,6 +27,11 @@ public class MessagePumpProperties {
   /** Options of each pump, by pump name. */
   private Map<String, Pump> pumps = new LinkedHashMap<>();
 
+  /**
+   * The operations console (module pump-console), mounted in the application's servlet container.
+   */
+  private final Console console = new Console();
+
   /** How the library's tables are migrated at startup. */
   public enum Migrate {
     /** Not at startup: run the modules' migrate yourself (or {@code pump migrate}). */
@@ -59,6 +64,111 @@ public class MessagePumpProperties {
 
   public void setPumps(Map<String, Pump> pumps) {
     this.pumps = pumps;
+  }
+
+  public Console getConsole() {
+    return console;
+  }
+
+  /**
+   * The {@code messagepump.console.*} properties. The console is off unless enabled: its actions
+   * retry, discard, reset and unpark work, so mounting it is a deliberate choice. Needs
+   * pump-console on the class path and a servlet web application.
+   */
+  public static class Console {
+
+    /** Mount the operations console's servlet. */
+    private boolean enabled = false;
+
+    /** The path it is mounted under, e.g. /ops/messagepump (its pages are below it). */
+    private String path = "/messagepump";
+
+    /** Show only: every action is refused and no action button is drawn. */
+    private boolean readOnly = false;
+
+    /** Show payload previews of dead letters (they may hold personal data). */
+    private boolean showPayloads = false;
+
+    /**
+     * A token of at least 16 characters that every request must carry; without it the console
+     * answers loopback clients only (unless remote-without-token).
+     */
+    private String accessToken;
+
+    /**
+     * Serve other hosts without a token: only when the application's own security (Spring Security,
+     * a proxy with login) guards the path.
+     */
+    private boolean remoteWithoutToken = false;
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
+    }
+
+    public String getPath() {
+      return path;
+    }
+
+    public void setPath(String path) {
+      this.path = path;
+    }
+
+    public boolean isReadOnly() {
+      return readOnly;
+    }
+
+    public void setReadOnly(boolean readOnly) {
+      this.readOnly = readOnly;
+    }
+
+    public boolean isShowPayloads() {
+      return showPayloads;
+    }
+
+    public void setShowPayloads(boolean showPayloads) {
+      this.showPayloads = showPayloads;
+    }
+
+    public String getAccessToken() {
+      return accessToken;
+    }
+
+    public void setAccessToken(String accessToken) {
+      this.accessToken = accessToken;
+    }
+
+    public boolean isRemoteWithoutToken() {
+      return remoteWithoutToken;
+    }
+
+    public void setRemoteWithoutToken(boolean remoteWithoutToken) {
+      this.remoteWithoutToken = remoteWithoutToken;
+    }
+
+    /**
+     * The servlet mapping of {@link #getPath()}: {@code <path>/*}.
+     *
+     * @throws IllegalArgumentException naming the property when the path is not a plain absolute
+     *     path
+     */
+    public String servletMapping() {
+      String p = path == null ? "" : path.strip();
+      if (p.endsWith("/")) {
+        p = p.substring(0, p.length() - 1);
+      }
+      if (!p.matches("(/[A-Za-z0-9._~-]+)+")) {
+        throw new IllegalArgumentException(
+            "messagepump.console.path must be an absolute path of plain segments, such as"
+                + " /ops/messagepump; got '"
+                + path
+                + "'");
+      }
+      return p + "/*";
+    }
   }
 
   /** One pump's options; each defaults to the matching {@code MessagePump.DEFAULT_*}. */

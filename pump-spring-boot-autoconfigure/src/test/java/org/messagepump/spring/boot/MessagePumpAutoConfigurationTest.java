@@ -7,12 +7,15 @@ import java.nio.charset.StandardCharsets;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.console.ConsoleServlet;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.spring.boot.internal.MessagePumps;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
+import org.springframework.boot.web.servlet.ServletRegistrationBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -115,5 +118,51 @@ class MessagePumpAutoConfigurationTest {
           .contains("MessagePumpProperties$Pump")
           .contains("How the library's tables are created or upgraded at startup");
     }
+  }
+
+  private final WebApplicationContextRunner web =
+      new WebApplicationContextRunner()
+          .withConfiguration(AutoConfigurations.of(MessagePumpAutoConfiguration.class))
+          .withUserConfiguration(App.class)
+          .withPropertyValues("messagepump.auto-startup=false");
+
+  @Test
+  void theConsoleIsMountedOnlyWhenEnabledAndUnderItsPath() {
+    web.run(ctx -> assertThat(ctx).doesNotHaveBean("messagepumpConsole"));
+    web.withPropertyValues(
+            "messagepump.console.enabled=true", "messagepump.console.path=/ops/pump/")
+        .run(
+            ctx -> {
+              assertThat(ctx).hasNotFailed();
+              ServletRegistrationBean<?> console =
+                  ctx.getBean("messagepumpConsole", ServletRegistrationBean.class);
+              assertThat(console.getUrlMappings()).containsExactly("/ops/pump/*");
+              assertThat(console.getServlet()).isInstanceOf(ConsoleServlet.class);
+            });
+    // Not a web application: nothing to mount it in.
+    runner
+        .withPropertyValues("messagepump.console.enabled=true")
+        .run(ctx -> assertThat(ctx).doesNotHaveBean("messagepumpConsole"));
+  }
+
+  @Test
+  void aBadConsolePathOrTokenFailsTheStartupNamingIt() {
+    web.withPropertyValues("messagepump.console.enabled=true", "messagepump.console.path=ops pump")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .rootCause()
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("messagepump.console.path"));
+    web.withPropertyValues(
+            "messagepump.console.enabled=true", "messagepump.console.access-token=short")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .rootCause()
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("accessToken must have at least 16 characters"));
   }
 }

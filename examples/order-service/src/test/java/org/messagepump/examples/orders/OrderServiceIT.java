@@ -101,6 +101,30 @@ class OrderServiceIT {
   }
 
   @Test
+  void theStarterMountsTheOperationsConsoleUnderItsPath() throws Exception {
+    HttpClient http = HttpClient.newHttpClient();
+    HttpResponse<String> page =
+        http.send(
+            HttpRequest.newBuilder(
+                    URI.create("http://localhost:" + port + "/ops/messagepump/commands"))
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
+    assertThat(page.statusCode()).isEqualTo(200);
+    assertThat(page.body()).contains("Dead letters").contains("/ops/messagepump/");
+    // An action without the CSRF token is refused, and nothing is done.
+    HttpResponse<String> forged =
+        http.send(
+            HttpRequest.newBuilder(
+                    URI.create(
+                        "http://localhost:" + port + "/ops/messagepump/actions/commands/discard"))
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .POST(HttpRequest.BodyPublishers.ofString("type=orders.PlaceOrder"))
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
+    assertThat(forged.statusCode()).isEqualTo(403);
+  }
+
+  @Test
   void theMinimalReadmeConfigurationDeclaresACommandPump() {
     assertThat(new ReadmeExample().ordersPump(null).pumpName()).isEqualTo("orders");
   }
