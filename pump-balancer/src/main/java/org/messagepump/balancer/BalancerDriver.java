@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
 import org.jooq.DSLContext;
 import org.jooq.Record2;
 import org.jooq.exception.DataAccessException;
@@ -81,6 +82,14 @@ public final class BalancerDriver implements Driver {
   private final Limits limits;
   private volatile long nextReap = System.nanoTime();
 
+  /**
+   * This driver's place in the rotation (with lockPartition): the rotation of the last key it took.
+   * Process-local and lost with the process, which is harmless: a new driver starts at the lowest
+   * rotation. Every process walks all ready keys at its own pace, so every key is served once per
+   * lap of every process.
+   */
+  private final AtomicReference<Cursor> cursor = new AtomicReference<>(Cursor.START);
+
   private BalancerDriver(Builder b) {
     this.balancer = b.balancer;
     this.group = b.balancer.group();
@@ -125,33 +134,82 @@ public final class BalancerDriver implements Driver {
     long start = System.nanoTime();
     reapIfDue(tx);
     List<Delivery> out = new ArrayList<>(max);
-    Set<String> taken = new HashSet<>();
-    for (int round = 0; round < MAX_ROUNDS && out.size() < max; round++) {
-      boolean skipped =
-          lockPartition
-              ? acquireLocked(tx, max - out.size(), out, taken)
-              : acquireFree(tx, max, out, taken);
-      if (!skipped) {
-        break;
+    if (lockPartition) {
+      acquireLocked(tx, max, out);
+    } else {
+      Set<String> taken = new HashSet<>();
+      for (int round = 0; round < MAX_ROUNDS && out.size() < max; round++) {
+        if (!acquireFree(tx, max, out, taken)) {
+          break;
+        }
       }
     }
     metrics.storage("acquire", System.nanoTime() - start);
     return out;
   }
 
-  /** One round with lockPartition; true when it skipped empty keys (worth another round). */
-  private boolean acquireLocked(Tx tx, int max, List<Delivery> out, Set<String> taken)
-      throws SQLException {
-    DeliveryQueries.Acquired a = DeliveryQueries.acquireLocked(tx, prepared, max, taken);
-    for (AcquiredMessage c : a.claims()) {
-      taken.add(c.key());
-      out.add(delivery(c));
+  /**
+   * With lockPartition: walks the ready keys in rotation order from this driver's cursor — the keys
+   * after it, then round from the lowest rotation (a new lap) — in one statement, and moves the
+   * cursor to the last key taken. Further rounds, only past keys found empty (deleted here if
+   * really empty), continue the walk where it stopped; at most {@value #MAX_ROUNDS}.
+   */
+  private void acquireLocked(Tx tx, int max, List<Delivery> out) throws SQLException {
+    Cursor start = cursor.get();
+    long s = start.rotation();
+    // The walk: (a1, a2] then (b1, b2]; (MIN, MIN] is empty.
+    long a1 = s;
+    long a2 = Long.MAX_VALUE;
+    long b1 = Long.MIN_VALUE;
+    long b2 = s;
+    Cursor reached = null;
+    for (int round = 0; round < MAX_ROUNDS && out.size() < max; round++) {
+      int want = max - out.size();
+      DeliveryQueries.Acquired a =
+          DeliveryQueries.acquireLocked(tx, prepared, want, a1, a2, b1, b2);
+      for (AcquiredMessage c : a.claims()) {
+        out.add(delivery(c));
+      }
+      for (DeliveryQueries.EmptyKey e : a.empty()) {
+        DeliveryQueries.deleteIfEmpty(ctx.dsl(tx), group, e.key());
+      }
+      if (a.rows() == 0) {
+        break;
+      }
+      long last = a.lastRotation();
+      boolean wrapped = s != Long.MIN_VALUE && last <= s;
+      reached = new Cursor(wrapped ? start.lap() + 1 : start.lap(), last);
+      if (a.rows() < want || a.empty().isEmpty()) {
+        break; // both ranges exhausted, or nothing skipped
+      }
+      if (wrapped) {
+        // The first range gave out: what is left of the walk is (last, s].
+        a1 = Long.MIN_VALUE;
+        a2 = Long.MIN_VALUE;
+        b1 = last;
+      } else {
+        a1 = last;
+      }
     }
-    for (DeliveryQueries.EmptyKey e : a.empty()) {
-      taken.add(e.key());
-      DeliveryQueries.deleteIfEmpty(ctx.dsl(tx), group, e.key());
+    if (reached != null) {
+      // Workers of this driver walk concurrently: the cursor only moves forward, by lap first.
+      cursor.accumulateAndGet(reached, Cursor::later);
     }
-    return !a.empty().isEmpty();
+  }
+
+  /**
+   * A place in the rotation: the rotation of the last key taken, in the {@code lap}-th walk over
+   * the keys (a walk that wraps round to the lowest rotation starts the next lap).
+   */
+  private record Cursor(long lap, long rotation) {
+    static final Cursor START = new Cursor(0, Long.MIN_VALUE);
+
+    static Cursor later(Cursor a, Cursor b) {
+      if (a.lap != b.lap) {
+        return a.lap > b.lap ? a : b;
+      }
+      return a.rotation >= b.rotation ? a : b;
+    }
   }
 
   /**
@@ -352,14 +410,23 @@ public final class BalancerDriver implements Driver {
     }
   }
 
+  /**
+   * Postpones the key. A Busy key (no failure counted) keeps its place: with lockPartition the
+   * cursor goes back to just before it, so it is the first key served once it is due again.
+   */
   @Override
   public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) {
-    DeliveryQueries.postpone(ctx.dsl(tx), state(delivery).claim, failures, delay, lockPartition);
+    AcquiredMessage claim = state(delivery).claim;
+    DeliveryQueries.postpone(ctx.dsl(tx), claim, failures, delay);
+    if (lockPartition && failures == claim.failures()) {
+      long before = claim.oldRotation() - 1;
+      cursor.updateAndGet(c -> before < c.rotation() ? new Cursor(c.lap(), before) : c);
+    }
   }
 
   @Override
   public void park(Tx tx, Delivery delivery, int failures, String reason) {
-    DeliveryQueries.park(ctx.dsl(tx), state(delivery).claim, failures, reason, lockPartition);
+    DeliveryQueries.park(ctx.dsl(tx), state(delivery).claim, failures, reason);
   }
 
   /**

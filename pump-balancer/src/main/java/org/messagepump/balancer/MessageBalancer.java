@@ -145,6 +145,73 @@ public final class MessageBalancer {
                 tx -> StoreQueries.store(ctx, ctx.dsl(tx), group, partitionKey, content, props)));
   }
 
+  /**
+   * Stores many messages in one transaction of its own with multi-row inserts and returns their ids
+   * in input order (balancer-core's {@code createMessages}). Messages of one key keep their order
+   * in the list. Every element is checked as {@link #storeMessage(String, byte[], String)} checks
+   * before anything is sent; an empty list sends nothing.
+   *
+   * @throws NullPointerException for a null list, element, key or content (naming its index)
+   * @throws IllegalArgumentException naming the index, the argument and the limit
+   */
+  public long[] storeMessages(List<NewMessage> messages) {
+    Batch batch = validate(messages);
+    if (batch.keys.isEmpty()) {
+      return new long[0];
+    }
+    return timed(
+        "store_batch",
+        () -> Transactions.inNew(dataSource, "storing messages", tx -> storeMany(tx, batch)));
+  }
+
+  /**
+   * Like {@link #storeMessages(List)}, inside the caller's transaction on {@code connection}
+   * (autocommit off; visible to consumers when the caller commits). Other producers of the same
+   * keys wait until the caller's transaction ends. Invalid input is refused before anything is
+   * sent, so the caller's transaction survives it.
+   */
+  public long[] storeMessages(Connection connection, List<NewMessage> messages) {
+    Objects.requireNonNull(connection, "connection");
+    Batch batch = validate(messages);
+    if (batch.keys.isEmpty()) {
+      return new long[0];
+    }
+    return timed(
+        "store_batch",
+        () ->
+            Transactions.inCaller(
+                Tx.of(connection), "storing messages", tx -> storeMany(tx, batch)));
+  }
+
+  /** Checked messages as parallel lists. */
+  private record Batch(List<String> keys, List<byte[]> contents, List<String> properties) {}
+
+  private Batch validate(List<NewMessage> messages) {
+    Objects.requireNonNull(messages, "messages");
+    List<String> keys = new java.util.ArrayList<>(messages.size());
+    List<byte[]> contents = new java.util.ArrayList<>(messages.size());
+    List<String> properties = new java.util.ArrayList<>(messages.size());
+    for (int i = 0; i < messages.size(); i++) {
+      NewMessage m = messages.get(i);
+      try {
+        Objects.requireNonNull(m, "the message");
+        properties.add(validate(m.partitionKey(), m.content(), m.propertiesJson()));
+      } catch (NullPointerException e) {
+        throw new NullPointerException("messages[" + i + "]: " + e.getMessage());
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("messages[" + i + "]: " + e.getMessage(), e);
+      }
+      keys.add(m.partitionKey());
+      contents.add(m.content());
+    }
+    return new Batch(keys, contents, properties);
+  }
+
+  private long[] storeMany(Tx tx, Batch batch) {
+    return StoreQueries.storeMany(
+        ctx, ctx.dsl(tx), group, batch.keys, batch.contents, batch.properties);
+  }
+
   /** Stores into this group inside {@code tx} ({@link BalancedContext#store}); checked first. */
   long store(Tx tx, String partitionKey, byte[] content, String propertiesJson) {
     String props = validate(partitionKey, content, propertiesJson);

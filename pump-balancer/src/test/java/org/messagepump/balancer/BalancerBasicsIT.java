@@ -221,20 +221,34 @@ class BalancerBasicsIT {
         new org.messagepump.balancer.internal.DeliveryQueries.Prepared(
                 org.messagepump.balancer.internal.Schema.Ctx.of("balancer"), "explain")
             .acquire(1);
-    assertThat(sql.chars().filter(ch -> ch == '?').count()).isEqualTo(1);
+    assertThat(sql.chars().filter(ch -> ch == '?').count()).isEqualTo(6);
     String plan;
     String generic;
     try (Connection c = ds.getConnection()) {
       c.setAutoCommit(false);
       try (var ps = c.prepareStatement("EXPLAIN (ANALYZE, COSTS OFF) " + sql)) {
+        // A walk from the middle of the rotation (a cursor at 10,000): after it, then round.
         ps.setString(1, "explain");
+        ps.setLong(2, 10_000);
+        ps.setLong(3, Long.MAX_VALUE);
+        ps.setString(4, "explain");
+        ps.setLong(5, Long.MIN_VALUE);
+        ps.setLong(6, 10_000);
         plan = lines(ps);
       }
       try (var st = c.createStatement()) {
-        st.execute("PREPARE acquire_one(text) AS " + sql.replace("?", "$1"));
+        String numbered = sql;
+        for (int i = 1; i <= 6; i++) {
+          numbered = numbered.replaceFirst("\\?", "\\$" + i);
+        }
+        st.execute(
+            "PREPARE acquire_one(text, bigint, bigint, text, bigint, bigint) AS " + numbered);
         st.execute("SET LOCAL plan_cache_mode = force_generic_plan");
       }
-      try (var ps = c.prepareStatement("EXPLAIN (COSTS OFF) EXECUTE acquire_one('explain')")) {
+      try (var ps =
+          c.prepareStatement(
+              "EXPLAIN (COSTS OFF) EXECUTE acquire_one('explain', 10000, 9223372036854775807,"
+                  + " 'explain', -9223372036854775808, 10000)")) {
         generic = lines(ps);
       }
       c.rollback();

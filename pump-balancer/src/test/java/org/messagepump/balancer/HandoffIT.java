@@ -6,9 +6,14 @@ import static org.awaitility.Awaitility.await;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
@@ -75,6 +80,51 @@ class HandoffIT {
     assertThat(b.confirm(other, downstream.get(1).token())).isEqualTo(LeaseResult.APPLIED);
     assertThat(Balancer.confirm(ds, second, downstream.get(3).token()))
         .isEqualTo(LeaseResult.APPLIED);
+    assertThat(b.messageCount()).isZero();
+    assertThat(b.partitionCount()).isZero();
+  }
+
+  /**
+   * The hand-off race: downstream confirms from inside the handler, before the hand-off's
+   * transaction commits. The confirm waits for the commit and is applied; the key does not stall
+   * for the lease, and nothing is handed off twice.
+   */
+  @Test
+  void aConfirmArrivingBeforeTheHandoffCommitsWaitsForTheCommit(TestDatabase db) throws Exception {
+    DataSource ds = db.dataSource();
+    MessageBalancer b = MessageBalancer.create(ds, "early-confirm");
+    long first = b.storeMessage("k", bytes("1"));
+    long second = b.storeMessage("k", bytes("2"));
+    ExecutorService downstream = Executors.newSingleThreadExecutor();
+    Map<Long, Future<LeaseResult>> confirms = new ConcurrentHashMap<>();
+    List<Long> handedOff = new CopyOnWriteArrayList<>();
+    String waiting =
+        "SELECT count(*) FROM pg_stat_activity"
+            + " WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    BalancedHandler handler =
+        (m, ctx) -> {
+          handedOff.add(m.id());
+          // Downstream answers at once, on its own connection, while this handler still runs.
+          Future<LeaseResult> confirm =
+              downstream.submit(() -> b.confirm(m.id(), m.handoffToken()));
+          confirms.put(m.id(), confirm);
+          // Return only once the confirm has arrived: it either waits on the key row or has
+          // already answered (the defect: STALE_TOKEN at once).
+          await().atMost(WAIT).until(() -> confirm.isDone() || db.queryLong(waiting) > 0);
+          return Result.handoff(Duration.ofMinutes(5));
+        };
+    PumpTester tester = Pumps.tester(ds, b.driver(handler).build());
+    try {
+      assertThat(Pumps.step(tester)).isEqualTo(first);
+      assertThat(confirms.get(first).get(60, TimeUnit.SECONDS)).isEqualTo(LeaseResult.APPLIED);
+      // The key is free at once (not after the 5-minute lease): the next message follows.
+      assertThat(Pumps.step(tester)).isEqualTo(second);
+      assertThat(confirms.get(second).get(60, TimeUnit.SECONDS)).isEqualTo(LeaseResult.APPLIED);
+      assertThat(Pumps.step(tester)).isEqualTo(-1);
+    } finally {
+      downstream.shutdownNow();
+    }
+    assertThat(handedOff).containsExactly(first, second);
     assertThat(b.messageCount()).isZero();
     assertThat(b.partitionCount()).isZero();
   }

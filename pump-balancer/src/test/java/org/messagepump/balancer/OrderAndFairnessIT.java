@@ -141,6 +141,80 @@ class OrderAndFairnessIT {
   }
 
   /**
+   * Fairness across processes: three pumps (each with its own rotation cursor) share one hot key
+   * (3,000 messages) and 100 cold keys (20 each). Over the first 1,000 deliveries of the cluster,
+   * while every key still has messages, the per-key counts are even (Jain's index at least 0.95,
+   * the hot key not above the others' share), and every key is handled in stored order.
+   */
+  @Test
+  void keysAreServedEvenlyAcrossProcesses(TestDatabase db) throws Exception {
+    int cold = 100;
+    int perCold = 20;
+    int hot = 3_000;
+    int window = 1_000;
+    MessageBalancer producer = MessageBalancer.create(db.dataSource(), "fair-cluster");
+    List<NewMessage> all = new ArrayList<>();
+    for (int i = 0; i < hot; i++) {
+      all.add(NewMessage.of("hot", bytes(Integer.toString(i))));
+    }
+    for (int i = 0; i < perCold; i++) {
+      for (int k = 0; k < cold; k++) {
+        all.add(NewMessage.of("cold-" + k, bytes(Integer.toString(i))));
+      }
+    }
+    producer.storeMessages(all);
+    List<String> served = java.util.Collections.synchronizedList(new ArrayList<>());
+    Map<String, Integer> last = new ConcurrentHashMap<>();
+    AtomicInteger violations = new AtomicInteger();
+    BalancedHandler handler =
+        (m, ctx) -> {
+          Integer before = last.put(m.partitionKey(), seq(m));
+          if (before != null && before > seq(m)) {
+            violations.incrementAndGet();
+          }
+          served.add(m.partitionKey());
+          return Result.ok();
+        };
+    List<MessagePump> pumps = new ArrayList<>();
+    try {
+      for (String node : List.of("fair-a", "fair-b", "fair-c")) {
+        DataSource pool = db.newDataSource(node, 6);
+        MessagePump pump =
+            Pumps.pump(
+                pool,
+                node,
+                MessageBalancer.create(pool, "fair-cluster").driver(handler).build(),
+                4);
+        pumps.add(pump);
+      }
+      pumps.forEach(MessagePump::start);
+      await().atMost(WAIT).until(() -> served.size() >= window);
+    } finally {
+      pumps.forEach(MessagePump::close);
+      // The other tests of this class count every message of the database.
+      db.execute("DELETE FROM balancer.messages WHERE partition_group = 'fair-cluster'");
+      db.execute("DELETE FROM balancer.partitions WHERE partition_group = 'fair-cluster'");
+    }
+    Map<String, Integer> counts = new java.util.HashMap<>();
+    synchronized (served) {
+      for (String key : served.subList(0, window)) {
+        counts.merge(key, 1, Integer::sum);
+      }
+    }
+    assertThat(counts).hasSize(cold + 1);
+    double sum = 0;
+    double squares = 0;
+    for (int c : counts.values()) {
+      sum += c;
+      squares += (double) c * c;
+    }
+    double jain = sum * sum / (counts.size() * squares);
+    assertThat(jain).as("Jain's index of %s", counts).isGreaterThanOrEqualTo(0.95);
+    assertThat(counts.get("hot")).isLessThanOrEqualTo(2 * window / (cold + 1) + 3);
+    assertThat(violations).hasValue(0);
+  }
+
+  /**
    * A new key joins at the back of the rotation, and a key that is busy elsewhere keeps its place:
    * it is served as soon as it is free.
    */

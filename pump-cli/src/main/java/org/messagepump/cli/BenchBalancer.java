@@ -1,15 +1,17 @@
 package org.messagepump.cli;
 
 import java.nio.ByteBuffer;
-import java.sql.Connection;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.balancer.NewMessage;
 import org.messagepump.balancer.Result;
 import org.messagepump.core.MessagePump;
 
@@ -26,21 +28,22 @@ final class BenchBalancer {
   }
 
   /**
-   * Stores {@code n} messages over {@code keys} keys (message i → key i % keys) in one transaction.
+   * Stores {@code n} messages over {@code keys} keys (message i → key i % keys) with {@link
+   * MessageBalancer#storeMessages}, {@code batchSize} per call and transaction; messages per
+   * second.
    */
-  void fill(String group, int n, int keys) throws Exception {
+  double fill(String group, int n, int keys, int batchSize) {
     MessageBalancer balancer = MessageBalancer.create(ds, group);
-    try (Connection c = ds.getConnection()) {
-      c.setAutoCommit(false);
-      for (int i = 0; i < n; i++) {
-        byte[] content = ByteBuffer.allocate(8).putLong(i).array();
-        balancer.storeMessage(c, "k" + (i % keys), content, "{}");
-        if (i % 5_000 == 4_999) {
-          c.commit();
-        }
+    List<NewMessage> batch = new ArrayList<>(batchSize);
+    long start = System.nanoTime();
+    for (int i = 0; i < n; i++) {
+      batch.add(NewMessage.of("k" + (i % keys), ByteBuffer.allocate(8).putLong(i).array()));
+      if (batch.size() == batchSize || i == n - 1) {
+        balancer.storeMessages(batch);
+        batch.clear();
       }
-      c.commit();
     }
+    return n / ((System.nanoTime() - start) / 1e9);
   }
 
   /** Drains the group with {@code workers} workers; measures order and fairness on the way. */

@@ -257,12 +257,12 @@ final class BenchCommand implements Callable<Integer> {
     int n = size(50_000, 5_000);
     int keys = Math.max(10, Math.min(1_000, n / 50));
     int w = warmUp();
-    b.fill("bench-warm-up", w, keys);
+    b.fill("bench-warm-up", w, keys, 1_000);
     b.drain("bench-warm-up", w, keys, 8, 1);
-    b.fill("bench-warm-up-batch", w, keys);
+    b.fill("bench-warm-up-batch", w, keys, 100);
     b.drain("bench-warm-up-batch", w, keys, 8, 10);
     double base = baseline(ds, 8, n);
-    b.fill("bench", n, keys);
+    b.fill("bench", n, keys, 1_000);
     BenchBalancer.Drain plain = b.drain("bench", n, keys, 8, 1);
     report.add(
         "balancer.drain",
@@ -282,7 +282,13 @@ final class BenchCommand implements Callable<Integer> {
         plain.jain(),
         "index",
         null);
-    b.fill("bench-batch", n, keys);
+    double stored = b.fill("bench-batch", n, keys, 100);
+    report.add(
+        "balancer.store.batch",
+        params("messages", n, "batchSize", 100, "keys", keys),
+        stored,
+        "messages/s",
+        null);
     BenchBalancer.Drain batched = b.drain("bench-batch", n, keys, 8, 10);
     report.add(
         "balancer.drain.batch",

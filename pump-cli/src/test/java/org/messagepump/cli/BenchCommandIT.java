@@ -75,6 +75,7 @@ class BenchCommandIT {
             "events.catchup.batch",
             "balancer.drain",
             "balancer.drain.batch",
+            "balancer.store.batch",
             "balancer.order.violations",
             "balancer.fairness.jain");
     assertThat(out.toString()).contains("ratio");

@@ -33,6 +33,8 @@ public final class DeliveryQueries {
   private static final Field<String> C_GROUP = DSL.field(DSL.name("c", "c_group"), String.class);
   private static final Field<String> C_KEY = DSL.field(DSL.name("c", "c_key"), String.class);
   private static final Field<Long> C_ROTATION = DSL.field(DSL.name("c", "c_rotation"), Long.class);
+  private static final Field<Integer> C_FAILURES =
+      DSL.field(DSL.name("c", "c_failures"), Integer.class);
   private static final Field<Long> H_ID = DSL.field(DSL.name("h", "h_id"), Long.class);
   private static final Field<byte[]> H_CONTENT =
       DSL.field(DSL.name("h", "h_content"), SQLDataType.BLOB);
@@ -48,8 +50,12 @@ public final class DeliveryQueries {
   /** A key acquisition found without a message (to be deleted if it is really empty). */
   public record EmptyKey(String key, long oldRotation) {}
 
-  /** The result of one acquisition statement: claims with a head message, and empty keys. */
-  public record Acquired(List<AcquiredMessage> claims, List<EmptyKey> empty) {}
+  /**
+   * The result of one acquisition statement: claims with a head message, empty keys, how many keys
+   * it returned, and the rotation of the last of them in walk order (meaningless when none).
+   */
+  public record Acquired(
+      List<AcquiredMessage> claims, List<EmptyKey> empty, int rows, long lastRotation) {}
 
   /** The key-row condition of one key. */
   public static Condition key(String group, String key) {
@@ -78,31 +84,39 @@ public final class DeliveryQueries {
   }
 
   /**
-   * The one acquisition statement: the {@code max} ready keys of the group with the lowest
-   * rotation, locked {@code FOR NO KEY UPDATE SKIP LOCKED}, moved to the back of the rotation, each
-   * joined to its head message ({@code ORDER BY id LIMIT 1}).
+   * The one acquisition statement (with lockPartition): up to {@code max} ready keys of the group,
+   * first those whose rotation lies in {@code (a1, a2]}, then — only if these are fewer than {@code
+   * max} — those in {@code (b1, b2]}, each range lowest rotation first, locked {@code FOR NO KEY
+   * UPDATE SKIP LOCKED}, each joined to its head message ({@code ORDER BY id LIMIT 1}). A walk from
+   * a cursor passes {@code (cursor, max]} and {@code (min, cursor]}: the keys after the cursor,
+   * then round from the lowest (a new lap), in one statement. Nothing is written: the row lock is
+   * the claim, and the rotation column stays as it is (the caller's cursor moves instead), so a
+   * delivery adds no row version and no index entry to {@code partitions}.
    *
    * <p>The statement is rendered once per {@code max} with bind markers (see {@link Prepared}) and
-   * run through JDBC: the group is bound, and so are the keys a later round excludes, as one {@code
-   * text[]} parameter.
+   * run through JDBC: the group and the bounds are bound. Rows come back in walk order.
    */
-  public static Acquired acquireLocked(Tx tx, Prepared prepared, int max, Collection<String> taken)
-      throws SQLException {
+  public static Acquired acquireLocked(
+      Tx tx, Prepared prepared, int max, long a1, long a2, long b1, long b2) throws SQLException {
     String group = prepared.group;
     Connection connection = tx.connection();
     List<AcquiredMessage> claims = new ArrayList<>();
     List<EmptyKey> empty = new ArrayList<>();
-    try (PreparedStatement ps =
-        connection.prepareStatement(
-            taken.isEmpty() ? prepared.acquire(max) : prepared.acquireExcluding(max))) {
+    long last = Long.MIN_VALUE;
+    int rows = 0;
+    try (PreparedStatement ps = connection.prepareStatement(prepared.acquire(max))) {
       ps.setString(1, group);
-      if (!taken.isEmpty()) {
-        ps.setArray(2, connection.createArrayOf("text", taken.toArray()));
-      }
+      ps.setLong(2, a1);
+      ps.setLong(3, a2);
+      ps.setString(4, group);
+      ps.setLong(5, b1);
+      ps.setLong(6, b2);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
+          rows++;
           String key = rs.getString(1);
           long rotation = rs.getLong(2);
+          last = rotation;
           long id = rs.getLong(4);
           if (rs.wasNull()) {
             empty.add(new EmptyKey(key, rotation));
@@ -112,8 +126,7 @@ public final class DeliveryQueries {
         }
       }
     }
-    claims.sort((a, b) -> Long.compare(a.oldRotation(), b.oldRotation()));
-    return new Acquired(claims, empty);
+    return new Acquired(claims, empty, rows, last);
   }
 
   /**
@@ -126,8 +139,6 @@ public final class DeliveryQueries {
     private final Schema.Ctx ctx;
     private final java.util.Map<Integer, String> acquireByMax =
         new java.util.concurrent.ConcurrentHashMap<>();
-    private final java.util.Map<Integer, String> excludingByMax =
-        new java.util.concurrent.ConcurrentHashMap<>();
 
     /** The statements of {@code group} in the schema of {@code ctx}. */
     public Prepared(Schema.Ctx ctx, String group) {
@@ -136,36 +147,28 @@ public final class DeliveryQueries {
     }
 
     /**
-     * The first acquisition round for {@code max} keys; parameter 1 is the group. {@code max} is
-     * written into the text (an integer of the code, never data): with the limit as a parameter
-     * PostgreSQL built a custom plan at every execution (0.38 ms per delivery in the server log; a
-     * bound LIMIT measured 1.67-2.40x slower), while with only the group bound it settles on one
-     * generic plan per connection. A pump uses one {@code max} (its batch size) nearly always, so
-     * there are few texts.
+     * The acquisition statement for {@code max} keys; parameters 1 and 4 are the group, 2-3 and 5-6
+     * the rotation bounds of the two ranges. {@code max} is written into the text (an integer of
+     * the code, never data): with the limit as a parameter PostgreSQL built a custom plan at every
+     * execution (0.38 ms per delivery in the server log; a bound LIMIT measured 1.67-2.40x slower),
+     * while with only the group bound it settles on one generic plan per connection. A pump uses
+     * one {@code max} (its batch size) nearly always, so there are few texts.
      */
     public String acquire(int max) {
-      return acquireByMax.computeIfAbsent(max, m -> render(m, false));
+      return acquireByMax.computeIfAbsent(max, this::render);
     }
 
-    /**
-     * A later acquisition round (after empty keys) for {@code max} keys; parameter 1 is the group,
-     * parameter 2 the keys already taken, as one {@code text[]}.
-     */
-    public String acquireExcluding(int max) {
-      return excludingByMax.computeIfAbsent(max, m -> render(m, true));
-    }
-
-    private String render(int max, boolean excluding) {
+    private String render(int max) {
       DSLContext render = ctx.render();
       // The group as a one-row subquery "(select ?)": the planner cannot look at its value, so
       // every plan it makes has the same cost, and after five executions the connection keeps
       // the generic plan. With a plain "= ?" the custom plan of a group with few keys looked
       // cheaper (it expects fewer rows than the LIMIT) and was made again at every execution.
+      // The rotation bounds likewise, for the same reason.
       Field<String> groupParam = DSL.field(DSL.select(DSL.val(group)));
-      ResultQuery<?> q =
-          acquireQuery(render, groupParam, max, excluding ? excluded(List.of()) : null);
+      ResultQuery<?> q = acquireQuery(render, groupParam, max);
       int binds = q.getBindValues().size();
-      if (binds != (excluding ? 2 : 1)) {
+      if (binds != 6) {
         throw new IllegalStateException("the acquisition statement has " + binds + " parameters");
       }
       return render.render(q);
@@ -191,19 +194,20 @@ public final class DeliveryQueries {
   }
 
   /**
-   * The acquisition statement (see {@link #acquireLocked}): {@code group} and {@code excluded}
-   * (null: no exclusion) are bind values, {@code max} is written as an integer.
+   * The acquisition statement (see {@link #acquireLocked}): the group and the bounds of both ranges
+   * are bind values, {@code max} is written as an integer.
    */
-  public static ResultQuery<?> acquireQuery(
-      DSLContext dsl, Field<String> group, int max, Field<String[]> excluded) {
+  public static ResultQuery<?> acquireQuery(DSLContext dsl, Field<String> group, int max) {
+    // Each range is its own locking subquery (a locking clause is not allowed on a UNION's
+    // branches); the outer LIMIT stops the Append before the second range is read, and so before
+    // any of its rows is locked, when the first range already gave max keys.
     Table<?> c =
-        DSL.select(P.GROUP.as("c_group"), P.KEY.as("c_key"), P.ROTATION.as("c_rotation"))
-            .from(P.T)
-            .where(ready(group, excluded))
-            .orderBy(P.ROTATION)
+        DSL.select(DSL.asterisk())
+            .from(range(group, max, "a"))
+            .unionAll(
+                DSL.select(DSL.asterisk())
+                    .from(range(DSL.field(DSL.select(DSL.val(""))), max, "b")))
             .limit(DSL.inline(max))
-            .forNoKeyUpdate()
-            .skipLocked()
             .asTable("c");
     Table<?> h =
         DSL.lateral(
@@ -223,13 +227,31 @@ public final class DeliveryQueries {
                     // skipped, and a requeue's new properties are seen.
                     .forUpdate())
             .asTable("h");
-    return dsl.update(P.T)
-        .set(P.ROTATION, Schema.ROTATION.nextval())
-        .from(c.leftJoin(h).on(DSL.trueCondition()))
-        .where(P.GROUP.eq(C_GROUP))
-        .and(P.KEY.eq(C_KEY))
-        .returningResult(
-            C_KEY, C_ROTATION, P.FAILURES, H_ID, H_CONTENT, H_PROPERTIES, H_RECEIVED, H_ATTEMPTS);
+    return dsl.select(
+            C_KEY, C_ROTATION, C_FAILURES, H_ID, H_CONTENT, H_PROPERTIES, H_RECEIVED, H_ATTEMPTS)
+        // No outer ORDER BY (a sort node per delivery): the nested loop keeps the keys' order,
+        // and the caller sorts the claims.
+        .from(c.leftJoin(h).on(DSL.trueCondition()));
+  }
+
+  /** One range of the walk: ready keys with {@code lower < rotation <= upper}, locked. */
+  private static Table<?> range(Field<String> group, int max, String alias) {
+    Field<Long> lower = DSL.field(DSL.select(DSL.val(0L, SQLDataType.BIGINT)));
+    Field<Long> upper = DSL.field(DSL.select(DSL.val(0L, SQLDataType.BIGINT)));
+    return DSL.select(
+            P.GROUP.as("c_group"),
+            P.KEY.as("c_key"),
+            P.ROTATION.as("c_rotation"),
+            P.FAILURES.as("c_failures"))
+        .from(P.T)
+        .where(ready(group, null))
+        .and(P.ROTATION.gt(lower))
+        .and(P.ROTATION.le(upper))
+        .orderBy(P.ROTATION)
+        .limit(DSL.inline(max))
+        .forNoKeyUpdate()
+        .skipLocked()
+        .asTable(alias);
   }
 
   /**
@@ -459,30 +481,28 @@ public final class DeliveryQueries {
         .execute();
   }
 
-  /** Postpones the key by {@code delay}; with {@code keepPlace} it gets its old rotation back. */
-  public static void postpone(
-      DSLContext dsl, AcquiredMessage claim, int failures, Duration delay, boolean keepPlace) {
-    var update = dsl.update(P.T).set(P.FAILURES, failures).set(P.RESUME_AT, clockPlus(delay));
-    if (keepPlace) {
-      update = update.set(P.ROTATION, claim.oldRotation());
-    }
-    update.where(key(claim.group(), claim.key())).execute();
+  /**
+   * Postpones the key by {@code delay}. Its rotation is not touched: with lockPartition acquisition
+   * never moves it, and without, the key was moved to the back when it was taken.
+   */
+  public static void postpone(DSLContext dsl, AcquiredMessage claim, int failures, Duration delay) {
+    dsl.update(P.T)
+        .set(P.FAILURES, failures)
+        .set(P.RESUME_AT, clockPlus(delay))
+        .where(key(claim.group(), claim.key()))
+        .execute();
   }
 
   /**
    * Parks the key: it is not delivered until it is unparked. The reason is made safe to store first
    * ({@link Inputs#reason}: no NUL, bounded length), whoever passed it.
    */
-  public static void park(
-      DSLContext dsl, AcquiredMessage claim, int failures, String reason, boolean keepPlace) {
-    var update =
-        dsl.update(P.T)
-            .set(P.FAILURES, failures)
-            .set(P.PARKED_AT, clock())
-            .set(P.PARKED_REASON, Inputs.reason(reason));
-    if (keepPlace) {
-      update = update.set(P.ROTATION, claim.oldRotation());
-    }
-    update.where(key(claim.group(), claim.key())).execute();
+  public static void park(DSLContext dsl, AcquiredMessage claim, int failures, String reason) {
+    dsl.update(P.T)
+        .set(P.FAILURES, failures)
+        .set(P.PARKED_AT, clock())
+        .set(P.PARKED_REASON, Inputs.reason(reason))
+        .where(key(claim.group(), claim.key()))
+        .execute();
   }
 }

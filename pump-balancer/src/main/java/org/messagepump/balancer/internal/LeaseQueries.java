@@ -46,6 +46,14 @@ public final class LeaseQueries {
   /**
    * Locks the key row of {@code messageId} if it still holds the lease with {@code token}; returns
    * the group and key, or the rejection.
+   *
+   * <p>The locking read selects the key row by group and key only and compares the lease in Java: a
+   * hand-off whose transaction has not committed yet holds this row ({@code FOR NO KEY UPDATE}, for
+   * the whole delivery), so a confirm that arrives before that commit — a downstream fast enough to
+   * answer while the handler is still returning — waits for it and then reads the lease it wrote.
+   * Filtering on the lease in the locking statement would evaluate the filter against the committed
+   * row without the lease, find nothing to lock, and reject the token as stale: the key would stall
+   * for the whole lease and the message be handed off a second time.
    */
   private static Lease lockLease(DSLContext dsl, long messageId, UUID token) {
     Record2<String, String> m =
@@ -53,21 +61,31 @@ public final class LeaseQueries {
     if (m == null) {
       return Lease.rejected(LeaseOutcome.UNKNOWN_MESSAGE);
     }
-    var leased =
-        P.GROUP
-            .eq(m.value1())
-            .and(P.KEY.eq(m.value2()))
-            .and(P.LEASE_MESSAGE_ID.eq(messageId))
-            .and(P.LEASE_TOKEN.eq(token));
-    // Cheap rejection without waiting for locks: the lease is not (any more) ours.
-    if (!dsl.fetchExists(DSL.selectOne().from(P.T).where(leased))) {
+    var row = DeliveryQueries.key(m.value1(), m.value2());
+    // Cheap rejection without waiting: a committed lease of another message or token can only be
+    // replaced by a new hand-off after it ended, and that hand-off's token cannot be ours (a token
+    // exists only once its delivery has acquired the key, after the committed lease was cleared).
+    Record2<Long, UUID> committed =
+        dsl.select(P.LEASE_MESSAGE_ID, P.LEASE_TOKEN).from(P.T).where(row).fetchOne();
+    if (committed != null && committed.value1() != null && !holds(committed, messageId, token)) {
       return Lease.rejected(staleOrGone(dsl, messageId));
     }
-    // The reaper or another confirm may hold the row; wait, then re-check the lease.
-    if (dsl.selectOne().from(P.T).where(leased).forNoKeyUpdate().fetchOne() == null) {
+    // Waits for whoever holds the row (a hand-off not yet committed, the reaper, another confirm),
+    // then reads its newest version.
+    Record2<Long, UUID> locked =
+        dsl.select(P.LEASE_MESSAGE_ID, P.LEASE_TOKEN)
+            .from(P.T)
+            .where(row)
+            .forNoKeyUpdate()
+            .fetchOne();
+    if (locked == null || !holds(locked, messageId, token)) {
       return Lease.rejected(staleOrGone(dsl, messageId));
     }
     return new Lease(null, m.value1(), m.value2());
+  }
+
+  private static boolean holds(Record2<Long, UUID> lease, long messageId, UUID token) {
+    return lease.value1() != null && lease.value1() == messageId && token.equals(lease.value2());
   }
 
   private static LeaseOutcome staleOrGone(DSLContext dsl, long messageId) {

@@ -74,8 +74,8 @@ public final class StoreQueries {
                 DSL.function(
                     "hashtextextended",
                     SQLDataType.BIGINT,
-                    DSL.val(ctx.lockPrefix() + group.length() + ":" + group + "/" + key),
-                    DSL.val(0x62616c616e636572L))),
+                    DSL.val(lockText(ctx, group, key)),
+                    DSL.val(LOCK_SEED))),
             // In the same round trip: wake idle balancer pumps at commit (folded per transaction).
             DSL.function("pg_notify", SQLDataType.OTHER, DSL.val(ctx.wakeChannel()), DSL.val("")))
         .fetch();
@@ -98,6 +98,125 @@ public final class StoreQueries {
         .returningResult(M.ID)
         .fetchOne()
         .value1();
+  }
+
+  /**
+   * Stores many messages of one group in the caller's transaction and returns their ids in input
+   * order; {@code keys}, {@code contents} and {@code properties} are parallel lists, already
+   * checked. The same locks as {@link #store} in four kinds of statement whatever the number of
+   * messages: the advisory locks of every distinct key (taken in one statement, in the order of
+   * their lock texts, so two batches over the same keys cannot deadlock), the key rows ({@code FOR
+   * KEY SHARE}, the missing ones created at the back of the rotation in order of first appearance),
+   * then one multi-row insert per {@value #INSERT_CHUNK} messages. Every value is bound.
+   */
+  public static long[] storeMany(
+      Schema.Ctx ctx,
+      DSLContext dsl,
+      String group,
+      List<String> keys,
+      List<byte[]> contents,
+      List<String> properties) {
+    java.util.LinkedHashSet<String> distinct = new java.util.LinkedHashSet<>(keys);
+    String[] lockTexts = new String[distinct.size()];
+    int i = 0;
+    for (String key : distinct) {
+      lockTexts[i++] = lockText(ctx, group, key);
+    }
+    java.util.Arrays.sort(lockTexts);
+    var t = DSL.field(DSL.name("u", "t"), String.class);
+    dsl.select(
+            DSL.function(
+                "pg_advisory_xact_lock",
+                SQLDataType.OTHER,
+                DSL.function("hashtextextended", SQLDataType.BIGINT, t, DSL.val(LOCK_SEED))),
+            DSL.function("pg_notify", SQLDataType.OTHER, DSL.val(ctx.wakeChannel()), DSL.val("")))
+        .from(DSL.unnest(DSL.val(lockTexts, TEXT_ARRAY)).as("u", "t"))
+        .fetch();
+    lockKeyRows(dsl, group, distinct);
+    long[] ids = new long[keys.size()];
+    for (int from = 0; from < keys.size(); from += INSERT_CHUNK) {
+      int to = Math.min(keys.size(), from + INSERT_CHUNK);
+      var insert = dsl.insertInto(M.T, M.GROUP, M.KEY, M.CONTENT, M.PROPERTIES);
+      var values =
+          insert.values(group, keys.get(from), contents.get(from), jsonb(properties, from));
+      for (int j = from + 1; j < to; j++) {
+        values = values.values(group, keys.get(j), contents.get(j), jsonb(properties, j));
+      }
+      // Identity values are drawn in VALUES order: the ids sorted ascending are the input order.
+      long[] chunk =
+          values.returningResult(M.ID).fetch().stream()
+              .mapToLong(r -> r.value1())
+              .sorted()
+              .toArray();
+      if (chunk.length != to - from) {
+        throw new IllegalStateException(
+            "the insert returned " + chunk.length + " ids for " + (to - from) + " messages");
+      }
+      System.arraycopy(chunk, 0, ids, from, chunk.length);
+    }
+    return ids;
+  }
+
+  /** Messages per multi-row insert: 4 bind values each, far below PostgreSQL's 65,535. */
+  static final int INSERT_CHUNK = 1_000;
+
+  private static final long LOCK_SEED = 0x62616c616e636572L;
+  private static final org.jooq.DataType<String[]> TEXT_ARRAY = SQLDataType.CLOB.array();
+
+  private static JSONB jsonb(List<String> properties, int i) {
+    return JSONB.valueOf(properties.get(i));
+  }
+
+  /** The text hashed to the advisory lock id of a key's producers. */
+  private static String lockText(Schema.Ctx ctx, String group, String key) {
+    return ctx.lockPrefix() + group.length() + ":" + group + "/" + key;
+  }
+
+  /**
+   * Locks the rows of {@code keys} {@code FOR KEY SHARE}, creating the missing ones at the back of
+   * the rotation (in the order given) until every row is locked; a row a consumer deletes as empty
+   * in between is created again at the next attempt.
+   */
+  private static void lockKeyRows(DSLContext dsl, String group, java.util.Collection<String> keys) {
+    java.util.List<String> missing = new ArrayList<>(keys);
+    for (int attempt = 0; ; attempt++) {
+      java.util.Set<String> locked =
+          new java.util.HashSet<>(
+              dsl.select(P.KEY)
+                  .from(P.T)
+                  .where(P.GROUP.eq(group))
+                  .and(P.KEY.eq(DSL.any(DSL.val(missing.toArray(new String[0]), TEXT_ARRAY))))
+                  .forKeyShare()
+                  .fetch(P.KEY));
+      missing.removeIf(locked::contains);
+      if (missing.isEmpty()) {
+        return;
+      }
+      if (attempt >= MAX_KEY_ROW_ATTEMPTS) {
+        throw new IllegalStateException(
+            "could not create the rows of the keys after " + MAX_KEY_ROW_ATTEMPTS + " attempts");
+      }
+      var t = DSL.field(DSL.name("u", "t"), String.class);
+      var o = DSL.field(DSL.name("u", "o"), Long.class);
+      // The rotation is drawn in the subquery's order: new keys join in order of appearance.
+      var ordered =
+          DSL.select(t)
+              .from(
+                  DSL.unnest(DSL.val(missing.toArray(new String[0]), TEXT_ARRAY))
+                      .withOrdinality()
+                      .as("u", "t", "o"))
+              .orderBy(o)
+              .asTable("n", "k");
+      dsl.insertInto(P.T, P.GROUP, P.KEY, P.ROTATION)
+          .select(
+              DSL.select(
+                      DSL.val(group),
+                      DSL.field(DSL.name("n", "k"), String.class),
+                      Schema.ROTATION.nextval())
+                  .from(ordered))
+          .onConflictDoNothing()
+          .execute();
+    }
   }
 
   /** Keys of the group. */

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -28,10 +29,12 @@ class ReadmeSnippetsIT {
   /** The downstream system of the snippet: records what it was sent. */
   static final class Downstream {
     final List<String> sent = new ArrayList<>();
+    int refuse;
 
+    /** Takes the content, unless it is still to refuse some. */
     boolean send(byte[] content) {
       sent.add(new String(content, StandardCharsets.UTF_8));
-      return true;
+      return refuse-- <= 0;
     }
   }
 
@@ -54,5 +57,33 @@ class ReadmeSnippetsIT {
     PumpTester.builder(dataSource, tenants.driver(handler).build()).build().drainUntilIdle();
     assertThat(downstream.sent).containsExactly("hello");
     assertThat(tenants.messageCount()).isZero();
+  }
+
+  /** The "Coming from balancer-core" snippet: Requeue with a retry counter, then Ok. */
+  @Test
+  void theBalancerCoreSnippetRuns(TestDatabase db) {
+    DataSource dataSource = db.dataSource();
+    Balancer.migrate(dataSource);
+    Downstream downstream = new Downstream();
+    downstream.refuse = 2;
+    // README:balancercore begin
+    // spotless:off
+    MessageBalancer accounts = MessageBalancer.create(dataSource, "A"); // no init(): nothing to load
+    accounts.storeMessage("x", "x1".getBytes(StandardCharsets.UTF_8), Map.of("retry", 0));
+    BalancedHandler retrying = (message, ctx) -> {
+      int retry = ((Number) message.properties().getOrDefault("retry", 0)).intValue();
+      if (downstream.send(message.content()) || retry > 3) {
+        return Result.ok();                                // {type: 'Ok'}
+      }
+      return Result.requeue(Map.of("retry", retry + 1));   // {type: 'Requeue', update: {properties}}
+    };
+    MessagePump consumers = MessagePump.builder(dataSource).name("A")  // the processNextMessage loops
+        .driver(accounts.driver(retrying).lockPartition(true).build()).workers(10).build();
+    // spotless:on
+    // README:balancercore end
+    consumers.close(); // never started: the tester runs the same driver synchronously
+    PumpTester.builder(dataSource, accounts.driver(retrying).build()).build().drainUntilIdle();
+    assertThat(downstream.sent).containsExactly("x1", "x1", "x1");
+    assertThat(accounts.messageCount()).isZero();
   }
 }
