@@ -315,9 +315,10 @@ final class DeliveryRunner {
     try {
       PumpMetrics.Result r;
       if (cause == null) {
-        String reason = ((Outcome.Busy) outcome).reason();
-        log.debug("{}: busy ({}), retry in {}", pumpName, reason, backoff.base());
-        driver.postpone(tx, d, failures, backoff.base());
+        Outcome.Busy busy = (Outcome.Busy) outcome;
+        Duration delay = RetryAfter.delay(busy.retryAfter(), backoff);
+        log.debug("{}: busy ({}), retry in {}", pumpName, busy.reason(), delay);
+        driver.postpone(tx, d, failures, delay);
         r = PumpMetrics.Result.BUSY;
       } else if (failures >= maxFailures) {
         r = park(tx, d, failures, cause);
@@ -354,7 +355,9 @@ final class DeliveryRunner {
             tx,
             d,
             failures,
-            cause == null ? backoff.base() : backoff.delay(failures, ThreadLocalRandom.current()));
+            cause == null
+                ? RetryAfter.delay(((Outcome.Busy) outcome).retryAfter(), backoff)
+                : backoff.delay(failures, ThreadLocalRandom.current()));
         return cause == null ? PumpMetrics.Result.BUSY : PumpMetrics.Result.FAILED;
       } catch (SQLException | RuntimeException again) {
         return recordingFailed(d, cause, again, batch, isConnectionLost(again, guard.target()));
@@ -384,7 +387,8 @@ final class DeliveryRunner {
           ? o
           : Outcome.failed(new IllegalStateException(driver.name() + " returned no outcome"));
     } catch (BusyException e) {
-      return Outcome.busy(e.getMessage() == null ? "busy" : e.getMessage());
+      return new Outcome.Busy(
+          e.getMessage() == null ? "busy" : e.getMessage(), e.retryAfter().orElse(null));
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       if (stopping) {
