@@ -158,6 +158,28 @@ public final class MessagePump implements AutoCloseable {
     }
   }
 
+  /**
+   * Stops acquiring in this process until {@link #resume()}: batches already running finish and
+   * commit; no new transaction is opened. Works before {@link #start()} too (the pump then starts
+   * paused). To stop every process acquiring a command type, use the cluster-wide pause of the
+   * driver ({@code CommandQueue.pauseType}).
+   */
+  public void pause() {
+    dispatcher.pause();
+    log.info("{}: paused", name);
+  }
+
+  /** Acquires again after {@link #pause()}, at once. */
+  public void resume() {
+    dispatcher.resume();
+    log.info("{}: resumed", name);
+  }
+
+  /** True between {@link #pause()} and {@link #resume()}. */
+  public boolean isPaused() {
+    return dispatcher.isPaused();
+  }
+
   /** Ends the current idle wait at once (there may be new work). */
   public void wake() {
     dispatcher.wake();
