@@ -73,6 +73,7 @@ final class DeliveryRunner {
   private final Backoff backoff;
   private final int maxFailures;
   private final PumpMetrics metrics;
+  private final HandlerTimeouts timeouts;
   private volatile boolean stopping;
   private volatile boolean parkUnsupportedLogged;
   private volatile boolean checkDeferredConstraints;
@@ -87,6 +88,18 @@ final class DeliveryRunner {
       Backoff backoff,
       int maxFailures,
       PumpMetrics metrics) {
+    this(pumpName, dataSource, driver, backoff, maxFailures, metrics, HandlerTimeouts.NONE);
+  }
+
+  DeliveryRunner(
+      String pumpName,
+      DataSource dataSource,
+      Driver driver,
+      Backoff backoff,
+      int maxFailures,
+      PumpMetrics metrics,
+      HandlerTimeouts timeouts) {
+    this.timeouts = timeouts;
     this.pumpName = pumpName;
     this.dataSource = dataSource;
     this.driver = driver;
@@ -223,10 +236,20 @@ final class DeliveryRunner {
     try {
       guard.arm();
       Outcome outcome;
+      HandlerTimeoutException timedOut;
+      HandlerTimeouts.Watch watch = timeouts.start(d.messageType(), guard.target());
       try {
         outcome = handle(guard, handlerTx, d);
       } finally {
+        timedOut = watch.finish();
         guard.disarm();
+      }
+      if (timedOut != null) {
+        // The connection is aborted: the transaction is gone on the server with everything of this
+        // batch. The delivery's failure is counted in a fresh transaction (see run()).
+        batch.culprit = d;
+        batch.culpritCause = timedOut;
+        return PumpMetrics.Result.ABANDONED;
       }
       if (outcome == null) {
         batch.connectionLost = true;
