@@ -111,7 +111,8 @@ class ArchitectureTest {
 
   @Test
   void internalPackagesStayInsideTheirModule() {
-    for (String module : new String[] {"commands", "eventstream", "balancer"}) {
+    for (String module :
+        new String[] {"commands", "eventstream", "balancer", "resilience4j"}) {
       noClasses()
           .that()
           .resideOutsideOfPackage("org.messagepump." + module + "..")
