@@ -111,8 +111,7 @@ class ArchitectureTest {
 
   @Test
   void internalPackagesStayInsideTheirModule() {
-    for (String module :
-        new String[] {"commands", "eventstream", "balancer", "resilience4j"}) {
+    for (String module : new String[] {"commands", "eventstream", "balancer", "resilience4j"}) {
       noClasses()
           .that()
           .resideOutsideOfPackage("org.messagepump." + module + "..")

@@ -300,7 +300,10 @@ public final class CommandQueue {
   /** The types paused cluster-wide, by name. */
   public List<PausedType> pausedTypes() {
     return Transactions.inNew(
-        dataSource, "listing paused command types", tx -> PauseQueries.list(tx.dsl(), tables));
+            dataSource, "listing paused command types", tx -> PauseQueries.list(tx.dsl(), tables))
+        .stream()
+        .map(r -> new PausedType(r.type(), r.pausedAt(), r.reason()))
+        .toList();
   }
 
   /** Operations on parked commands: list, retry, discard. */

@@ -8,7 +8,6 @@ import java.util.ArrayList;
 import java.util.List;
 import org.jooq.DSLContext;
 import org.jooq.Record;
-import org.messagepump.commands.PausedType;
 
 /** The SQL of the cluster-wide pauses of command types (table {@code paused_types}, V2). */
 public final class PauseQueries {
@@ -30,15 +29,18 @@ public final class PauseQueries {
     return dsl.deleteFrom(t.pausedTypes).where(MESSAGE_TYPE.eq(type)).execute() == 1;
   }
 
+  /** One row of {@code paused_types}. */
+  public record Row(String type, java.time.Instant pausedAt, String reason) {}
+
   /** The paused types, by name. */
-  public static List<PausedType> list(DSLContext dsl, CommandTables t) {
-    List<PausedType> out = new ArrayList<>();
+  public static List<Row> list(DSLContext dsl, CommandTables t) {
+    List<Row> out = new ArrayList<>();
     for (Record r :
         dsl.select(MESSAGE_TYPE, PAUSED_AT, REASON)
             .from(t.pausedTypes)
             .orderBy(MESSAGE_TYPE)
             .fetch()) {
-      out.add(new PausedType(r.get(MESSAGE_TYPE), r.get(PAUSED_AT), r.get(REASON)));
+      out.add(new Row(r.get(MESSAGE_TYPE), r.get(PAUSED_AT), r.get(REASON)));
     }
     return out;
   }
