@@ -111,7 +111,8 @@ class ArchitectureTest {
 
   @Test
   void internalPackagesStayInsideTheirModule() {
-    for (String module : new String[] {"commands", "eventstream", "balancer", "spring.boot"}) {
+    for (String module :
+        new String[] {"commands", "eventstream", "balancer", "spring.boot", "resilience4j"}) {
       noClasses()
           .that()
           .resideOutsideOfPackage("org.messagepump." + module + "..")

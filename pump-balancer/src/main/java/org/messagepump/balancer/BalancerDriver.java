@@ -367,7 +367,7 @@ public final class BalancerDriver implements Driver {
       return Outcome.HANDLED;
     }
     if (result instanceof Result.Busy b) {
-      return Outcome.busy(b.reason());
+      return new Outcome.Busy(b.reason(), b.retryAfter());
     }
     return Outcome.failed(((Result.Failed) result).cause());
   }

@@ -26,10 +26,20 @@ public sealed interface Result {
     }
   }
 
-  /** The target is temporarily unavailable: the key keeps its place and is retried soon. */
-  record Busy(String reason) implements Result {
+  /**
+   * The target is temporarily unavailable: the key keeps its place and is retried after {@code
+   * retryAfter} (at least the pump's backoff base, at most its cap), or after the backoff base when
+   * {@code retryAfter} is null. No failure is counted.
+   */
+  record Busy(String reason, Duration retryAfter) implements Result {
     public Busy {
       Objects.requireNonNull(reason, "reason");
+      org.messagepump.core.RetryAfter.check(retryAfter);
+    }
+
+    /** Busy, retried after the backoff base. */
+    public Busy(String reason) {
+      this(reason, null);
     }
   }
 
@@ -78,6 +88,11 @@ public sealed interface Result {
   /** Busy with a reason. */
   static Result busy(String reason) {
     return new Busy(reason);
+  }
+
+  /** Busy, retried after {@code retryAfter} (bounded by the pump's backoff base and cap). */
+  static Result busy(String reason, Duration retryAfter) {
+    return new Busy(reason, Objects.requireNonNull(retryAfter, "retryAfter"));
   }
 
   /** Failed with a cause. */

@@ -22,6 +22,8 @@ import picocli.CommandLine.Command;
       DeadLettersCommand.class,
       CheckpointsCommand.class,
       BalancerCommand.class,
+      PauseCommand.Pause.class,
+      PauseCommand.Resume.class,
       BenchCommand.class,
       ConsoleCommand.class,
       CommandLine.HelpCommand.class

@@ -11,6 +11,7 @@ import java.util.concurrent.Callable;
 import javax.sql.DataSource;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.GroupStats;
+import org.messagepump.commands.PausedType;
 import org.messagepump.commands.QueueDepth;
 import org.messagepump.eventstream.Checkpoint;
 import org.messagepump.eventstream.EventHandlers;
@@ -69,6 +70,15 @@ final class StatusCommand implements Callable<Integer> {
     commands.put("delayed", depth.delayed());
     commands.put("deadLetters", depth.deadLetters());
     commands.put("byType", byType);
+    List<Object> paused = new ArrayList<>();
+    for (PausedType p : Stores.commands(ds).pausedTypes()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("type", p.type());
+      m.put("pausedAt", p.pausedAt().toString());
+      m.put("reason", p.reason());
+      paused.add(m);
+    }
+    commands.put("pausedTypes", paused);
     status.put("commands", commands);
 
     EventHandlers handlers = Stores.events(ds).handlers();
@@ -131,6 +141,16 @@ final class StatusCommand implements Callable<Integer> {
     ((Map<String, Map<String, Object>>) commands.get("byType"))
         .forEach((t, d) -> types.row(t, d.get("due"), d.get("delayed"), d.get("deadLetters")));
     types.print(out);
+    List<Map<String, Object>> paused = (List<Map<String, Object>>) commands.get("pausedTypes");
+    if (!paused.isEmpty()) {
+      out.println("Paused command types (no pump acquires them; `pump resume TYPE`):");
+      Table pausedTable = new Table("type", "paused at", "reason");
+      for (Map<String, Object> p : paused) {
+        pausedTable.row(
+            p.get("type"), p.get("pausedAt"), p.get("reason") == null ? "" : p.get("reason"));
+      }
+      pausedTable.print(out);
+    }
     out.println();
     out.println("Event handlers:");
     Table handlers =

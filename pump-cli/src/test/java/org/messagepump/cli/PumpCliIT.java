@@ -185,6 +185,31 @@ class PumpCliIT {
   }
 
   @Test
+  @Order(4)
+  void pauseAndResumeACommandTypeShowInStatus() throws Exception {
+    Result pause = runOnDb("pause", "ops.Probe", "--reason", "downstream maintenance");
+    assertThat(pause.code()).as(pause.err()).isZero();
+    assertThat(pause.out()).contains("paused command type ops.Probe");
+    assertThat(db.queryLong("SELECT count(*) FROM commandqueue.paused_types")).isOne();
+    JsonNode status = new ObjectMapper().readTree(runOnDb("status", "--json").out());
+    JsonNode paused = status.path("commands").path("pausedTypes");
+    assertThat(paused).hasSize(1);
+    assertThat(paused.get(0).path("type").asText()).isEqualTo("ops.Probe");
+    assertThat(paused.get(0).path("reason").asText()).isEqualTo("downstream maintenance");
+    assertThat(runOnDb("status").out()).contains("Paused command types", "downstream maintenance");
+    Result again = runOnDb("pause", "ops.Probe");
+    assertThat(again.out()).contains("already paused");
+    Result resume = runOnDb("resume", "ops.Probe");
+    assertThat(resume.code()).as(resume.err()).isZero();
+    assertThat(resume.out()).contains("resumed command type ops.Probe");
+    assertThat(db.queryLong("SELECT count(*) FROM commandqueue.paused_types")).isZero();
+    assertThat(runOnDb("status").out()).doesNotContain("Paused command types");
+    Result bad = runOnDb("pause", "");
+    assertThat(bad.code()).isEqualTo(2);
+    assertThat(bad.err()).contains("type");
+  }
+
+  @Test
   @Order(5)
   void checkpointOperationsChangeWhatTheySay() {
     long streams =

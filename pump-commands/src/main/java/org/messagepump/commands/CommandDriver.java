@@ -17,6 +17,7 @@ import org.messagepump.core.Inputs;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.UnknownMessageTypeException;
+import org.messagepump.core.spi.AcquisitionGate;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.MessageCodec;
@@ -130,6 +131,19 @@ public final class CommandDriver implements Driver {
       return List.of();
     }
     return claim.run(tx.connection(), nextTurn(), max);
+  }
+
+  /**
+   * Acquires only commands of the types {@code gate} admits (a circuit breaker's or bulkhead's
+   * gate); when it admits none, no statement is sent. Types paused cluster-wide ({@link
+   * CommandQueue#pauseType}) are skipped by the claim statement itself.
+   */
+  @Override
+  public List<Delivery> acquire(Tx tx, int max, AcquisitionGate gate) throws SQLException {
+    if (max < 1 || claim == null) {
+      return List.of();
+    }
+    return claim.run(tx.connection(), nextTurn(), max, gate);
   }
 
   /**

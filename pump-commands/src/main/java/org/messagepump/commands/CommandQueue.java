@@ -11,6 +11,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
+import org.messagepump.commands.internal.PauseQueries;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Meters;
@@ -268,6 +269,41 @@ public final class CommandQueue {
         (type, c) ->
             byType.put(type, new QueueDepth.TypeDepth(c.due(), c.delayed(), c.deadLetters())));
     return new QueueDepth(byType);
+  }
+
+  /**
+   * Pauses {@code type} cluster-wide: from the next poll on, no pump of any process acquires
+   * commands of that type (the claim statement skips it; commands already being handled finish).
+   * Enqueueing goes on. Returns true when the type was not paused yet. A type name that is null,
+   * empty, holds NUL or is over {@link Limits#MAX_KEY_BYTES} bytes, or a reason over {@link
+   * Limits#MAX_REASON_CHARS} UTF-8 bytes, is refused with {@link IllegalArgumentException} before
+   * anything is sent.
+   */
+  public boolean pauseType(String type, String reason) {
+    Inputs.key("type", type);
+    if (reason != null) {
+      Inputs.text("reason", reason, Limits.MAX_REASON_CHARS);
+    }
+    return Transactions.inNew(
+        dataSource,
+        "pausing a command type",
+        tx -> PauseQueries.pause(tx.dsl(), tables, type, reason));
+  }
+
+  /** Resumes a type paused with {@link #pauseType}; true when it was paused. */
+  public boolean resumeType(String type) {
+    Inputs.key("type", type);
+    return Transactions.inNew(
+        dataSource, "resuming a command type", tx -> PauseQueries.resume(tx.dsl(), tables, type));
+  }
+
+  /** The types paused cluster-wide, by name. */
+  public List<PausedType> pausedTypes() {
+    return Transactions.inNew(
+            dataSource, "listing paused command types", tx -> PauseQueries.list(tx.dsl(), tables))
+        .stream()
+        .map(r -> new PausedType(r.type(), r.pausedAt(), r.reason()))
+        .toList();
   }
 
   /** Operations on parked commands: list, retry, discard. */

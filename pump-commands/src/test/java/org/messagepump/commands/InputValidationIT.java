@@ -160,8 +160,8 @@ class InputValidationIT {
         .containsExactly(
             "GRANT USAGE ON SCHEMA \"commandqueue\" TO \"app\"\"role\"",
             "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE \"commandqueue\".\"commands\","
-                + " \"commandqueue\".\"idempotency_keys\", \"commandqueue\".\"dead_letters\""
-                + " TO \"app\"\"role\"");
+                + " \"commandqueue\".\"idempotency_keys\", \"commandqueue\".\"dead_letters\","
+                + " \"commandqueue\".\"paused_types\" TO \"app\"\"role\"");
   }
 
   @Test

@@ -73,6 +73,7 @@ final class DeliveryRunner {
   private final Backoff backoff;
   private final int maxFailures;
   private final PumpMetrics metrics;
+  private final HandlerTimeouts timeouts;
   private volatile boolean stopping;
   private volatile boolean parkUnsupportedLogged;
   private volatile boolean checkDeferredConstraints;
@@ -87,6 +88,18 @@ final class DeliveryRunner {
       Backoff backoff,
       int maxFailures,
       PumpMetrics metrics) {
+    this(pumpName, dataSource, driver, backoff, maxFailures, metrics, HandlerTimeouts.NONE);
+  }
+
+  DeliveryRunner(
+      String pumpName,
+      DataSource dataSource,
+      Driver driver,
+      Backoff backoff,
+      int maxFailures,
+      PumpMetrics metrics,
+      HandlerTimeouts timeouts) {
+    this.timeouts = timeouts;
     this.pumpName = pumpName;
     this.dataSource = dataSource;
     this.driver = driver;
@@ -223,10 +236,20 @@ final class DeliveryRunner {
     try {
       guard.arm();
       Outcome outcome;
+      HandlerTimeoutException timedOut;
+      HandlerTimeouts.Watch watch = timeouts.start(d.messageType(), guard.target());
       try {
         outcome = handle(guard, handlerTx, d);
       } finally {
+        timedOut = watch.finish();
         guard.disarm();
+      }
+      if (timedOut != null) {
+        // The connection is aborted: the transaction is gone on the server with everything of this
+        // batch. The delivery's failure is counted in a fresh transaction (see run()).
+        batch.culprit = d;
+        batch.culpritCause = timedOut;
+        return PumpMetrics.Result.ABANDONED;
       }
       if (outcome == null) {
         batch.connectionLost = true;
@@ -315,9 +338,10 @@ final class DeliveryRunner {
     try {
       PumpMetrics.Result r;
       if (cause == null) {
-        String reason = ((Outcome.Busy) outcome).reason();
-        log.debug("{}: busy ({}), retry in {}", pumpName, reason, backoff.base());
-        driver.postpone(tx, d, failures, backoff.base());
+        Outcome.Busy busy = (Outcome.Busy) outcome;
+        Duration delay = RetryAfter.delay(busy.retryAfter(), backoff);
+        log.debug("{}: busy ({}), retry in {}", pumpName, busy.reason(), delay);
+        driver.postpone(tx, d, failures, delay);
         r = PumpMetrics.Result.BUSY;
       } else if (failures >= maxFailures) {
         r = park(tx, d, failures, cause);
@@ -354,7 +378,9 @@ final class DeliveryRunner {
             tx,
             d,
             failures,
-            cause == null ? backoff.base() : backoff.delay(failures, ThreadLocalRandom.current()));
+            cause == null
+                ? RetryAfter.delay(((Outcome.Busy) outcome).retryAfter(), backoff)
+                : backoff.delay(failures, ThreadLocalRandom.current()));
         return cause == null ? PumpMetrics.Result.BUSY : PumpMetrics.Result.FAILED;
       } catch (SQLException | RuntimeException again) {
         return recordingFailed(d, cause, again, batch, isConnectionLost(again, guard.target()));
@@ -384,7 +410,8 @@ final class DeliveryRunner {
           ? o
           : Outcome.failed(new IllegalStateException(driver.name() + " returned no outcome"));
     } catch (BusyException e) {
-      return Outcome.busy(e.getMessage() == null ? "busy" : e.getMessage());
+      return new Outcome.Busy(
+          e.getMessage() == null ? "busy" : e.getMessage(), e.retryAfter().orElse(null));
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       if (stopping) {

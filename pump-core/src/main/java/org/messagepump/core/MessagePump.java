@@ -81,6 +81,7 @@ public final class MessagePump implements AutoCloseable {
   private final int workerCount;
   private final WorkerScheduler dispatcher;
   private final DeliveryRunner runner;
+  private final HandlerTimeouts timeouts;
   private final WakeListener listener;
   private Thread listenerThread;
   private final ExecutorService workers;
@@ -100,7 +101,13 @@ public final class MessagePump implements AutoCloseable {
     this.workers =
         Executors.newFixedThreadPool(
             b.workers, r -> named(r, "pump-" + name + "-worker-" + workerIds.incrementAndGet()));
-    this.runner = new DeliveryRunner(name, b.dataSource, b.driver, backoff, b.maxFailures, metrics);
+    this.timeouts =
+        b.handlerTimeout == null && b.typeTimeouts.isEmpty()
+            ? HandlerTimeouts.NONE
+            : new HandlerTimeouts(
+                name, b.dataSource, b.handlerTimeout, b.typeTimeouts, b.threadFactory);
+    this.runner =
+        new DeliveryRunner(name, b.dataSource, b.driver, backoff, b.maxFailures, metrics, timeouts);
     this.dispatcher =
         new WorkerScheduler(
             name,
@@ -167,6 +174,28 @@ public final class MessagePump implements AutoCloseable {
     return isRunning() ? dispatcher.health() : PumpHealth.stopped();
   }
 
+  /**
+   * Stops acquiring in this process until {@link #resume()}: batches already running finish and
+   * commit; no new transaction is opened. Works before {@link #start()} too (the pump then starts
+   * paused). To stop every process acquiring a command type, use the cluster-wide pause of the
+   * driver ({@code CommandQueue.pauseType}).
+   */
+  public void pause() {
+    dispatcher.pause();
+    log.info("{}: paused", name);
+  }
+
+  /** Acquires again after {@link #pause()}, at once. */
+  public void resume() {
+    dispatcher.resume();
+    log.info("{}: resumed", name);
+  }
+
+  /** True between {@link #pause()} and {@link #resume()}. */
+  public boolean isPaused() {
+    return dispatcher.isPaused();
+  }
+
   /** Ends the current idle wait at once (there may be new work). */
   public void wake() {
     dispatcher.wake();
@@ -216,6 +245,7 @@ public final class MessagePump implements AutoCloseable {
     if (dispatcherThread != null && dispatcherThread.isAlive()) {
       dispatcherThread.interrupt();
     }
+    timeouts.shutdown();
     log.info("{}: closed{}", name, drained ? "" : " (some workers were still stopping)");
   }
 
@@ -261,6 +291,8 @@ public final class MessagePump implements AutoCloseable {
     private ThreadFactory threadFactory = Executors.defaultThreadFactory();
     private MeterRegistry meterRegistry;
     private boolean notifications = DEFAULT_NOTIFICATIONS;
+    private Duration handlerTimeout;
+    private final java.util.Map<String, Duration> typeTimeouts = new java.util.HashMap<>();
 
     private Builder(DataSource dataSource) {
       this.dataSource = dataSource;
@@ -376,6 +408,28 @@ public final class MessagePump implements AutoCloseable {
      */
     public Builder notifications(boolean notifications) {
       this.notifications = notifications;
+      return this;
+    }
+
+    /**
+     * The longest a handler may run (none by default). At expiry the pump interrupts the handler
+     * and aborts its connection: the delivery's transaction is rolled back on the server, so
+     * nothing the handler wrote commits, and the pool discards the connection. The delivery is
+     * counted as failed (in a fresh transaction; parked at {@code maxFailures}); other deliveries
+     * of the same batch return uncounted. Positive, at most {@link Limits#MAX_DELAY}.
+     */
+    public Builder handlerTimeout(Duration timeout) {
+      this.handlerTimeout = positive("handlerTimeout", timeout);
+      return this;
+    }
+
+    /**
+     * The handler timeout of one message type (command type, event type or balancer group's
+     * messages as the driver names them), overriding {@link #handlerTimeout(Duration)}.
+     */
+    public Builder handlerTimeout(String messageType, Duration timeout) {
+      Inputs.key("messageType", messageType);
+      typeTimeouts.put(messageType, positive("handlerTimeout of " + messageType, timeout));
       return this;
     }
 

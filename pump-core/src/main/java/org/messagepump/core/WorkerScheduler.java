@@ -58,6 +58,7 @@ final class WorkerScheduler implements Runnable {
   private String lastError;
   private static final long STATE_LOG_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
   private volatile boolean running = true;
+  private volatile boolean paused;
 
   WorkerScheduler(
       String pumpName,
@@ -108,11 +109,15 @@ final class WorkerScheduler implements Runnable {
     synchronized (signal) {
       while (running) {
         long left = pausedUntil - System.nanoTime();
-        if (left <= 0) {
+        if (left <= 0 && !paused) {
           return true;
         }
         try {
-          TimeUnit.NANOSECONDS.timedWait(signal, left);
+          if (paused) {
+            signal.wait(); // until resume() or stop()
+          } else {
+            TimeUnit.NANOSECONDS.timedWait(signal, left);
+          }
         } catch (InterruptedException e) {
           running = false;
         }
@@ -129,7 +134,7 @@ final class WorkerScheduler implements Runnable {
   private void poll(long wakeMark) {
     try {
       long mark = wakeMark;
-      while (running) {
+      while (running && !paused) {
         Turn turn = pollOnce(mark);
         if (turn == Turn.ABANDONED) {
           backOffAfterAbandon();
@@ -300,6 +305,31 @@ final class WorkerScheduler implements Runnable {
       }
       signal.notifyAll();
     }
+  }
+
+  /**
+   * Stops handing out polls until {@link #resume()}; a worker ends its turn after its current batch
+   * (which commits as usual). The pump's transactions are not interrupted.
+   */
+  void pause() {
+    synchronized (signal) {
+      paused = true;
+      signal.notifyAll();
+    }
+  }
+
+  /** Hands out polls again after {@link #pause()}. */
+  void resume() {
+    synchronized (signal) {
+      paused = false;
+      pausedUntil = 0;
+      signal.notifyAll();
+    }
+  }
+
+  /** True between {@link #pause()} and {@link #resume()}. */
+  boolean isPaused() {
+    return paused;
   }
 
   /** Stops handing out polls; polls already running finish. */

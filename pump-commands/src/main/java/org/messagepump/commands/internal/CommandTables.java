@@ -33,7 +33,7 @@ public final class CommandTables {
 
   /** The table names, in the order {@code grantStatements} lists them. */
   public static final java.util.List<String> TABLE_NAMES =
-      java.util.List.of("commands", "idempotency_keys", "dead_letters");
+      java.util.List.of("commands", "idempotency_keys", "dead_letters", "paused_types");
 
   private static final CommandTables DEFAULT = new CommandTables(SCHEMA);
 
@@ -48,11 +48,15 @@ public final class CommandTables {
   /** Parked commands. */
   public final Table<Record> deadLetters;
 
+  /** Command types paused cluster-wide (V2). */
+  public final Table<Record> pausedTypes;
+
   private CommandTables(String schema) {
     this.schema = schema;
     this.commands = DSL.table(DSL.name(schema, "commands"));
     this.idempotencyKeys = DSL.table(DSL.name(schema, "idempotency_keys"));
     this.deadLetters = DSL.table(DSL.name(schema, "dead_letters"));
+    this.pausedTypes = DSL.table(DSL.name(schema, "paused_types"));
   }
 
   /** The tables of {@code schema}, validated by {@link #schemaName}. */
@@ -130,6 +134,13 @@ public final class CommandTables {
   /** Column {@code parked_at} of dead letters. */
   public static final Field<Instant> PARKED_AT =
       DSL.field(DSL.name("parked_at"), SQLDataType.INSTANT);
+
+  /** Column {@code paused_at} of paused types. */
+  public static final Field<Instant> PAUSED_AT =
+      DSL.field(DSL.name("paused_at"), SQLDataType.INSTANT);
+
+  /** Column {@code reason} of paused types. */
+  public static final Field<String> REASON = DSL.field(DSL.name("reason"), SQLDataType.CLOB);
 
   /** {@code clock_timestamp()}: the database clock now, for times processes agree on. */
   public static final Field<Instant> CLOCK_TIMESTAMP = DatabaseClock.now();

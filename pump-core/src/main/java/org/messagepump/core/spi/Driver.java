@@ -25,6 +25,16 @@ public interface Driver {
   List<Delivery> acquire(Tx tx, int max) throws SQLException;
 
   /**
+   * As {@link #acquire(Tx, int)}, acquiring only work the {@code gate} admits (for the command
+   * queue: of the message types it admits). A driver that can filter overrides this; the default
+   * ignores the gate, and whoever made the gate must then refuse what it would not have admitted
+   * when it is handled (Busy with a retry-after).
+   */
+  default List<Delivery> acquire(Tx tx, int max, AcquisitionGate gate) throws SQLException {
+    return acquire(tx, max);
+  }
+
+  /**
    * Handles one delivery inside a savepoint of {@code tx} (set lazily, just before the first
    * statement sent through {@code tx}: a delivery that sends none costs no savepoint). On {@link
    * Outcome.Handled} the driver has done its bookkeeping (delete the message, advance the

@@ -38,6 +38,11 @@ public class ForwardingDriver implements Driver {
   }
 
   @Override
+  public List<Delivery> acquire(Tx tx, int max, AcquisitionGate gate) throws SQLException {
+    return delegate.acquire(tx, max, gate);
+  }
+
+  @Override
   public Outcome handle(Tx tx, Delivery delivery) throws Exception {
     return delegate.handle(tx, delivery);
   }

@@ -1,0 +1,128 @@
+package org.messagepump.opentelemetry;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.context.Scope;
+import io.opentelemetry.sdk.testing.junit5.OpenTelemetryExtension;
+import io.opentelemetry.sdk.trace.data.SpanData;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.EnqueueOptions;
+import org.messagepump.core.JsonMessageCodec;
+import org.messagepump.core.MessageTypes;
+import org.messagepump.core.PumpTester;
+import org.messagepump.testkit.PostgresExtension;
+
+/** Trace context from enqueue to handler, through the pump's real poll path (PumpTester). */
+@ExtendWith(PostgresExtension.class)
+class PumpTracingIT {
+
+  @RegisterExtension static final OpenTelemetryExtension otel = OpenTelemetryExtension.create();
+
+  private static final byte[] BODY = "{}".getBytes(StandardCharsets.UTF_8);
+
+  private CommandQueue queue;
+  private DataSource ds;
+
+  @BeforeEach
+  void setUp(DataSource ds) {
+    this.ds = ds;
+    CommandQueue.migrate(ds);
+    queue = CommandQueue.create(ds, JsonMessageCodec.of(MessageTypes.builder().build()));
+  }
+
+  @Test
+  void theHandlerRunsInAConsumerSpanOfTheProducersTrace() {
+    PumpTracing tracing = PumpTracing.create(otel.getOpenTelemetry());
+    Span producer = otel.getOpenTelemetry().getTracer("test").spanBuilder("checkout").startSpan();
+    String messageId;
+    try (Scope s = producer.makeCurrent()) {
+      Map<String, String> headers = tracing.withTraceHeaders(Map.of("tenant", "acme"));
+      assertThat(headers).containsKeys("traceparent", "tenant");
+      messageId =
+          queue
+              .enqueueRaw(
+                  "billing.Charge",
+                  BODY,
+                  EnqueueOptions.defaults().withHeaders(headers).withCorrelationId("order-7"))
+              .messageId()
+              .toString();
+    } finally {
+      producer.end();
+    }
+    AtomicReference<String> traceInHandler = new AtomicReference<>();
+    CommandHandlers handlers =
+        CommandHandlers.builder()
+            .onRaw(
+                "billing.Charge",
+                (b, ctx) -> traceInHandler.set(Span.current().getSpanContext().getTraceId()))
+            .build();
+    List<PumpTester.Result> r =
+        PumpTester.builder(ds, tracing.wrap(queue.driver(handlers))).build().runOnce();
+    assertThat(r).extracting(PumpTester.Result::kind).containsExactly(PumpTester.Kind.HANDLED);
+
+    String traceId = producer.getSpanContext().getTraceId();
+    assertThat(traceInHandler.get()).isEqualTo(traceId); // the span is current in the handler
+    SpanData consumer =
+        otel.getSpans().stream().filter(s -> s.getKind() == SpanKind.CONSUMER).findFirst().get();
+    assertThat(consumer.getName()).isEqualTo("process billing.Charge");
+    assertThat(consumer.getTraceId()).isEqualTo(traceId);
+    assertThat(consumer.getParentSpanId()).isEqualTo(producer.getSpanContext().getSpanId());
+    assertThat(consumer.getLinks())
+        .extracting(l -> l.getSpanContext().getSpanId())
+        .containsExactly(producer.getSpanContext().getSpanId());
+    assertThat(consumer.getAttributes().get(TracingDriver.SYSTEM)).isEqualTo("messagepump");
+    assertThat(consumer.getAttributes().get(TracingDriver.OPERATION_TYPE)).isEqualTo("process");
+    assertThat(consumer.getAttributes().get(TracingDriver.DESTINATION)).isEqualTo("billing.Charge");
+    assertThat(consumer.getAttributes().get(TracingDriver.MESSAGE_ID)).isEqualTo(messageId);
+    assertThat(consumer.getAttributes().get(TracingDriver.CONVERSATION_ID)).isEqualTo("order-7");
+    assertThat(consumer.getAttributes().get(TracingDriver.ATTEMPT)).isEqualTo(1L);
+    assertThat(consumer.getStatus().getStatusCode()).isNotEqualTo(StatusCode.ERROR);
+  }
+
+  @Test
+  void aFailureIsRecordedOnItsSpanWithTheAttempt() {
+    PumpTracing tracing = PumpTracing.create(otel.getOpenTelemetry());
+    queue.enqueueRaw("billing.Refund", BODY, EnqueueOptions.defaults());
+    CommandHandlers handlers =
+        CommandHandlers.builder()
+            .onRaw(
+                "billing.Refund",
+                (b, ctx) -> {
+                  throw new IllegalStateException("refund rejected");
+                })
+            .build();
+    PumpTester tester =
+        PumpTester.builder(ds, tracing.wrap(queue.driver(handlers)))
+            .maxFailures(2)
+            .backoff(Duration.ofNanos(1_000), Duration.ofNanos(1_000))
+            .build();
+    assertThat(tester.drainUntilIdle())
+        .extracting(PumpTester.Result::kind)
+        .containsExactly(PumpTester.Kind.FAILED, PumpTester.Kind.PARKED);
+    List<SpanData> spans =
+        otel.getSpans().stream().filter(s -> s.getName().equals("process billing.Refund")).toList();
+    assertThat(spans).hasSize(2);
+    assertThat(spans)
+        .extracting(s -> s.getAttributes().get(TracingDriver.ATTEMPT))
+        .containsExactly(1L, 2L);
+    for (SpanData s : spans) {
+      assertThat(s.getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);
+      assertThat(s.getEvents()).anyMatch(e -> e.getName().equals("exception"));
+      assertThat(s.getParentSpanContext().isValid()).isFalse(); // no producer context: a root
+    }
+  }
+}

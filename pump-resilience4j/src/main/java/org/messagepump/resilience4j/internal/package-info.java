@@ -1,0 +1,2 @@
+/** Internals of pump-resilience4j: per-key guard state. Not API. */
+package org.messagepump.resilience4j.internal;
