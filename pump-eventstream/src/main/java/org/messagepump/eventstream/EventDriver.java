@@ -29,6 +29,7 @@ import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
 import org.messagepump.eventstream.internal.EventRows;
 import org.messagepump.eventstream.internal.HandlerLock;
 import org.messagepump.eventstream.internal.HandlerRegistry;
+import org.messagepump.eventstream.internal.PendingClaim;
 import org.messagepump.eventstream.internal.StreamRun;
 import org.messagepump.eventstream.internal.StreamRun.Step;
 import org.slf4j.Logger;
@@ -99,6 +100,7 @@ public final class EventDriver implements Driver {
   private final Duration heldStreamWait;
   private final CheckpointQueries queries;
   private final HandlerRegistry registry;
+  private final PendingClaim pending;
   private final StartPosition startPosition;
   private final AtomicBoolean refreshDue = new AtomicBoolean(true);
   private final AtomicLong acquisitions = new AtomicLong();
@@ -119,6 +121,7 @@ public final class EventDriver implements Driver {
     this.queries = new CheckpointQueries(b.store.tables(), handlerKey, b.handlers.keySet());
     this.handlerLock = new HandlerLock(b.store.schema(), handlerKey);
     this.registry = new HandlerRegistry(b.store.tables(), handlerKey);
+    this.pending = new PendingClaim(b.store.tables(), handlerKey, b.handlers.keySet());
     this.startPosition = b.startPosition;
     this.conflicts = counter(b.meterRegistry, "messagepump.eventstream.checkpoint.conflicts");
     this.parked = counter(b.meterRegistry, "messagepump.eventstream.parked");
@@ -190,18 +193,19 @@ public final class EventDriver implements Driver {
     Set<Long> claimed = new LinkedHashSet<>();
     List<Delivery> deliveries = new ArrayList<>();
     while (deliveries.size() < max && claimed.size() < streamsPerPoll) {
-      LockedCheckpoint claim = queries.lockPending(dsl, claimed);
+      int limit = max - deliveries.size();
+      PendingClaim.Claimed claim = pending.run(tx.connection(), claimed, limit);
       if (claim == null && !refreshed) {
         refreshed = true;
         if (refresh(tx)) {
-          claim = queries.lockPending(dsl, claimed);
+          claim = pending.run(tx.connection(), claimed, limit);
         }
       }
       if (claim == null) {
         break;
       }
-      claimed.add(claim.streamId());
-      take(tx, claim, max - deliveries.size(), deliveries);
+      claimed.add(claim.checkpoint().streamId());
+      take(tx, claim.checkpoint(), claim.events(), deliveries);
     }
     if (deliveries.isEmpty() && !heldStreamWait.isZero() && claimed.size() < streamsPerPoll) {
       // Every pending stream is held, most likely by a delivery of this handler about to commit:
@@ -209,7 +213,7 @@ public final class EventDriver implements Driver {
       LockedCheckpoint claim =
           HandlerLock.waiting(tx, heldStreamWait, () -> queries.waitForPending(dsl, claimed));
       if (claim != null) {
-        take(tx, claim, max, deliveries);
+        take(tx, claim, queries.nextEvents(dsl, claim, max), deliveries);
       }
     }
     return deliveries;
@@ -225,8 +229,8 @@ public final class EventDriver implements Driver {
   }
 
   /** Turns a claim into deliveries, or advances an irrelevant stream's checkpoint to its end. */
-  private void take(Tx tx, LockedCheckpoint claim, int limit, List<Delivery> deliveries) {
-    List<EventRows.Row> events = queries.nextEvents(tx.dsl(), claim, limit);
+  private void take(
+      Tx tx, LockedCheckpoint claim, List<EventRows.Row> events, List<Delivery> deliveries) {
     if (events.isEmpty()) {
       if (claim.nextOffset() > claim.checkpoint()) {
         // Nothing for this handler below the known end: do not claim the stream again until it

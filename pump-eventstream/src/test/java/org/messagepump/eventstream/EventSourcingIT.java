@@ -3,7 +3,6 @@ package org.messagepump.eventstream;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.messagepump.eventstream.Fixtures.CODEC;
-import static org.messagepump.eventstream.Fixtures.inTx;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -51,14 +50,22 @@ class EventSourcingIT {
         .build();
   }
 
+  /** Appends to a key in its own committed transaction. */
+  private AppendResult appendToKey(DataSource ds, String key, long expected, Object event) {
+    try (OpenTx t = new OpenTx(ds)) {
+      AppendResult r = store.appendToKey(t.tx, key, expected, List.of(event));
+      t.commit();
+      return r;
+    } catch (java.sql.SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   @Test
   void aKeyMapsToOneStreamWithAnExpectedOffsetPerKey(DataSource ds) {
-    AppendResult first =
-        inTx(ds, tx -> store.appendToKey(tx, "order-1", 0, List.of(new OrderPlaced("1", 1))));
-    AppendResult other =
-        inTx(ds, tx -> store.appendToKey(tx, "order-2", 0, List.of(new OrderPlaced("2", 1))));
-    AppendResult second =
-        inTx(ds, tx -> store.appendToKey(tx, "order-1", 1, List.of(new OrderShipped("1"))));
+    AppendResult first = appendToKey(ds, "order-1", 0, new OrderPlaced("1", 1));
+    AppendResult other = appendToKey(ds, "order-2", 0, new OrderPlaced("2", 1));
+    AppendResult second = appendToKey(ds, "order-1", 1, new OrderShipped("1"));
 
     assertThat(second.streamId()).isEqualTo(first.streamId());
     assertThat(other.streamId()).isNotEqualTo(first.streamId());
@@ -71,9 +78,7 @@ class EventSourcingIT {
     assertThat(store.readKey("order-3", 0, 10)).isEmpty();
 
     // A stale version: conflict, nothing written.
-    assertThatThrownBy(
-            () ->
-                inTx(ds, tx -> store.appendToKey(tx, "order-1", 1, List.of(new OrderShipped("1")))))
+    assertThatThrownBy(() -> appendToKey(ds, "order-1", 1, new OrderShipped("1")))
         .isInstanceOfSatisfying(
             OffsetConflictException.class,
             e -> {
@@ -81,18 +86,14 @@ class EventSourcingIT {
               assertThat(e.actualNextOffset()).isEqualTo(2);
             });
     // A first append that expects history the key does not have.
-    assertThatThrownBy(
-            () ->
-                inTx(ds, tx -> store.appendToKey(tx, "order-9", 3, List.of(new OrderShipped("9")))))
+    assertThatThrownBy(() -> appendToKey(ds, "order-9", 3, new OrderShipped("9")))
         .isInstanceOf(OffsetConflictException.class);
     assertThat(store.streamOf("order-9")).isEmpty();
     // Bad input before anything is sent.
-    assertThatThrownBy(
-            () -> inTx(ds, tx -> store.appendToKey(tx, "", 0, List.of(new OrderShipped("x")))))
+    assertThatThrownBy(() -> appendToKey(ds, "", 0, new OrderShipped("x")))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("streamKey");
-    assertThatThrownBy(
-            () -> inTx(ds, tx -> store.appendToKey(tx, "k", -1, List.of(new OrderShipped("x")))))
+    assertThatThrownBy(() -> appendToKey(ds, "k", -1, new OrderShipped("x")))
         .isInstanceOf(IllegalArgumentException.class);
     assertThat(store.readKey("order-1", 0, 10)).hasSize(2);
   }
@@ -104,11 +105,7 @@ class EventSourcingIT {
       store.appendToKey(a.tx, "order-7", 0, List.of(new OrderPlaced("7a", 1)));
       CompletableFuture<AppendResult> b =
           CompletableFuture.supplyAsync(
-              () ->
-                  inTx(
-                      ds,
-                      tx ->
-                          store.appendToKey(tx, "order-7", 0, List.of(new OrderPlaced("7b", 1)))));
+              () -> appendToKey(ds, "order-7", 0, new OrderPlaced("7b", 1)));
       Thread.sleep(200); // b is waiting on the key's unique index (its outcome is asserted below)
       assertThat(b).isNotDone();
       a.commit();
@@ -121,8 +118,8 @@ class EventSourcingIT {
 
   @Test
   void aNewHandlerStartsAtTheBeginningOrAtTheEndOfEveryStream(DataSource ds) {
-    inTx(ds, tx -> store.appendToKey(tx, "o-1", 0, List.of(new OrderPlaced("past-1", 1))));
-    inTx(ds, tx -> store.appendToKey(tx, "o-2", 0, List.of(new OrderPlaced("past-2", 1))));
+    appendToKey(ds, "o-1", 0, new OrderPlaced("past-1", 1));
+    appendToKey(ds, "o-2", 0, new OrderPlaced("past-2", 1));
     EventDriver tail = recording("from-beginning", StartPosition.BEGINNING);
     EventDriver head = recording("from-end", StartPosition.END);
     PumpTester tailTester = PumpTester.builder(ds, tail).batchSize(10).build();
@@ -130,8 +127,8 @@ class EventSourcingIT {
 
     headTester.drainUntilIdle(); // registers at the end: nothing of the past
     assertThat(seen).isEmpty();
-    inTx(ds, tx -> store.appendToKey(tx, "o-1", 1, List.of(new OrderShipped("new-1"))));
-    inTx(ds, tx -> store.appendToKey(tx, "o-3", 0, List.of(new OrderPlaced("new-3", 1))));
+    appendToKey(ds, "o-1", 1, new OrderShipped("new-1"));
+    appendToKey(ds, "o-3", 0, new OrderPlaced("new-3", 1));
     headTester.drainUntilIdle();
     assertThat(seen).containsExactlyInAnyOrder("shipped new-1", "new-3");
 
