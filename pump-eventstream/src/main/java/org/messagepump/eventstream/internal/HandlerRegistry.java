@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.Set;
 import org.jooq.DSLContext;
 import org.jooq.Field;
-import org.jooq.Record2;
 import org.jooq.Record3;
 
 /**
@@ -77,8 +76,9 @@ public final class HandlerRegistry {
    * row (refreshed or registered), false when another transaction holds it.
    */
   public boolean refresh(DSLContext dsl, String start) {
-    Record2<Long, Long[]> row =
-        dsl.select(h.horizon, h.deferred)
+    // The xmin of this statement's snapshot, which precedes the scan's: the next horizon.
+    Record3<Long, Long[], Long> row =
+        dsl.select(h.horizon, h.deferred, Tables.snapshotXmin())
             .from(h.table)
             .where(h.handlerKey.eq(handlerKey))
             .forUpdate()
@@ -87,7 +87,7 @@ public final class HandlerRegistry {
     if (row == null) {
       return register(dsl, start);
     }
-    Long xmin = dsl.select(Tables.snapshotXmin()).fetchOne().value1();
+    Long xmin = row.value3();
     Long[] deferred = row.value2() == null ? new Long[0] : row.value2();
     List<Record3<Long, Long, Long>> changed =
         dsl.select(streams.id, streams.nextOffset, streams.changedXid)
