@@ -189,27 +189,34 @@ public final class EventDriver implements Driver {
     if (acquisitions.incrementAndGet() % REFRESH_EVERY == 0) {
       refreshDue.set(true);
     }
-    boolean refreshed = refreshDue.get() && refresh(tx);
+    boolean refreshed = refreshDue.get() && refresh(tx) != HandlerRegistry.Refresh.SKIPPED;
     Set<Long> claimed = new LinkedHashSet<>();
     List<Delivery> deliveries = new ArrayList<>();
+    boolean anyPending = true;
     while (deliveries.size() < max && claimed.size() < streamsPerPoll) {
       int limit = max - deliveries.size();
       PendingClaim.Claimed claim = pending.run(tx.connection(), claimed, limit);
-      if (claim == null && !refreshed) {
+      anyPending = claim.anyPending();
+      if (claim.checkpoint() == null && !refreshed) {
         refreshed = true;
-        if (refresh(tx)) {
+        if (refresh(tx) == HandlerRegistry.Refresh.CHANGED) {
           claim = pending.run(tx.connection(), claimed, limit);
+          anyPending = claim.anyPending();
         }
       }
-      if (claim == null) {
+      if (claim.checkpoint() == null) {
         break;
       }
       claimed.add(claim.checkpoint().streamId());
       take(tx, claim.checkpoint(), claim.events(), deliveries);
     }
-    if (deliveries.isEmpty() && !heldStreamWait.isZero() && claimed.size() < streamsPerPoll) {
+    if (deliveries.isEmpty()
+        && anyPending
+        && !heldStreamWait.isZero()
+        && claimed.size() < streamsPerPoll) {
       // Every pending stream is held, most likely by a delivery of this handler about to commit:
-      // wait briefly for one rather than make the pump sleep a whole poll interval.
+      // wait briefly for one rather than make the pump sleep a whole poll interval. (An idle
+      // handler, with nothing pending at all, does not get here.)
       LockedCheckpoint claim =
           HandlerLock.waiting(tx, heldStreamWait, () -> queries.waitForPending(dsl, claimed));
       if (claim != null) {
@@ -219,10 +226,10 @@ public final class EventDriver implements Driver {
     return deliveries;
   }
 
-  /** Refreshes the handler's rows unless another transaction is; true when this one did. */
-  private boolean refresh(Tx tx) {
-    boolean done = registry.refresh(tx.dsl(), startPosition.name());
-    if (done) {
+  /** Refreshes the handler's rows unless another transaction is doing it. */
+  private HandlerRegistry.Refresh refresh(Tx tx) {
+    HandlerRegistry.Refresh done = registry.refresh(tx.dsl(), startPosition.name());
+    if (done != HandlerRegistry.Refresh.SKIPPED) {
       refreshDue.set(false);
     }
     return done;
@@ -384,7 +391,7 @@ public final class EventDriver implements Driver {
     if (claim == null
         && stale.expectedCheckpoint() == 0
         && queries.untracked(tx.dsl(), streamId)
-        && refresh(tx)) {
+        && refresh(tx) != HandlerRegistry.Refresh.SKIPPED) {
       // The rolled-back transaction had created the row (or registered the handler): again.
       claim = queries.relock(tx.dsl(), streamId, 0);
     }

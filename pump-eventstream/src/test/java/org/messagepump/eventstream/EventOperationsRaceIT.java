@@ -120,7 +120,7 @@ class EventOperationsRaceIT {
             () ->
                 db.queryLong(
                         "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                            + " AND query LIKE '%handlers%'")
+                            + " AND (query LIKE '%handlers%' OR query LIKE '%advisory_xact_lock%')")
                     > 0);
     assertThat(result).isNotDone();
     release.countDown();

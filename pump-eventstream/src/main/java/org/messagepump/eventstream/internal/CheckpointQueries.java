@@ -53,7 +53,15 @@ public final class CheckpointQueries {
 
   /** The advisory lock key of a handler with minimal concurrency. */
   public static long handlerLockKey(String schema, String handlerKey) {
-    String s = "messagepump.eventstream.handler:" + qualified(schema, handlerKey);
+    return lockKey("messagepump.eventstream.handler:" + qualified(schema, handlerKey));
+  }
+
+  /** The advisory lock key a transaction registering a handler holds. */
+  public static long registrationLockKey(String schema, String handlerKey) {
+    return lockKey("messagepump.eventstream.register:" + schema + "/" + handlerKey);
+  }
+
+  private static long lockKey(String s) {
     int reversed = new StringBuilder(s).reverse().toString().hashCode();
     return ((long) s.hashCode() << 32) | (reversed & 0xffffffffL);
   }

@@ -1,6 +1,7 @@
 package org.messagepump.eventstream.internal;
 
 import static org.jooq.impl.DSL.any;
+import static org.jooq.impl.DSL.function;
 import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.select;
 import static org.jooq.impl.DSL.val;
@@ -12,6 +13,7 @@ import java.util.Set;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Record3;
+import org.jooq.impl.SQLDataType;
 
 /**
  * A handler's row in {@code handlers} and the work that holds its lock: registering the handler
@@ -33,6 +35,7 @@ import org.jooq.Record3;
 public final class HandlerRegistry {
 
   private final String handlerKey;
+  private final long registrationLock;
   private final Tables.Handlers h;
   private final Tables.Checkpoints cp;
   private final Tables.Streams streams;
@@ -43,6 +46,7 @@ public final class HandlerRegistry {
   /** The registry of one handler in the store of {@code tables}. */
   public HandlerRegistry(Tables tables, String handlerKey) {
     this.handlerKey = handlerKey;
+    this.registrationLock = CheckpointQueries.registrationLockKey(tables.schema, handlerKey);
     this.h = tables.handlers;
     this.cp = tables.checkpoints;
     this.streams = tables.streams;
@@ -70,12 +74,21 @@ public final class HandlerRegistry {
             + " ON CONFLICT (handler_key, stream_id) DO NOTHING";
   }
 
+  /** What a {@link #refresh} did. */
+  public enum Refresh {
+    /** Another transaction holds the handler row (refreshing or registering): nothing done. */
+    SKIPPED,
+    /** Refreshed; no stream had changed since the horizon, so no row changed. */
+    UNCHANGED,
+    /** Registered the handler, or refreshed rows of changed streams. */
+    CHANGED
+  }
+
   /**
    * Refreshes the handler's rows when no other transaction is doing it, registering the handler (at
-   * {@code start}) when it has no row yet. Returns true when this transaction now holds the handler
-   * row (refreshed or registered), false when another transaction holds it.
+   * {@code start}) when it has no row yet.
    */
-  public boolean refresh(DSLContext dsl, String start) {
+  public Refresh refresh(DSLContext dsl, String start) {
     // The xmin of this statement's snapshot, which precedes the scan's: the next horizon.
     Record3<Long, Long[], Long> row =
         dsl.select(h.horizon, h.deferred, Tables.snapshotXmin())
@@ -85,7 +98,7 @@ public final class HandlerRegistry {
             .skipLocked()
             .fetchOne();
     if (row == null) {
-      return register(dsl, start);
+      return register(dsl, start) ? Refresh.CHANGED : Refresh.SKIPPED;
     }
     Long xmin = row.value3();
     Long[] deferred = row.value2() == null ? new Long[0] : row.value2();
@@ -107,7 +120,7 @@ public final class HandlerRegistry {
           .where(h.handlerKey.eq(handlerKey))
           .execute();
     }
-    return true;
+    return changed.isEmpty() ? Refresh.UNCHANGED : Refresh.CHANGED;
   }
 
   /**
@@ -116,6 +129,16 @@ public final class HandlerRegistry {
    */
   private boolean register(DSLContext dsl, String start) {
     if (dsl.fetchExists(dsl.selectOne().from(h.table).where(h.handlerKey.eq(handlerKey)))) {
+      return false;
+    }
+    // Another transaction registering the handler holds this lock: do not wait for it (its
+    // delivery may take long); this poll goes on without a refresh.
+    Boolean mine =
+        dsl.select(
+                function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN, val(registrationLock)))
+            .fetchOne()
+            .value1();
+    if (!Boolean.TRUE.equals(mine)) {
       return false;
     }
     Long horizon =
@@ -201,6 +224,9 @@ public final class HandlerRegistry {
    * registers it at its own start position. Returns true when a placeholder was made.
    */
   public boolean lock(DSLContext dsl) {
+    // Waits for a registration in progress (see register), then for the row's lock.
+    dsl.select(function("pg_advisory_xact_lock", SQLDataType.OTHER, val(registrationLock)))
+        .execute();
     int inserted =
         dsl.insertInto(h.table, h.handlerKey, h.horizon)
             .values(handlerKey, 0L)

@@ -27,8 +27,13 @@ import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
  */
 public final class PendingClaim {
 
-  /** A claimed row with its events (empty when the stream holds none of the handler's types). */
-  public record Claimed(LockedCheckpoint checkpoint, List<EventRows.Row> events) {}
+  /**
+   * A claimed row with its events (empty when the stream holds none of the handler's types), or no
+   * claim ({@code checkpoint} null); {@code anyPending}: whether a pending, due, unparked row (not
+   * excluded) existed at all, held by another transaction or not.
+   */
+  public record Claimed(
+      LockedCheckpoint checkpoint, List<EventRows.Row> events, boolean anyPending) {}
 
   private final String handlerKey;
   private final String[] types;
@@ -57,8 +62,13 @@ public final class PendingClaim {
                 + " ORDER BY turn LIMIT 1 FOR UPDATE SKIP LOCKED)"
                 + " SELECT c.stream_id, c.checkpoint_offset, c.failures, c.stream_end,"
                 + " e.message_id, e.stream_offset, e.type, e.correlation_id, e.causation_id,"
-                + " e.headers::text, e.payload, e.recorded_at"
-                + " FROM c LEFT JOIN LATERAL (SELECT * FROM "
+                + " e.headers::text, e.payload, e.recorded_at, p.any_pending"
+                + " FROM (SELECT EXISTS (SELECT 1 FROM "
+                + cp
+                + " WHERE handler_key = ? AND checkpoint_offset < stream_end AND parked_at IS NULL"
+                + " AND resume_at <= clock_timestamp() AND stream_id <> ALL (?::bigint[]))"
+                + " AS any_pending) AS p"
+                + " LEFT JOIN c ON true LEFT JOIN LATERAL (SELECT * FROM "
                 + events
                 + " AS ev WHERE ev.stream_id = c.stream_id"
                 + " AND ev.stream_offset >= c.checkpoint_offset"
@@ -68,22 +78,29 @@ public final class PendingClaim {
                 + " AND ev.type = ANY (?::text[])"
                 + " ORDER BY ev.stream_offset LIMIT "
                 + limit // an int of the code (the pump's batch size), not data
-                + ") AS e ON true ORDER BY e.stream_offset");
+                + ") AS e ON c.stream_id IS NOT NULL ORDER BY e.stream_offset");
   }
 
-  /** Claims and reads; null when no pending row is free. */
+  /** Claims and reads; the result's checkpoint is null when no pending row is free. */
   public Claimed run(Connection c, Collection<Long> exclude, int limit) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(sql(limit))) {
       Array excluded = c.createArrayOf("bigint", exclude.toArray(new Long[0]));
       Array typeNames = c.createArrayOf("text", types);
       ps.setString(1, handlerKey);
       ps.setArray(2, excluded);
-      ps.setArray(3, typeNames);
-      ps.setArray(4, typeNames);
+      ps.setString(3, handlerKey);
+      ps.setArray(4, excluded);
+      ps.setArray(5, typeNames);
+      ps.setArray(6, typeNames);
       LockedCheckpoint claim = null;
+      boolean anyPending = false;
       List<EventRows.Row> rows = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
+          anyPending = rs.getBoolean(13);
+          if (rs.getObject(1) == null) {
+            break; // nothing claimed: the one row says whether anything was pending
+          }
           if (claim == null) {
             claim = new LockedCheckpoint(rs.getLong(1), rs.getLong(2), rs.getInt(3), rs.getLong(4));
           }
@@ -94,7 +111,7 @@ public final class PendingClaim {
       }
       excluded.free();
       typeNames.free();
-      return claim == null ? null : new Claimed(claim, rows);
+      return new Claimed(claim, rows, anyPending || claim != null);
     }
   }
 }
