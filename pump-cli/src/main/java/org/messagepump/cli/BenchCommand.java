@@ -249,6 +249,31 @@ final class BenchCommand implements Callable<Integer> {
         batched,
         "deliveries/s",
         batched / base);
+    manyStreams(e, n, one);
+  }
+
+  /**
+   * Polls at {@code streams} streams (200,000; 20,000 with --quick): catch-up of {@code n} events
+   * spread one per stream over that many streams, against the 16-stream catch-up rate {@code
+   * sixteen} (the ratio), then the median empty poll of the caught-up handler.
+   */
+  private void manyStreams(BenchEvents e, int n, double sixteen) throws Exception {
+    int streams = (int) Math.max(n, Math.round((quick ? 20_000 : 200_000) * scale));
+    e.clear();
+    long events = e.fillMany(streams, n);
+    double rate = e.catchUp(1, 4, 1, events);
+    report.add(
+        "events.catchup",
+        params("handlers", 1, "workers", 4, "events", events, "streams", streams, "vs", "16"),
+        rate,
+        "deliveries/s",
+        rate / sixteen);
+    report.add(
+        "events.poll.idle",
+        params("streams", streams, "percentile", 50),
+        e.idlePoll(e.lastHandlerKey(1), 200),
+        "ms",
+        null);
     e.clear();
   }
 

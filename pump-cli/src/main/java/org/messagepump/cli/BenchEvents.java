@@ -131,12 +131,86 @@ final class BenchEvents {
     }
   }
 
+  /**
+   * Bulk-loads {@code streams} streams, the first {@code withEvents} of them holding one event
+   * each, with plain SQL (creating 200,000 streams through {@code append} would take longer than
+   * the measurement): the same rows appends write. Returns the number of events.
+   */
+  long fillMany(int streams, int withEvents) throws Exception {
+    try (Connection c = ds.getConnection()) {
+      c.setAutoCommit(false);
+      try (var ps =
+          c.prepareStatement(
+              "INSERT INTO eventstream.streams (next_offset)"
+                  + " SELECT CASE WHEN g <= ? THEN 1 ELSE 0 END FROM generate_series(1, ?) g")) {
+        ps.setInt(1, withEvents);
+        ps.setInt(2, streams);
+        ps.executeUpdate();
+      }
+      try (var ps =
+          c.prepareStatement(
+              "INSERT INTO eventstream.events (message_id, stream_id, stream_offset, type, payload)"
+                  + " SELECT gen_random_uuid(), id, 0, ?, convert_to('{\"n\":0}', 'UTF8')"
+                  + " FROM eventstream.streams WHERE next_offset = 1")) {
+        ps.setString(1, CODEC.typeOf(Happened.class));
+        ps.executeUpdate();
+      }
+      try (var ps =
+          c.prepareStatement(
+              "INSERT INTO eventstream.stream_types (stream_id, type, latest_offset)"
+                  + " SELECT id, ?, 0 FROM eventstream.streams WHERE next_offset = 1")) {
+        ps.setString(1, CODEC.typeOf(Happened.class));
+        ps.executeUpdate();
+      }
+      c.commit();
+      try (var st = c.createStatement()) {
+        c.setAutoCommit(true);
+        st.execute("ANALYZE eventstream.streams");
+        st.execute("ANALYZE eventstream.events");
+      }
+    }
+    return withEvents;
+  }
+
+  /**
+   * Empty polls of a handler that has caught up on every stream: each one the pump's poll (a
+   * transaction, the driver's acquisition, commit). Returns the median in milliseconds.
+   */
+  double idlePoll(String handlerKey, int polls) throws Exception {
+    EventDriver driver =
+        EventDriver.builder(store)
+            .handlerKey(handlerKey)
+            .on(Happened.class, (e, ctx) -> {})
+            .build();
+    double[] ms = new double[polls];
+    for (int i = 0; i < polls; i++) {
+      long start = System.nanoTime();
+      int got;
+      try (Connection c = ds.getConnection()) {
+        c.setAutoCommit(false);
+        got = driver.acquire(org.messagepump.core.Tx.of(c), 1).size();
+        c.commit();
+      }
+      ms[i] = (System.nanoTime() - start) / 1e6;
+      if (got != 0) {
+        throw new IllegalStateException("the handler was not caught up: " + got + " deliveries");
+      }
+    }
+    java.util.Arrays.sort(ms);
+    return ms[polls / 2];
+  }
+
+  /** The handler key of the last {@link #catchUp} (of its first handler). */
+  String lastHandlerKey(int handlers) {
+    return "bench-catchup-" + (handlerRuns - handlers + 1);
+  }
+
   void clear() throws Exception {
     try (Connection c = ds.getConnection();
         var s = c.createStatement()) {
       s.execute(
           "TRUNCATE eventstream.events, eventstream.streams, eventstream.stream_types,"
-              + " eventstream.handler_checkpoints");
+              + " eventstream.handler_checkpoints, eventstream.handlers, eventstream.stream_keys");
     }
   }
 }

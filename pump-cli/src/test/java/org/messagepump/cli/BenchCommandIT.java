@@ -73,6 +73,7 @@ class BenchCommandIT {
             "events.append",
             "events.catchup",
             "events.catchup.batch",
+            "events.poll.idle",
             "balancer.drain",
             "balancer.drain.batch",
             "balancer.store.batch",

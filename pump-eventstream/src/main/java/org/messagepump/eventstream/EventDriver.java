@@ -11,6 +11,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Pattern;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Meters;
@@ -26,15 +28,17 @@ import org.messagepump.eventstream.internal.CheckpointQueries;
 import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
 import org.messagepump.eventstream.internal.EventRows;
 import org.messagepump.eventstream.internal.HandlerLock;
+import org.messagepump.eventstream.internal.HandlerRegistry;
+import org.messagepump.eventstream.internal.PendingClaim;
 import org.messagepump.eventstream.internal.StreamRun;
 import org.messagepump.eventstream.internal.StreamRun.Step;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The {@link Driver} of one event handler: acquires the next event of the handler's types from the
- * stream it is most behind on, hands it to the registered handler, and advances (or, on the
- * optimistic path, sets) the handler's checkpoint of that stream in the same transaction.
+ * The {@link Driver} of one event handler: acquires the next event of the handler's types from its
+ * pending streams in round-robin order, hands it to the registered handler, and advances (or, on
+ * the optimistic path, sets) the handler's checkpoint of that stream in the same transaction.
  *
  * <pre>{@code
  * EventDriver driver = EventDriver.builder(store)
@@ -66,7 +70,18 @@ public final class EventDriver implements Driver {
   public static final int MAX_HANDLER_KEY_LENGTH = 200;
 
   private static final Pattern HANDLER_KEY = Pattern.compile("[A-Za-z0-9_.:/-]+");
-  private static final int UNTRACKED_CANDIDATES = 8;
+
+  /** Default start position of a handler key that has never run: the beginning of every stream. */
+  public static final StartPosition DEFAULT_START_POSITION = StartPosition.BEGINNING;
+
+  /**
+   * Every this many acquisitions of one driver (and whenever an acquisition finds nothing pending)
+   * the driver refreshes its rows from the streams changed since its last refresh. It bounds how
+   * long a busy handler takes to notice a stream that just got events: see docs/eventstream.md,
+   * "Fair service".
+   */
+  public static final int REFRESH_EVERY = 16;
+
   private static final Logger log = LoggerFactory.getLogger(EventDriver.class);
 
   /** A registered handler, either kind, answering the projection's next offset. */
@@ -84,6 +99,11 @@ public final class EventDriver implements Driver {
   private final int streamsPerPoll;
   private final Duration heldStreamWait;
   private final CheckpointQueries queries;
+  private final HandlerRegistry registry;
+  private final PendingClaim pending;
+  private final StartPosition startPosition;
+  private final AtomicBoolean refreshDue = new AtomicBoolean(true);
+  private final AtomicLong acquisitions = new AtomicLong();
   private final HandlerLock handlerLock;
   private final Counter conflicts;
   private final Counter parked;
@@ -100,6 +120,9 @@ public final class EventDriver implements Driver {
     this.heldStreamWait = b.heldStreamWait;
     this.queries = new CheckpointQueries(b.store.tables(), handlerKey, b.handlers.keySet());
     this.handlerLock = new HandlerLock(b.store.schema(), handlerKey);
+    this.registry = new HandlerRegistry(b.store.tables(), handlerKey);
+    this.pending = new PendingClaim(b.store.tables(), handlerKey, b.handlers.keySet());
+    this.startPosition = b.startPosition;
     this.conflicts = counter(b.meterRegistry, "messagepump.eventstream.checkpoint.conflicts");
     this.parked = counter(b.meterRegistry, "messagepump.eventstream.parked");
   }
@@ -142,12 +165,20 @@ public final class EventDriver implements Driver {
     return concurrency;
   }
 
+  /** Where this handler starts when its key has never run. */
+  public StartPosition startPosition() {
+    return startPosition;
+  }
+
   /**
-   * Claims streams until it holds up to {@code max} events: first a stream the handler does not
-   * track yet, else the due tracked stream with the largest backlog, locked {@code SKIP LOCKED};
-   * from each, the next events of the handler's types in offset order (handled in that order, a
-   * failed one stops the rest of its stream). A claimed stream with no event of the handler's types
-   * has its checkpoint advanced to its committed end, and the next stream is tried.
+   * Claims streams until it holds up to {@code max} events: the handler's pending streams (those
+   * with events past its checkpoint, as its rows know) in round-robin order, each locked {@code
+   * SKIP LOCKED}; from each, the next events of the handler's types in offset order (handled in
+   * that order, a failed one stops the rest of its stream). A claimed stream with no event of the
+   * handler's types has its checkpoint advanced to its known end, and the next stream is tried.
+   * Every {@value #REFRESH_EVERY} acquisitions, and when nothing is pending, the rows are first
+   * refreshed from the streams changed since the last refresh (the first one registers the
+   * handler).
    */
   @Override
   public List<Delivery> acquire(Tx tx, int max) throws SQLException {
@@ -155,43 +186,62 @@ public final class EventDriver implements Driver {
       return List.of();
     }
     var dsl = tx.dsl();
+    if (acquisitions.incrementAndGet() % REFRESH_EVERY == 0) {
+      refreshDue.set(true);
+    }
+    boolean refreshed = refreshDue.get() && refresh(tx) != HandlerRegistry.Refresh.SKIPPED;
     Set<Long> claimed = new LinkedHashSet<>();
     List<Delivery> deliveries = new ArrayList<>();
-    boolean untrackedLeft = true;
+    boolean anyPending = true;
     while (deliveries.size() < max && claimed.size() < streamsPerPoll) {
-      LockedCheckpoint claim = null;
-      if (untrackedLeft) {
-        claim = queries.trackUntracked(dsl, claimed, UNTRACKED_CANDIDATES);
-        untrackedLeft = claim != null;
+      int limit = max - deliveries.size();
+      PendingClaim.Claimed claim = pending.run(tx.connection(), claimed, limit);
+      anyPending = claim.anyPending();
+      if (claim.checkpoint() == null && !refreshed) {
+        refreshed = true;
+        if (refresh(tx) == HandlerRegistry.Refresh.CHANGED) {
+          claim = pending.run(tx.connection(), claimed, limit);
+          anyPending = claim.anyPending();
+        }
       }
-      if (claim == null) {
-        claim = queries.lockTracked(dsl, claimed);
-      }
-      if (claim == null) {
+      if (claim.checkpoint() == null) {
         break;
       }
-      claimed.add(claim.streamId());
-      take(tx, claim, max - deliveries.size(), deliveries);
+      claimed.add(claim.checkpoint().streamId());
+      take(tx, claim.checkpoint(), claim.events(), deliveries);
     }
-    if (deliveries.isEmpty() && !heldStreamWait.isZero() && claimed.size() < streamsPerPoll) {
-      // Every stream with a backlog is held, most likely by a delivery of this handler about to
-      // commit: wait briefly for one rather than make the pump sleep a whole poll interval.
+    if (deliveries.isEmpty()
+        && anyPending
+        && !heldStreamWait.isZero()
+        && claimed.size() < streamsPerPoll) {
+      // Every pending stream is held, most likely by a delivery of this handler about to commit:
+      // wait briefly for one rather than make the pump sleep a whole poll interval. (An idle
+      // handler, with nothing pending at all, does not get here.)
       LockedCheckpoint claim =
-          HandlerLock.waiting(tx, heldStreamWait, () -> queries.waitForTracked(dsl, claimed));
+          HandlerLock.waiting(tx, heldStreamWait, () -> queries.waitForPending(dsl, claimed));
       if (claim != null) {
-        take(tx, claim, max, deliveries);
+        take(tx, claim, queries.nextEvents(dsl, claim, max), deliveries);
       }
     }
     return deliveries;
   }
 
+  /** Refreshes the handler's rows unless another transaction is doing it. */
+  private HandlerRegistry.Refresh refresh(Tx tx) {
+    HandlerRegistry.Refresh done = registry.refresh(tx.dsl(), startPosition.name());
+    if (done != HandlerRegistry.Refresh.SKIPPED) {
+      refreshDue.set(false);
+    }
+    return done;
+  }
+
   /** Turns a claim into deliveries, or advances an irrelevant stream's checkpoint to its end. */
-  private void take(Tx tx, LockedCheckpoint claim, int limit, List<Delivery> deliveries) {
-    List<EventRows.Row> events = queries.nextEvents(tx.dsl(), claim, limit);
+  private void take(
+      Tx tx, LockedCheckpoint claim, List<EventRows.Row> events, List<Delivery> deliveries) {
     if (events.isEmpty()) {
       if (claim.nextOffset() > claim.checkpoint()) {
-        // Nothing for this handler below the committed end: do not claim the stream again until
-        // it grows. Uncommitted events lie at or above nextOffset, so none is skipped.
+        // Nothing for this handler below the known end: do not claim the stream again until it
+        // grows. Every event below the known end is committed, so none is skipped.
         queries.setOffset(tx.dsl(), claim.streamId(), claim.checkpoint(), claim.nextOffset());
       }
       return;
@@ -336,8 +386,15 @@ public final class EventDriver implements Driver {
   @Override
   public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) {
     Step stale = step(delivery);
-    LockedCheckpoint claim =
-        queries.relock(tx.dsl(), stale.run().streamId(), stale.expectedCheckpoint());
+    long streamId = stale.run().streamId();
+    LockedCheckpoint claim = queries.relock(tx.dsl(), streamId, stale.expectedCheckpoint());
+    if (claim == null
+        && stale.expectedCheckpoint() == 0
+        && queries.untracked(tx.dsl(), streamId)
+        && refresh(tx) != HandlerRegistry.Refresh.SKIPPED) {
+      // The rolled-back transaction had created the row (or registered the handler): again.
+      claim = queries.relock(tx.dsl(), streamId, 0);
+    }
     if (claim == null) {
       return java.util.Optional.empty();
     }
@@ -371,6 +428,7 @@ public final class EventDriver implements Driver {
     private Duration handlerLockWait = DEFAULT_HANDLER_LOCK_WAIT;
     private int streamsPerPoll = DEFAULT_STREAMS_PER_POLL;
     private Duration heldStreamWait = DEFAULT_HELD_STREAM_WAIT;
+    private StartPosition startPosition = DEFAULT_START_POSITION;
     private MeterRegistry meterRegistry;
 
     private Builder(EventStore store) {
@@ -462,6 +520,16 @@ public final class EventDriver implements Driver {
         throw new IllegalArgumentException("streamsPerPoll must be >= 1: " + streamsPerPoll);
       }
       this.streamsPerPoll = streamsPerPoll;
+      return this;
+    }
+
+    /**
+     * Where the handler starts when its key has never run: {@link StartPosition#BEGINNING}
+     * (default, every past event) or {@link StartPosition#END} (only events appended after its
+     * first poll). Ignored once the key has run; {@link EventHandlers#reset} replays from 0.
+     */
+    public Builder startAt(StartPosition startPosition) {
+      this.startPosition = Objects.requireNonNull(startPosition, "startPosition must not be null");
       return this;
     }
 

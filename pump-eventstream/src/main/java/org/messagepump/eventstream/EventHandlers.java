@@ -1,37 +1,43 @@
 package org.messagepump.eventstream;
 
-import static org.jooq.impl.DSL.function;
-import static org.jooq.impl.DSL.val;
+import static org.jooq.impl.DSL.field;
+import static org.jooq.impl.DSL.select;
 
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.List;
+import java.util.function.Function;
 import javax.sql.DataSource;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Record;
 import org.jooq.Record1;
-import org.jooq.impl.SQLDataType;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Transactions;
-import org.messagepump.eventstream.internal.CheckpointQueries;
+import org.messagepump.eventstream.internal.HandlerRegistry;
 import org.messagepump.eventstream.internal.Tables;
 
 /**
  * Operations on the handlers' checkpoints, each in its own transaction: lag per stream, parked
  * streams and resuming them, replaying a handler from offset 0, moving one checkpoint. Obtained
  * from {@link EventStore#handlers()}. Operations on a checkpoint that a delivery holds wait for it.
+ *
+ * <p>{@link #reset}, {@link #setCheckpoint}, {@link #resume} and {@link #resumeAll} are
+ * linearizable with deliveries: each first takes the handler's row lock, which every transaction
+ * creating a checkpoint row of the handler holds until it ends (including a delivery that created
+ * the row of the stream it is handling), then updates the rows, waiting for any a delivery holds.
+ * So they take effect after every delivery that overlapped them, and never miss a row.
  */
 public final class EventHandlers {
 
   private final DataSource dataSource;
-  private final String schema;
+  private final Tables tables;
   private final Tables.Checkpoints cp;
   private final Tables.Streams streams;
 
   EventHandlers(DataSource dataSource, Tables tables) {
     this.dataSource = dataSource;
-    this.schema = tables.schema;
+    this.tables = tables;
     this.cp = tables.checkpoints;
     this.streams = tables.streams;
   }
@@ -119,12 +125,11 @@ public final class EventHandlers {
   }
 
   private int resumeWhere(String handlerKey, Condition condition) {
-    return Transactions.inNew(
-        dataSource,
+    return locked(
+        handlerKey,
         "resuming parked streams of handler '" + handlerKey + "'",
-        tx ->
-            tx.dsl()
-                .update(cp.table)
+        dsl ->
+            dsl.update(cp.table)
                 .setNull(cp.parkedAt)
                 .setNull(cp.parkedReason)
                 .set(cp.failures, 0)
@@ -135,19 +140,34 @@ public final class EventHandlers {
                 .execute());
   }
 
+  /** Runs {@code work} in a new transaction holding the handler row's lock (see the class doc). */
+  private <T> T locked(String handlerKey, String what, Function<DSLContext, T> work) {
+    return Transactions.inNew(
+        dataSource,
+        what,
+        tx -> {
+          DSLContext dsl = tx.dsl();
+          HandlerRegistry registry = new HandlerRegistry(tables, handlerKey);
+          boolean placeholder = registry.lock(dsl);
+          T result = work.apply(dsl);
+          registry.unlock(dsl, placeholder);
+          return result;
+        });
+  }
+
   /**
    * Replays every stream for {@code handlerKey} from offset 0: checkpoints to 0, failures reset,
    * parked streams resumed. Returns how many checkpoints were reset.
    */
   public int reset(String handlerKey) {
     requireKey(handlerKey);
-    return Transactions.inNew(
-        dataSource,
+    return locked(
+        handlerKey,
         "resetting handler '" + handlerKey + "'",
-        tx ->
-            tx.dsl()
-                .update(cp.table)
+        dsl ->
+            dsl.update(cp.table)
                 .set(cp.offset, 0L)
+                .set(cp.turn, Tables.nextTurn())
                 .set(cp.failures, 0)
                 .setNull(cp.parkedAt)
                 .setNull(cp.parkedReason)
@@ -170,11 +190,10 @@ public final class EventHandlers {
       throw new IllegalArgumentException(
           "offsets must not be negative: expected " + expectedOffset + ", new " + newOffset);
     }
-    Transactions.inNew(
-        dataSource,
+    locked(
+        handlerKey,
         "setting the checkpoint of handler '" + handlerKey + "' on stream " + streamId,
-        tx -> {
-          DSLContext dsl = tx.dsl();
+        dsl -> {
           Long current = lockCheckpoint(dsl, handlerKey, streamId);
           if (current == null) {
             track(dsl, handlerKey, streamId);
@@ -186,6 +205,13 @@ public final class EventHandlers {
           return dsl.update(cp.table)
               .set(cp.offset, newOffset)
               .set(cp.failures, 0)
+              .set(cp.turn, Tables.nextTurn())
+              .set(
+                  cp.streamEnd,
+                  field(
+                      select(streams.nextOffset)
+                          .from(streams.table)
+                          .where(streams.id.eq(cp.streamId))))
               .set(cp.updatedAt, Tables.clockTimestamp())
               .where(cp.handlerKey.eq(handlerKey))
               .and(cp.streamId.eq(streamId))
@@ -208,14 +234,7 @@ public final class EventHandlers {
     if (!dsl.fetchExists(dsl.selectOne().from(streams.table).where(streams.id.eq(streamId)))) {
       throw new IllegalArgumentException("stream " + streamId + " does not exist");
     }
-    // The same lock acquisition takes before it starts tracking a stream (see CheckpointQueries).
-    dsl.select(
-            function(
-                "pg_advisory_xact_lock",
-                SQLDataType.OTHER,
-                val(CheckpointQueries.trackingLockKey(schema, handlerKey)),
-                val(CheckpointQueries.streamLockKey(streamId))))
-        .execute();
+    // This transaction holds the handler row: no delivery is creating rows of the handler.
     dsl.insertInto(cp.table, cp.handlerKey, cp.streamId)
         .values(handlerKey, streamId)
         .onConflictDoNothing()

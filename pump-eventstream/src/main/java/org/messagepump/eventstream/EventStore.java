@@ -14,6 +14,7 @@ import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.internal.EventRows;
+import org.messagepump.eventstream.internal.KeyedStreams;
 import org.messagepump.eventstream.internal.StreamWriter;
 import org.messagepump.eventstream.internal.Tables;
 
@@ -48,6 +49,7 @@ public final class EventStore {
   private final Tables tables;
   private final Limits limits;
   private final StreamWriter writer;
+  private final KeyedStreams keyed;
   private final EventRows rows;
   private final EventHandlers handlers;
   private final Counter appended;
@@ -58,6 +60,7 @@ public final class EventStore {
     this.tables = new Tables(b.schema);
     this.limits = b.limits;
     this.writer = new StreamWriter(codec, tables, limits);
+    this.keyed = new KeyedStreams(tables, writer);
     this.rows = new EventRows(tables);
     this.handlers = new EventHandlers(dataSource, tables);
     this.appended =
@@ -107,8 +110,8 @@ public final class EventStore {
   /**
    * The statements that give {@code role} exactly what a store in {@code schema} needs at run time
    * (after {@link #migrate(DataSource, String)} ran as the schema's owner): USAGE on the schema;
-   * SELECT, INSERT, UPDATE and DELETE on its four tables; USAGE and SELECT on the stream id
-   * sequence. Identifiers are quoted.
+   * SELECT, INSERT, UPDATE and DELETE on its six tables; USAGE and SELECT on the stream id and
+   * checkpoint turn sequences. Identifiers are quoted.
    *
    * @throws IllegalArgumentException for a bad schema name, or a role name that is empty, holds NUL
    *     or is longer than 63 UTF-8 bytes (PostgreSQL would truncate it)
@@ -124,11 +127,18 @@ public final class EventStore {
             t.quoted("streams"),
             t.quoted("events"),
             t.quoted("stream_types"),
-            t.quoted("handler_checkpoints"));
+            t.quoted("handler_checkpoints"),
+            t.quoted("handlers"),
+            t.quoted("stream_keys"));
     return List.of(
         "GRANT USAGE ON SCHEMA " + Tables.quoted(DSL.name(schema)) + " TO " + r,
         "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE " + tableList + " TO " + r,
-        "GRANT USAGE, SELECT ON SEQUENCE " + t.quoted("streams_id_seq") + " TO " + r);
+        "GRANT USAGE, SELECT ON SEQUENCE "
+            + t.quoted("streams_id_seq")
+            + ", "
+            + t.quoted("checkpoint_turns")
+            + " TO "
+            + r);
   }
 
   /** The schema this store's tables live in. */
@@ -252,6 +262,79 @@ public final class EventStore {
     return r;
   }
 
+  /**
+   * Appends events to the stream of an application key (an aggregate id) if its next offset is
+   * {@code expectedNextOffset}, in the caller's transaction. The key's first append (expected 0)
+   * creates its stream; every later append goes to the same stream, so a handler sees the key's
+   * events in order. The expected offset is the number of events the caller has read for the key
+   * (its aggregate version).
+   *
+   * @throws OffsetConflictException when the key's next offset differs (another writer appended
+   *     first, or a first append expected more than 0); nothing is written
+   * @throws IllegalArgumentException on bad input: an empty key, NUL in it or more than {@link
+   *     Limits#MAX_KEY_BYTES} bytes, a negative offset, bad events or metadata as for {@link
+   *     #append(Tx, List, EventMetadata)}
+   */
+  public AppendResult appendToKey(
+      Tx tx, String streamKey, long expectedNextOffset, List<?> events, EventMetadata metadata) {
+    Objects.requireNonNull(tx, "tx must not be null");
+    Inputs.key("streamKey", streamKey);
+    if (expectedNextOffset < 0) {
+      throw new IllegalArgumentException(
+          "expectedNextOffset must not be negative: " + expectedNextOffset);
+    }
+    StreamWriter.Meta meta = meta(metadata);
+    List<StreamWriter.Encoded> encoded = writer.encode(events);
+    AppendResult r =
+        Transactions.inCaller(
+            tx,
+            "appending events to a keyed stream",
+            t -> {
+              Long existing = keyed.streamOf(tx.dsl(), streamKey);
+              if (existing == null && expectedNextOffset != 0) {
+                throw new OffsetConflictException(streamKey, 0, expectedNextOffset, 0);
+              }
+              long streamId =
+                  existing != null ? existing : keyed.streamOrCreate(tx.dsl(), streamKey);
+              long nextOffset = writer.lockStream(tx.dsl(), streamId);
+              if (nextOffset != expectedNextOffset) {
+                throw new OffsetConflictException(
+                    streamKey, streamId, expectedNextOffset, nextOffset);
+              }
+              return appendResult(writer.write(tx, streamId, encoded, meta));
+            });
+    counted(r);
+    return r;
+  }
+
+  /** As {@link #appendToKey(Tx, String, long, List, EventMetadata)}, without metadata. */
+  public AppendResult appendToKey(
+      Tx tx, String streamKey, long expectedNextOffset, List<?> events) {
+    return appendToKey(tx, streamKey, expectedNextOffset, events, EventMetadata.NONE);
+  }
+
+  /** The stream of an application key, empty when nothing was appended to the key yet. */
+  public java.util.OptionalLong streamOf(String streamKey) {
+    Inputs.key("streamKey", streamKey);
+    Long id =
+        Transactions.inNew(
+            dataSource, "looking up a stream key", tx -> keyed.streamOf(tx.dsl(), streamKey));
+    return id == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(id);
+  }
+
+  /**
+   * Reads up to {@code limit} committed events of an application key's stream from {@code
+   * fromOffset}, in order (none when the key has no stream): to rebuild an aggregate.
+   */
+  public List<StoredEvent> readKey(String streamKey, long fromOffset, int limit) {
+    java.util.OptionalLong id = streamOf(streamKey);
+    if (id.isEmpty()) {
+      checkRead(fromOffset, limit);
+      return List.of();
+    }
+    return read(id.getAsLong(), fromOffset, limit);
+  }
+
   /** Creates an empty stream in the caller's transaction and returns its id. */
   public long createStream(Tx tx) {
     Objects.requireNonNull(tx, "tx must not be null");
@@ -265,13 +348,7 @@ public final class EventStore {
    *     a JSON object of strings (the message names the event, not its data)
    */
   public List<StoredEvent> read(long streamId, long fromOffset, int limit) {
-    if (fromOffset < 0) {
-      throw new IllegalArgumentException("fromOffset must not be negative: " + fromOffset);
-    }
-    if (limit < 1 || limit > MAX_READ_LIMIT) {
-      throw new IllegalArgumentException(
-          "limit must be between 1 and " + MAX_READ_LIMIT + ": " + limit);
-    }
+    checkRead(fromOffset, limit);
     return Transactions.inNew(
         dataSource,
         "reading stream " + streamId,
@@ -284,6 +361,16 @@ public final class EventStore {
                 .orderBy(tables.events.offset)
                 .limit(limit)
                 .fetch(r -> storedEvent(rows.toReadableRow(r))));
+  }
+
+  private static void checkRead(long fromOffset, int limit) {
+    if (fromOffset < 0) {
+      throw new IllegalArgumentException("fromOffset must not be negative: " + fromOffset);
+    }
+    if (limit < 1 || limit > MAX_READ_LIMIT) {
+      throw new IllegalArgumentException(
+          "limit must be between 1 and " + MAX_READ_LIMIT + ": " + limit);
+    }
   }
 
   /** Decodes a stored event's payload into its registered class. */

@@ -8,6 +8,7 @@ import org.messagepump.core.PumpException;
  */
 public class OffsetConflictException extends PumpException {
 
+  private final String streamKey;
   private final long streamId;
   private final long expectedNextOffset;
   private final long actualNextOffset;
@@ -24,12 +25,38 @@ public class OffsetConflictException extends PumpException {
             + " but it is "
             + actualNextOffset
             + "; nothing was appended");
+    this.streamKey = null;
     this.streamId = streamId;
     this.expectedNextOffset = expectedNextOffset;
     this.actualNextOffset = actualNextOffset;
   }
 
-  /** The stream. */
+  /**
+   * A conflict on the stream of {@code streamKey} ({@code streamId} 0 when the key has no stream
+   * yet, so its next offset is 0).
+   */
+  public OffsetConflictException(
+      String streamKey, long streamId, long expectedNextOffset, long actualNextOffset) {
+    super(
+        "stream key '"
+            + streamKey
+            + "': expected next offset "
+            + expectedNextOffset
+            + " but it is "
+            + actualNextOffset
+            + "; nothing was appended");
+    this.streamKey = streamKey;
+    this.streamId = streamId;
+    this.expectedNextOffset = expectedNextOffset;
+    this.actualNextOffset = actualNextOffset;
+  }
+
+  /** The application's stream key, or null for a conflict on a stream given by id. */
+  public String streamKey() {
+    return streamKey;
+  }
+
+  /** The stream (0 when a keyed stream does not exist yet). */
   public long streamId() {
     return streamId;
   }

@@ -47,7 +47,8 @@ class EventDriverIT {
   @BeforeEach
   void clean(TestDatabase db) {
     db.execute(
-        "TRUNCATE eventstream.handler_checkpoints, eventstream.stream_types, eventstream.events,"
+        "TRUNCATE eventstream.handlers, eventstream.stream_keys, eventstream.handler_checkpoints,"
+            + " eventstream.stream_types, eventstream.events,"
             + " eventstream.streams");
     db.execute(
         "CREATE TABLE IF NOT EXISTS deferred_unique (k text CONSTRAINT deferred_unique_k UNIQUE"

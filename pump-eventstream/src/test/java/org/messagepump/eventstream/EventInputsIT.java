@@ -45,7 +45,8 @@ class EventInputsIT {
   @BeforeEach
   void clean(TestDatabase db) {
     db.execute(
-        "TRUNCATE eventstream.handler_checkpoints, eventstream.stream_types, eventstream.events,"
+        "TRUNCATE eventstream.handlers, eventstream.stream_keys, eventstream.handler_checkpoints,"
+            + " eventstream.stream_types, eventstream.events,"
             + " eventstream.streams");
     store = EventStore.create(db.dataSource(), CODEC);
   }
@@ -266,8 +267,10 @@ class EventInputsIT {
             "GRANT USAGE ON SCHEMA \"es_x\" TO \"app\"\"role\"",
             "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE \"es_x\".\"streams\","
                 + " \"es_x\".\"events\", \"es_x\".\"stream_types\","
-                + " \"es_x\".\"handler_checkpoints\" TO \"app\"\"role\"",
-            "GRANT USAGE, SELECT ON SEQUENCE \"es_x\".\"streams_id_seq\" TO \"app\"\"role\"");
+                + " \"es_x\".\"handler_checkpoints\", \"es_x\".\"handlers\","
+                + " \"es_x\".\"stream_keys\" TO \"app\"\"role\"",
+            "GRANT USAGE, SELECT ON SEQUENCE \"es_x\".\"streams_id_seq\","
+                + " \"es_x\".\"checkpoint_turns\" TO \"app\"\"role\"");
     EventStore configured =
         EventStore.builder(ds, CODEC).schema("es_x").limits(Limits.defaults()).build();
     assertThat(configured.schema()).isEqualTo("es_x");

@@ -39,7 +39,8 @@ class EventStoreIT {
   @BeforeEach
   void clean(TestDatabase db) {
     db.execute(
-        "TRUNCATE eventstream.handler_checkpoints, eventstream.stream_types, eventstream.events,"
+        "TRUNCATE eventstream.handlers, eventstream.stream_keys, eventstream.handler_checkpoints,"
+            + " eventstream.stream_types, eventstream.events,"
             + " eventstream.streams");
     store = EventStore.create(db.dataSource(), CODEC);
   }

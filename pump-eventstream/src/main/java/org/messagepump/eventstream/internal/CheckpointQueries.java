@@ -3,13 +3,9 @@ package org.messagepump.eventstream.internal;
 import static org.jooq.impl.DSL.all;
 import static org.jooq.impl.DSL.any;
 import static org.jooq.impl.DSL.field;
-import static org.jooq.impl.DSL.function;
 import static org.jooq.impl.DSL.max;
 import static org.jooq.impl.DSL.noCondition;
-import static org.jooq.impl.DSL.notExists;
-import static org.jooq.impl.DSL.rand;
 import static org.jooq.impl.DSL.select;
-import static org.jooq.impl.DSL.selectOne;
 import static org.jooq.impl.DSL.val;
 
 import java.time.Duration;
@@ -18,25 +14,26 @@ import java.util.List;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
-import org.jooq.Record2;
 import org.jooq.Record4;
-import org.jooq.impl.SQLDataType;
 import org.messagepump.core.DatabaseClock;
 import org.messagepump.core.Inputs;
 
 /**
- * The SQL of one handler's checkpoints: claiming a stream (tracking a new one or locking a tracked
- * one), finding the next event of the handler's types, and moving, postponing or parking the
- * checkpoint. Every statement after a claim is guarded by the claimed checkpoint offset.
+ * The SQL of one handler's checkpoints: claiming a pending stream, finding the next events of the
+ * handler's types, and moving, postponing or parking the checkpoint (each move puts the row at the
+ * back of the handler's round-robin queue). Every statement after a claim is guarded by the claimed
+ * checkpoint offset.
  */
 public final class CheckpointQueries {
 
-  /** A checkpoint row this transaction holds, with the stream's committed next offset. */
+  /**
+   * A checkpoint row this transaction holds, with the stream's end as the row knows it (every event
+   * below it is committed).
+   */
   public record LockedCheckpoint(long streamId, long checkpoint, int failures, long nextOffset) {}
 
   private final String handlerKey;
   private final String[] types;
-  private final int trackingLockKey;
   private final Tables.Checkpoints cp;
   private final Tables.Streams streams;
   private final Tables.StreamTypes streamTypes;
@@ -47,7 +44,6 @@ public final class CheckpointQueries {
   public CheckpointQueries(Tables tables, String handlerKey, Collection<String> types) {
     this.handlerKey = handlerKey;
     this.types = types.toArray(new String[0]);
-    this.trackingLockKey = trackingLockKey(tables.schema, handlerKey);
     this.cp = tables.checkpoints;
     this.streams = tables.streams;
     this.streamTypes = tables.streamTypes;
@@ -55,28 +51,23 @@ public final class CheckpointQueries {
     this.rows = new EventRows(tables);
   }
 
-  /**
-   * The first half of the advisory lock a transaction holds while it starts tracking a stream. The
-   * default schema keeps the key it had before schemas were configurable.
-   */
-  public static int trackingLockKey(String schema, String handlerKey) {
-    return ("messagepump.eventstream.track:" + qualified(schema, handlerKey)).hashCode();
-  }
-
   /** The advisory lock key of a handler with minimal concurrency. */
   public static long handlerLockKey(String schema, String handlerKey) {
-    String s = "messagepump.eventstream.handler:" + qualified(schema, handlerKey);
+    return lockKey("messagepump.eventstream.handler:" + qualified(schema, handlerKey));
+  }
+
+  /** The advisory lock key a transaction registering a handler holds. */
+  public static long registrationLockKey(String schema, String handlerKey) {
+    return lockKey("messagepump.eventstream.register:" + schema + "/" + handlerKey);
+  }
+
+  private static long lockKey(String s) {
     int reversed = new StringBuilder(s).reverse().toString().hashCode();
     return ((long) s.hashCode() << 32) | (reversed & 0xffffffffL);
   }
 
   private static String qualified(String schema, String handlerKey) {
     return Tables.DEFAULT_SCHEMA.equals(schema) ? handlerKey : schema + "/" + handlerKey;
-  }
-
-  /** The second half of the tracking lock: the stream id folded into an int. */
-  public static int streamLockKey(long streamId) {
-    return (int) (streamId ^ (streamId >>> 32));
   }
 
   /** Excludes the given ids with one bound {@code bigint[]} parameter, however many there are. */
@@ -89,66 +80,34 @@ public final class CheckpointQueries {
   }
 
   /**
-   * Starts tracking a stream the handler does not track yet: inserts its checkpoint row (offset 0),
-   * which this transaction then holds. Candidates that another transaction is starting to track are
-   * skipped without waiting. Returns null when every stream is tracked or being tracked.
+   * Locks the handler's first pending (checkpoint below the stream's known end), unparked, due
+   * checkpoint row in round-robin order ({@code turn}), skipping rows other transactions hold.
+   * Returns null when there is none. The partial index {@code handler_checkpoints_pending_idx}
+   * holds only pending rows, so the cost does not grow with the number of caught-up streams.
    */
-  public LockedCheckpoint trackUntracked(DSLContext dsl, Collection<Long> exclude, int candidates) {
-    List<Record2<Long, Long>> untracked =
-        dsl.select(streams.id, streams.nextOffset)
-            .from(streams.table)
-            .where(
-                notExists(selectOne().from(cp.table).where(mine()).and(cp.streamId.eq(streams.id))))
-            .and(notIn(streams.id, exclude))
-            .orderBy(rand())
-            .limit(candidates)
-            .fetch();
-    for (Record2<Long, Long> s : untracked) {
-      long streamId = s.value1();
-      if (!tryTrackingLock(dsl, streamId)) {
-        continue; // another transaction is starting to track it
-      }
-      Record2<Long, Integer> inserted =
-          dsl.insertInto(cp.table, cp.handlerKey, cp.streamId)
-              .values(handlerKey, streamId)
-              .onConflictDoNothing()
-              .returningResult(cp.offset, cp.failures)
-              .fetchOne();
-      if (inserted != null) {
-        return new LockedCheckpoint(streamId, inserted.value1(), inserted.value2(), s.value2());
-      }
-    }
-    return null;
+  public LockedCheckpoint lockPending(DSLContext dsl, Collection<Long> exclude) {
+    return lockPending(dsl, exclude, true);
   }
 
   /**
-   * Locks the tracked, unparked, due checkpoint with the largest backlog, skipping rows other
-   * transactions hold. Returns null when there is none.
-   */
-  public LockedCheckpoint lockTracked(DSLContext dsl, Collection<Long> exclude) {
-    return lockTracked(dsl, exclude, true);
-  }
-
-  /**
-   * As {@link #lockTracked(DSLContext, Collection)}, but waits for a row another transaction holds
+   * As {@link #lockPending(DSLContext, Collection)}, but waits for a row another transaction holds
    * (a delivery of this handler about to commit): used when nothing is free, under a lock timeout.
    */
-  public LockedCheckpoint waitForTracked(DSLContext dsl, Collection<Long> exclude) {
-    return lockTracked(dsl, exclude, false);
+  public LockedCheckpoint waitForPending(DSLContext dsl, Collection<Long> exclude) {
+    return lockPending(dsl, exclude, false);
   }
 
-  private LockedCheckpoint lockTracked(
+  private LockedCheckpoint lockPending(
       DSLContext dsl, Collection<Long> exclude, boolean skipLocked) {
-    Field<Long> next = nextOffsetOf(cp.streamId);
     var query =
-        dsl.select(cp.streamId, cp.offset, cp.failures, next)
+        dsl.select(cp.streamId, cp.offset, cp.failures, cp.streamEnd)
             .from(cp.table)
             .where(mine())
+            .and(cp.offset.lt(cp.streamEnd))
             .and(cp.parkedAt.isNull())
             .and(cp.resumeAt.le(Tables.clockTimestamp()))
-            .and(cp.offset.lt(next))
             .and(notIn(cp.streamId, exclude))
-            .orderBy(next.minus(cp.offset).desc())
+            .orderBy(cp.turn)
             .limit(1)
             .forUpdate();
     Record4<Long, Long, Integer, Long> r =
@@ -159,61 +118,26 @@ public final class CheckpointQueries {
   /**
    * Locks the handler's checkpoint of {@code streamId} again, {@code SKIP LOCKED}, if it is
    * unparked and still at {@code checkpoint}: for counting the failure of a delivery whose
-   * transaction was rolled back. When that transaction was the one that started tracking the stream
-   * (its row went with the rollback) and the expected checkpoint is 0, the stream is tracked again
-   * here, as {@link #trackUntracked} does. Returns null when the row is held by another
-   * transaction, parked or has moved. The resume time is not checked: the failed delivery was due.
+   * transaction was rolled back. Returns null when the row is held by another transaction, parked,
+   * has moved, or does not exist (see {@link #untracked}). The resume time is not checked: the
+   * failed delivery was due.
    */
   public LockedCheckpoint relock(DSLContext dsl, long streamId, long checkpoint) {
-    Field<Long> next = nextOffsetOf(cp.streamId);
     Record4<Long, Long, Integer, Long> r =
-        dsl.select(cp.streamId, cp.offset, cp.failures, next)
+        dsl.select(cp.streamId, cp.offset, cp.failures, cp.streamEnd)
             .from(cp.table)
             .where(guard(streamId, checkpoint))
             .and(cp.parkedAt.isNull())
             .forUpdate()
             .skipLocked()
             .fetchOne();
-    if (r != null) {
-      return new LockedCheckpoint(r.value1(), r.value2(), r.value3(), r.value4());
-    }
-    if (checkpoint != 0 || !tryTrackingLock(dsl, streamId)) {
-      return null;
-    }
-    Record2<Long, Integer> inserted =
-        dsl.insertInto(cp.table, cp.handlerKey, cp.streamId)
-            .values(handlerKey, streamId)
-            .onConflictDoNothing()
-            .returningResult(cp.offset, cp.failures)
-            .fetchOne();
-    if (inserted == null) {
-      return null; // tracked (and held, parked or moved on) by someone else meanwhile
-    }
-    Long nextOffset =
-        dsl.select(streams.nextOffset)
-            .from(streams.table)
-            .where(streams.id.eq(streamId))
-            .fetchOne(streams.nextOffset);
-    return new LockedCheckpoint(
-        streamId, inserted.value1(), inserted.value2(), nextOffset == null ? 0 : nextOffset);
+    return r == null ? null : new LockedCheckpoint(r.value1(), r.value2(), r.value3(), r.value4());
   }
 
-  private Field<Long> nextOffsetOf(Field<Long> streamId) {
-    return field(select(streams.nextOffset).from(streams.table).where(streams.id.eq(streamId)));
-  }
-
-  /** Takes the lock a transaction holds while it starts tracking a stream, without waiting. */
-  private boolean tryTrackingLock(DSLContext dsl, long streamId) {
-    Boolean locked =
-        dsl.select(
-                function(
-                    "pg_try_advisory_xact_lock",
-                    SQLDataType.BOOLEAN,
-                    val(trackingLockKey),
-                    val(streamLockKey(streamId))))
-            .fetchOne()
-            .value1();
-    return Boolean.TRUE.equals(locked);
+  /** True when the handler has no checkpoint row of {@code streamId} (as this statement sees). */
+  public boolean untracked(DSLContext dsl, long streamId) {
+    return !dsl.fetchExists(
+        dsl.selectOne().from(cp.table).where(mine()).and(cp.streamId.eq(streamId)));
   }
 
   /**
@@ -222,20 +146,16 @@ public final class CheckpointQueries {
    * past it.
    */
   public List<EventRows.Row> nextEvents(DSLContext dsl, LockedCheckpoint claim, int limit) {
-    Long latest =
-        dsl.select(max(streamTypes.latestOffset))
-            .from(streamTypes.table)
-            .where(streamTypes.streamId.eq(claim.streamId()))
-            .and(streamTypes.type.eq(any(val(types))))
-            .fetchOne()
-            .value1();
-    if (latest == null || latest < claim.checkpoint()) {
-      return List.of();
-    }
+    Field<Long> latest =
+        field(
+            select(max(streamTypes.latestOffset))
+                .from(streamTypes.table)
+                .where(streamTypes.streamId.eq(claim.streamId()))
+                .and(streamTypes.type.eq(any(val(types)))));
     return dsl.select(rows.columns())
         .from(events.table)
         .where(events.streamId.eq(claim.streamId()))
-        .and(events.offset.between(claim.checkpoint(), latest))
+        .and(events.offset.between(val(claim.checkpoint()), latest))
         .and(events.type.eq(any(val(types))))
         .orderBy(events.offset)
         .limit(limit)
@@ -248,6 +168,7 @@ public final class CheckpointQueries {
         dsl.update(cp.table)
             .set(cp.offset, next)
             .set(cp.failures, 0)
+            .set(cp.turn, Tables.nextTurn())
             .set(cp.updatedAt, Tables.clockTimestamp())
             .where(guard(streamId, old))
             .execute();
@@ -261,6 +182,7 @@ public final class CheckpointQueries {
         dsl.update(cp.table)
             .set(cp.failures, failures)
             .set(cp.resumeAt, DatabaseClock.afterOffset(delay))
+            .set(cp.turn, Tables.nextTurn())
             .set(cp.updatedAt, Tables.clockTimestamp())
             .where(guard(streamId, checkpoint))
             .execute();

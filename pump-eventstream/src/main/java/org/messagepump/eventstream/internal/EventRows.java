@@ -70,12 +70,50 @@ public final class EventRows {
 
   /** The event in a row selected with {@link #columns()}; never fails on its headers. */
   public Row toRow(Record r) {
-    long streamId = r.get(events.streamId);
-    long offset = r.get(events.offset);
+    return row(
+        r.get(events.messageId),
+        r.get(events.streamId),
+        r.get(events.offset),
+        r.get(events.type),
+        r.get(events.correlationId),
+        r.get(events.causationId),
+        r.get(events.headers),
+        r.get(events.payload),
+        r.get(events.recordedAt));
+  }
+
+  /**
+   * The event in columns {@code first} … {@code first + 7} of a JDBC row: message id, offset, type,
+   * correlation id, causation id, headers (as text), payload, recorded-at (the stream is given).
+   */
+  public static Row toRow(java.sql.ResultSet rs, int first, long streamId)
+      throws java.sql.SQLException {
+    return row(
+        rs.getObject(first, java.util.UUID.class),
+        streamId,
+        rs.getLong(first + 1),
+        rs.getString(first + 2),
+        rs.getString(first + 3),
+        rs.getString(first + 4),
+        rs.getString(first + 5),
+        rs.getBytes(first + 6),
+        rs.getObject(first + 7, java.time.OffsetDateTime.class));
+  }
+
+  private static Row row(
+      java.util.UUID messageId,
+      long streamId,
+      long offset,
+      String type,
+      String correlationId,
+      String causationId,
+      String headersJson,
+      byte[] payload,
+      java.time.OffsetDateTime recordedAt) {
     String problem = null;
     Map<String, String> headers;
     try {
-      headers = headers(r.get(events.headers));
+      headers = headers(headersJson);
     } catch (IllegalStateException e) {
       // The message names the shape only: stored data never goes into exception messages.
       problem =
@@ -90,13 +128,13 @@ public final class EventRows {
     }
     Envelope envelope =
         new Envelope(
-            r.get(events.messageId).toString(),
-            r.get(events.type),
-            r.get(events.correlationId),
-            r.get(events.causationId),
-            instant(r.get(events.recordedAt)),
+            messageId.toString(),
+            type,
+            correlationId,
+            causationId,
+            instant(recordedAt),
             headers,
-            r.get(events.payload));
+            payload);
     return new Row(streamId, offset, envelope, problem);
   }
 

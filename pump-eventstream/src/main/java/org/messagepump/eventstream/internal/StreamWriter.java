@@ -211,6 +211,7 @@ public final class StreamWriter {
     long next =
         dsl.update(streams.table)
             .set(streams.nextOffset, streams.nextOffset.plus((long) n))
+            .set(streams.changedXid, Tables.currentXid())
             .where(streams.id.eq(streamId))
             .returningResult(streams.nextOffset)
             .fetchOne()

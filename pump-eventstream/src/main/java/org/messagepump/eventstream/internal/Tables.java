@@ -50,9 +50,17 @@ public final class Tables {
   /** {@code <schema>.handler_checkpoints}. */
   public final Checkpoints checkpoints;
 
+  /** {@code <schema>.handlers}. */
+  public final Handlers handlers;
+
+  /** {@code <schema>.stream_keys}. */
+  public final StreamKeys streamKeys;
+
   /** The tables of {@code schema} (validated with {@link #schemaName}). */
   public Tables(String schema) {
     this.schema = schemaName("schema", schema);
+    this.handlers = new Handlers(schema);
+    this.streamKeys = new StreamKeys(schema);
     this.streams = new Streams(schema);
     this.events = new Events(schema);
     this.streamTypes = new StreamTypes(schema);
@@ -98,10 +106,14 @@ public final class Tables {
     public final Field<Long> nextOffset;
     public final Field<OffsetDateTime> createdAt;
 
+    /** The xid (as bigint) of the last transaction that appended to or created the stream. */
+    public final Field<Long> changedXid;
+
     private Streams(String s) {
       table = table(name(s, "streams"));
       id = field(name(s, "streams", "id"), SQLDataType.BIGINT);
       nextOffset = field(name(s, "streams", "next_offset"), SQLDataType.BIGINT);
+      changedXid = field(name(s, "streams", "changed_xid"), SQLDataType.BIGINT);
       createdAt = field(name(s, "streams", "created_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
     }
   }
@@ -166,6 +178,12 @@ public final class Tables {
     public final Field<String> parkedReason;
     public final Field<OffsetDateTime> updatedAt;
 
+    /** The stream's end as the handler last saw it: the row is pending while offset is below. */
+    public final Field<Long> streamEnd;
+
+    /** The row's place in the handler's round-robin queue of pending rows. */
+    public final Field<Long> turn;
+
     private Checkpoints(String s) {
       String t = "handler_checkpoints";
       table = table(name(s, t));
@@ -177,7 +195,62 @@ public final class Tables {
       parkedAt = field(name(s, t, "parked_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
       parkedReason = field(name(s, t, "parked_reason"), SQLDataType.CLOB);
       updatedAt = field(name(s, t, "updated_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+      streamEnd = field(name(s, t, "stream_end"), SQLDataType.BIGINT);
+      turn = field(name(s, t, "turn"), SQLDataType.BIGINT);
     }
+  }
+
+  /** {@code <schema>.handlers}. */
+  public static final class Handlers {
+    public final Table<?> table;
+    public final Field<String> handlerKey;
+    public final Field<Long> horizon;
+    public final Field<Long[]> deferred;
+    public final Field<String> startPosition;
+
+    private Handlers(String s) {
+      String t = "handlers";
+      table = table(name(s, t));
+      handlerKey = field(name(s, t, "handler_key"), SQLDataType.CLOB);
+      horizon = field(name(s, t, "horizon"), SQLDataType.BIGINT);
+      deferred = field(name(s, t, "deferred"), SQLDataType.BIGINT.array());
+      startPosition = field(name(s, t, "start_position"), SQLDataType.CLOB);
+    }
+  }
+
+  /** {@code <schema>.stream_keys}. */
+  public static final class StreamKeys {
+    public final Table<?> table;
+    public final Field<String> key;
+    public final Field<Long> streamId;
+
+    private StreamKeys(String s) {
+      String t = "stream_keys";
+      table = table(name(s, t));
+      key = field(name(s, t, "stream_key"), SQLDataType.CLOB);
+      streamId = field(name(s, t, "stream_id"), SQLDataType.BIGINT);
+    }
+  }
+
+  /**
+   * A new turn for a checkpoint row: {@code DEFAULT}, the column's {@code nextval} of {@code
+   * checkpoint_turns} (so the sequence's name is not written as a literal into each statement).
+   */
+  public static Field<Long> nextTurn() {
+    return DSL.defaultValue(SQLDataType.BIGINT);
+  }
+
+  /** This transaction's id as a bigint ({@code pg_current_xact_id()}, assigning one if needed). */
+  public static Field<Long> currentXid() {
+    return DSL.field("pg_current_xact_id()::text::bigint", SQLDataType.BIGINT);
+  }
+
+  /**
+   * The oldest transaction id still running in this statement's snapshot: every transaction whose
+   * writes the snapshot does not see has an id at or above it.
+   */
+  public static Field<Long> snapshotXmin() {
+    return DSL.field("pg_snapshot_xmin(pg_current_snapshot())::text::bigint", SQLDataType.BIGINT);
   }
 
   /** The database clock, {@code clock_timestamp()}: the time every process agrees on. */

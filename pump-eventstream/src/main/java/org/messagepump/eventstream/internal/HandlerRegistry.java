@@ -1,0 +1,248 @@
+package org.messagepump.eventstream.internal;
+
+import static org.jooq.impl.DSL.any;
+import static org.jooq.impl.DSL.function;
+import static org.jooq.impl.DSL.inline;
+import static org.jooq.impl.DSL.select;
+import static org.jooq.impl.DSL.val;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.Record3;
+import org.jooq.impl.SQLDataType;
+
+/**
+ * A handler's row in {@code handlers} and the work that holds its lock: registering the handler
+ * (creating a checkpoint row for every existing stream at its start position), and refreshing its
+ * checkpoint rows' view of the streams' ends from the streams changed since its horizon.
+ *
+ * <p>Every statement that creates a checkpoint row of a handler runs while the transaction holds
+ * the handler row's lock ({@code FOR UPDATE}). Pollers take it {@code SKIP LOCKED} (one refresh at
+ * a time; the others go on with the rows they know of); operations ({@code reset}, {@code
+ * setCheckpoint}, {@code resume}) take it waiting, so they see every row a delivery was creating.
+ *
+ * <p>Why the horizon misses nothing: a refresh reads {@code xmin} of its statement's snapshot
+ * before it scans, and stores it as the next horizon. A transaction whose append the scan did not
+ * see was running (or not begun) at that snapshot, so its id is at or above that {@code xmin}, and
+ * the next scan ({@code changed_xid >= horizon}) finds the stream. Rows held by a delivery during a
+ * refresh cannot be updated without waiting; their streams are kept in {@code deferred} and looked
+ * at again by the next refresh.
+ */
+public final class HandlerRegistry {
+
+  private final String handlerKey;
+  private final long registrationLock;
+  private final Tables.Handlers h;
+  private final Tables.Checkpoints cp;
+  private final Tables.Streams streams;
+  private final String endsOfCaughtUp;
+  private final String endsOfPending;
+  private final String insertRows;
+
+  /** The registry of one handler in the store of {@code tables}. */
+  public HandlerRegistry(Tables tables, String handlerKey) {
+    this.handlerKey = handlerKey;
+    this.registrationLock = CheckpointQueries.registrationLockKey(tables.schema, handlerKey);
+    this.h = tables.handlers;
+    this.cp = tables.checkpoints;
+    this.streams = tables.streams;
+    String cpTable = tables.quoted("handler_checkpoints");
+    // Plain SQL: jOOQ's DSL has no UPDATE ... FROM unnest(a, b); the names are quoted identifiers
+    // of a validated schema, every value is bound. Covered by EventScaleIT and EventDriverIT.
+    String from =
+        " FROM unnest(?::bigint[], ?::bigint[]) AS v(stream_id, stream_end)"
+            + " WHERE c.handler_key = ? AND c.stream_id = v.stream_id"
+            + " AND v.stream_end > c.stream_end";
+    // A row that becomes pending takes a new turn (the back of the queue); a pending one keeps it.
+    this.endsOfCaughtUp =
+        "UPDATE "
+            + cpTable
+            + " AS c SET turn = DEFAULT, stream_end = v.stream_end"
+            + from
+            + " AND c.checkpoint_offset >= c.stream_end";
+    this.endsOfPending = "UPDATE " + cpTable + " AS c SET stream_end = v.stream_end" + from;
+    this.insertRows =
+        "INSERT INTO "
+            + cpTable
+            + " (handler_key, stream_id, checkpoint_offset, stream_end)"
+            + " SELECT ?, v.stream_id, 0, v.stream_end"
+            + " FROM unnest(?::bigint[], ?::bigint[]) AS v(stream_id, stream_end)"
+            + " ON CONFLICT (handler_key, stream_id) DO NOTHING";
+  }
+
+  /** What a {@link #refresh} did. */
+  public enum Refresh {
+    /** Another transaction holds the handler row (refreshing or registering): nothing done. */
+    SKIPPED,
+    /** Refreshed; no stream had changed since the horizon, so no row changed. */
+    UNCHANGED,
+    /** Registered the handler, or refreshed rows of changed streams. */
+    CHANGED
+  }
+
+  /**
+   * Refreshes the handler's rows when no other transaction is doing it, registering the handler (at
+   * {@code start}) when it has no row yet.
+   */
+  public Refresh refresh(DSLContext dsl, String start) {
+    // The xmin of this statement's snapshot, which precedes the scan's: the next horizon.
+    Record3<Long, Long[], Long> row =
+        dsl.select(h.horizon, h.deferred, Tables.snapshotXmin())
+            .from(h.table)
+            .where(h.handlerKey.eq(handlerKey))
+            .forUpdate()
+            .skipLocked()
+            .fetchOne();
+    if (row == null) {
+      return register(dsl, start) ? Refresh.CHANGED : Refresh.SKIPPED;
+    }
+    Long xmin = row.value3();
+    Long[] deferred = row.value2() == null ? new Long[0] : row.value2();
+    List<Record3<Long, Long, Long>> changed =
+        dsl.select(streams.id, streams.nextOffset, streams.changedXid)
+            .from(streams.table)
+            .where(streams.changedXid.ge(row.value1()))
+            .or(streams.id.eq(any(val(deferred))))
+            .fetch();
+    List<Long> stillHeld = List.of();
+    if (!changed.isEmpty()) {
+      stillHeld = apply(dsl, changed);
+    }
+    if (!xmin.equals(row.value1()) || deferred.length > 0 || !stillHeld.isEmpty()) {
+      // An idle handler writes nothing: the horizon only moves when transactions have run.
+      dsl.update(h.table)
+          .set(h.horizon, xmin)
+          .set(h.deferred, stillHeld.toArray(new Long[0]))
+          .where(h.handlerKey.eq(handlerKey))
+          .execute();
+    }
+    return changed.isEmpty() ? Refresh.UNCHANGED : Refresh.CHANGED;
+  }
+
+  /**
+   * Registers the handler unless its row exists (then another transaction holds it: false). A
+   * concurrent registration makes this wait for it, once per handler key.
+   */
+  private boolean register(DSLContext dsl, String start) {
+    if (dsl.fetchExists(dsl.selectOne().from(h.table).where(h.handlerKey.eq(handlerKey)))) {
+      return false;
+    }
+    // Another transaction registering the handler holds this lock: do not wait for it (its
+    // delivery may take long); this poll goes on without a refresh.
+    Boolean mine =
+        dsl.select(
+                function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN, val(registrationLock)))
+            .fetchOne()
+            .value1();
+    if (!Boolean.TRUE.equals(mine)) {
+      return false;
+    }
+    Long horizon =
+        dsl.insertInto(h.table, h.handlerKey, h.horizon, h.startPosition)
+            .select(select(val(handlerKey), Tables.snapshotXmin(), val(start)))
+            .onConflictDoNothing()
+            .returningResult(h.horizon)
+            .fetchOne(h.horizon);
+    if (horizon == null) {
+      return false;
+    }
+    // Every existing stream gets its row now, in one statement: from 0, or from its end. Streams
+    // this statement does not see were changed at or above the horizon: the next refresh finds
+    // them.
+    Field<Long> offset = "END".equals(start) ? streams.nextOffset : inline(0L);
+    dsl.insertInto(cp.table, cp.handlerKey, cp.streamId, cp.offset, cp.streamEnd)
+        .select(
+            select(val(handlerKey), streams.id, offset, streams.nextOffset)
+                .from(streams.table)
+                .orderBy(streams.id))
+        .onConflictDoNothing()
+        .execute();
+    return true;
+  }
+
+  /** Updates the ends of the lockable rows, creates missing rows; returns the held streams. */
+  private List<Long> apply(DSLContext dsl, List<Record3<Long, Long, Long>> changed) {
+    Long[] ids = new Long[changed.size()];
+    Long[] ends = new Long[changed.size()];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = changed.get(i).value1();
+      ends[i] = changed.get(i).value2();
+    }
+    Set<Long> existing =
+        new HashSet<>(
+            dsl.select(cp.streamId)
+                .from(cp.table)
+                .where(cp.handlerKey.eq(handlerKey))
+                .and(cp.streamId.eq(any(val(ids))))
+                .fetch(cp.streamId));
+    Set<Long> lockable =
+        new HashSet<>(
+            dsl.select(cp.streamId)
+                .from(cp.table)
+                .where(cp.handlerKey.eq(handlerKey))
+                .and(cp.streamId.eq(any(val(ids))))
+                .forUpdate()
+                .skipLocked()
+                .fetch(cp.streamId));
+    List<Long> lockIds = new ArrayList<>();
+    List<Long> lockEnds = new ArrayList<>();
+    List<Long> newIds = new ArrayList<>();
+    List<Long> newEnds = new ArrayList<>();
+    List<Long> held = new ArrayList<>();
+    for (int i = 0; i < ids.length; i++) {
+      if (lockable.contains(ids[i])) {
+        lockIds.add(ids[i]);
+        lockEnds.add(ends[i]);
+      } else if (existing.contains(ids[i])) {
+        held.add(ids[i]);
+      } else {
+        newIds.add(ids[i]);
+        newEnds.add(ends[i]);
+      }
+    }
+    if (!lockIds.isEmpty()) {
+      Long[] lockedIds = lockIds.toArray(new Long[0]);
+      Long[] lockedEnds = lockEnds.toArray(new Long[0]);
+      dsl.execute(endsOfCaughtUp, lockedIds, lockedEnds, handlerKey);
+      dsl.execute(endsOfPending, lockedIds, lockedEnds, handlerKey);
+    }
+    if (!newIds.isEmpty()) {
+      dsl.execute(
+          insertRows, handlerKey, newIds.toArray(new Long[0]), newEnds.toArray(new Long[0]));
+    }
+    return held;
+  }
+
+  /**
+   * Takes the handler row's lock for an operation, waiting for the transaction holding it (a
+   * refresh or registration, which may be a delivery in progress). A handler that has never run
+   * gets a placeholder row for the lock, removed by {@link #unlock} so that its first poll still
+   * registers it at its own start position. Returns true when a placeholder was made.
+   */
+  public boolean lock(DSLContext dsl) {
+    // Waits for a registration in progress (see register), then for the row's lock.
+    dsl.select(function("pg_advisory_xact_lock", SQLDataType.OTHER, val(registrationLock)))
+        .execute();
+    int inserted =
+        dsl.insertInto(h.table, h.handlerKey, h.horizon)
+            .values(handlerKey, 0L)
+            .onConflictDoNothing()
+            .execute();
+    if (inserted == 1) {
+      return true;
+    }
+    dsl.select(h.handlerKey).from(h.table).where(h.handlerKey.eq(handlerKey)).forUpdate().fetch();
+    return false;
+  }
+
+  /** Removes the placeholder {@link #lock} made (still holding its lock until commit). */
+  public void unlock(DSLContext dsl, boolean placeholder) {
+    if (placeholder) {
+      dsl.deleteFrom(h.table).where(h.handlerKey.eq(handlerKey)).execute();
+    }
+  }
+}

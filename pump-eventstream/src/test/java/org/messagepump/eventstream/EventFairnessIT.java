@@ -1,0 +1,101 @@
+package org.messagepump.eventstream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+import static org.messagepump.eventstream.Fixtures.CODEC;
+import static org.messagepump.eventstream.Fixtures.inTx;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.core.MessagePump;
+import org.messagepump.eventstream.Fixtures.OrderPlaced;
+import org.messagepump.testkit.PostgresExtension;
+import org.messagepump.testkit.TestDatabase;
+
+/**
+ * Fair service: 100 hot streams with backlogs, more streams than workers, and a stream with one
+ * event appended while they are being served. Round-robin order serves it within the bound of
+ * docs/eventstream.md ("Fair service"): noticed within 2 × {@link EventDriver#REFRESH_EVERY} + W
+ * acquisitions of its commit, then served before any other pending stream is served twice. Under
+ * the former "largest backlog first" it came last, after every hot stream was drained.
+ */
+@ExtendWith(PostgresExtension.class)
+class EventFairnessIT {
+
+  private static final int HOT = 100;
+  private static final int BACKLOG = 12;
+  private static final int WORKERS = 4;
+
+  @Test
+  void aOneEventStreamIsServedWithinTheBoundWhileHotStreamsHaveBacklogs(TestDatabase db) {
+    DataSource ds = db.dataSource();
+    EventStore.migrate(ds);
+    db.execute("CREATE TABLE served (seq bigserial PRIMARY KEY, order_id text NOT NULL)");
+    EventStore store = EventStore.create(ds, CODEC);
+    for (int s = 0; s < HOT; s++) {
+      int stream = s;
+      inTx(
+          ds,
+          tx -> {
+            long id = store.createStream(tx);
+            List<Object> events = new ArrayList<>();
+            for (int i = 0; i < BACKLOG; i++) {
+              events.add(new OrderPlaced("hot" + stream + "-" + i, i));
+            }
+            return store.appendTo(tx, id, events);
+          });
+    }
+    EventDriver driver =
+        EventDriver.builder(store)
+            .handlerKey("fair")
+            .on(
+                OrderPlaced.class,
+                (e, ctx) -> {
+                  try (var ps =
+                      ctx.tx()
+                          .connection()
+                          .prepareStatement("INSERT INTO served (order_id) VALUES (?)")) {
+                    ps.setString(1, e.orderId());
+                    ps.executeUpdate();
+                  }
+                })
+            .build();
+    try (MessagePump pump =
+        MessagePump.builder(ds)
+            .name("fair")
+            .driver(driver)
+            .workers(WORKERS)
+            .batchSize(1)
+            .pollInterval(Duration.ofMillis(20))
+            .build()) {
+      pump.start();
+      await().atMost(Duration.ofMinutes(2)).until(() -> served(db) >= 2 * HOT);
+      inTx(
+          ds,
+          tx -> {
+            long id = store.createStream(tx);
+            return store.appendTo(tx, id, List.of(new OrderPlaced("small", 0)));
+          });
+      long before = served(db);
+      await()
+          .atMost(Duration.ofMinutes(2))
+          .until(() -> db.queryLong("SELECT count(*) FROM served WHERE order_id = 'small'") == 1);
+      long smallAt = db.queryLong("SELECT seq FROM served WHERE order_id = 'small'");
+      long hotLeft =
+          HOT * BACKLOG - db.queryLong("SELECT count(*) FROM served WHERE seq < " + smallAt);
+      long bound = 2L * EventDriver.REFRESH_EVERY + WORKERS + (HOT + 1);
+      // Deliveries committed between the small stream's commit and its own delivery.
+      assertThat(smallAt - before).isLessThanOrEqualTo(bound);
+      // And the hot streams still had most of their backlog: the test measured something.
+      assertThat(hotLeft).isGreaterThan(HOT * BACKLOG / 4);
+    }
+  }
+
+  private static long served(TestDatabase db) {
+    return db.queryLong("SELECT count(*) FROM served");
+  }
+}
