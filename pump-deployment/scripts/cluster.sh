@@ -211,11 +211,12 @@ kill_postmaster() {
 
 kill_node() {
   local n; n=$(primary_node)
-  local keeper; keeper=$(cat "$DIR/node$n.pid")
   local pm; pm=$(postmaster_pid "$n")
-  # The keeper first (a supervisor with children), then the postmaster: a host that vanished.
-  pkill -9 -P "$keeper" 2>/dev/null || true
-  kill -9 "$keeper" "$pm" 2>/dev/null || true
+  # The keeper runs in a session of its own (setsid) with its services and PostgreSQL: kill -9
+  # the whole process group at once, as a host that vanished. Killing the keeper first and the
+  # postmaster after gives the keeper time to restart PostgreSQL in between.
+  local pgid; pgid=$(ps -o pgid= -p "$pm" | tr -d ' ')
+  kill -9 -- "-$pgid"
   rm -f "$DIR/node$n.pid"
   echo "node$n"
 }
