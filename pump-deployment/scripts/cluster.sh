@@ -229,7 +229,10 @@ sync_mode() {
     on) for n in 1 2; do autoctl set node replication-quorum true --pgdata "$DIR/node$n" >/dev/null 2>&1; done ;;
     off) for n in 1 2; do autoctl set node replication-quorum false --pgdata "$DIR/node$n" >/dev/null 2>&1; done ;;
   esac
-  sleep 1
+  # The primary applies the new setting through the monitor (apply_settings): wait until both
+  # nodes are back in their steady states.
+  sleep 2
+  wait_healthy 120
   local sync; sync=$(as_pg psql -qAt -h 127.0.0.1 -p "$(primary_port)" -d pump -c 'SHOW synchronous_standby_names')
   echo "synchronous_standby_names=$sync"
 }

@@ -99,8 +99,8 @@ class PgBouncerIT {
     long acknowledged;
     try {
       w.startPumps(Cluster.bouncerUrl(), 2, 2, b -> b.notificationsDataSource(direct));
-      w.startProducing(3, 20);
-      Cluster.sleep(10_000);
+      w.startProducing(5, 20);
+      Cluster.sleep(20_000);
       acknowledged = w.stopProducing();
       await()
           .atMost(Duration.ofMinutes(2))

@@ -94,7 +94,7 @@ class ScaleOutIT {
                   + " eventstream.handler_checkpoints, eventstream.events, eventstream.streams"
                   + " CASCADE");
     }
-    int backlog = 12_000 * processes;
+    int backlog = 15_000 * processes;
     preload(kind, backlog);
     List<NodeProcess> nodes = new ArrayList<>();
     try {
@@ -118,7 +118,18 @@ class ScaleOutIT {
               () ->
                   ledger.queryLong("SELECT count(*) FROM chaos.marks WHERE label LIKE 'ready:%'")
                       == processes);
-      Cluster.sleep(3_000); // the JIT warms up on the same backlog
+      // Each JVM warms up (class loading, JIT) on the same backlog before anything is timed: on
+      // two shared cores a cold JVM takes seconds to reach its speed.
+      await()
+          .atMost(Duration.ofSeconds(180))
+          .pollInterval(Duration.ofMillis(500))
+          .until(
+              () ->
+                  ledger.queryLong(
+                          "SELECT count(*) FROM (SELECT node FROM chaos.ledger GROUP BY node"
+                              + " HAVING count(*) >= 300) warm")
+                      == processes);
+      Cluster.sleep(2_000);
       long a = ledger.rows();
       long t0 = System.nanoTime();
       Cluster.sleep(WINDOW.toMillis());
