@@ -1,10 +1,12 @@
 package org.messagepump.deployment;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariDataSource;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
@@ -58,7 +60,7 @@ class AsyncReplicationLossIT {
     AtomicBoolean writing = new AtomicBoolean(true);
     List<Thread> writers = new ArrayList<>();
     Instant promoted;
-    String killed;
+    String killed = null;
     int before;
     try (HikariDataSource ds = Cluster.pool(Cluster.multiHostUrl(), "loss-writers", WRITERS + 1)) {
       try (Connection c = ds.getConnection()) {
@@ -103,16 +105,26 @@ class AsyncReplicationLossIT {
         w.join(30_000);
       }
       assertThat(promoted).as("the standby was promoted").isNotNull();
-      long present;
-      try (Connection c = ds.getConnection();
-          PreparedStatement ps =
-              c.prepareStatement("SELECT count(*) FROM deploy.acked WHERE id = ANY (?)")) {
-        ps.setArray(1, c.createArrayOf("bigint", acknowledged.toArray()));
-        var rs = ps.executeQuery();
-        rs.next();
-        present = rs.getLong(1);
-      }
-      long lost = acknowledged.size() - present;
+      // The pool may need a few tries before pgjdbc sees the new primary (hostRecheckSeconds).
+      long[] present = {-1};
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .ignoreExceptions()
+          .until(
+              () -> {
+                try (Connection c = ds.getConnection();
+                    PreparedStatement ps =
+                        c.prepareStatement(
+                            "SELECT count(*) FROM deploy.acked WHERE id = ANY (?)")) {
+                  ps.setArray(1, c.createArrayOf("bigint", acknowledged.toArray()));
+                  try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    present[0] = rs.getLong(1);
+                  }
+                }
+                return true;
+              });
+      long lost = acknowledged.size() - present[0];
       ChaosReport.of(scenario)
           .put("replication", mode)
           .put("writers", WRITERS)
@@ -120,10 +132,14 @@ class AsyncReplicationLossIT {
           .put("lost", lost)
           .put("faultToPrimaryMs", faultToPrimary)
           .write();
-      Cluster.run("restart-node", killed.substring("node".length()));
       return lost;
     } finally {
       writing.set(false);
+      if (killed != null) {
+        // The killed node rejoins as the standby, whatever the outcome.
+        Cluster.run("restart-node", killed.substring("node".length()));
+        Cluster.run("wait-healthy", "300");
+      }
     }
   }
 }
