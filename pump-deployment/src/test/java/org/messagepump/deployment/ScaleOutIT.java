@@ -111,13 +111,16 @@ class ScaleOutIT {
                     "scale-" + kind + "-" + i,
                     Integer.toString(WORKERS))
                 .start());
+        // One JVM at a time: several cold JVMs starting at once on two loaded cores missed
+        // NodeMain's 5 s connection timeout.
+        int started = i;
+        await()
+            .atMost(Duration.ofSeconds(120))
+            .until(
+                () ->
+                    ledger.queryLong("SELECT count(*) FROM chaos.marks WHERE label LIKE 'ready:%'")
+                        == started);
       }
-      await()
-          .atMost(Duration.ofSeconds(120))
-          .until(
-              () ->
-                  ledger.queryLong("SELECT count(*) FROM chaos.marks WHERE label LIKE 'ready:%'")
-                      == processes);
       // Each JVM warms up (class loading, JIT) on the same backlog before anything is timed: on
       // two shared cores a cold JVM takes seconds to reach its speed.
       await()
