@@ -122,7 +122,16 @@ public final class MessagePump implements AutoCloseable {
         b.notifications
             ? b.driver
                 .wakeChannel()
-                .map(ch -> new WakeListener(name, b.dataSource, ch, dispatcher, backoff))
+                .map(
+                    ch ->
+                        new WakeListener(
+                            name,
+                            b.notificationsDataSource != null
+                                ? b.notificationsDataSource
+                                : b.dataSource,
+                            ch,
+                            dispatcher,
+                            backoff))
                 .orElse(null)
             : null;
   }
@@ -293,6 +302,7 @@ public final class MessagePump implements AutoCloseable {
     private boolean notifications = DEFAULT_NOTIFICATIONS;
     private Duration handlerTimeout;
     private final java.util.Map<String, Duration> typeTimeouts = new java.util.HashMap<>();
+    private DataSource notificationsDataSource;
 
     private Builder(DataSource dataSource) {
       this.dataSource = dataSource;
@@ -430,6 +440,22 @@ public final class MessagePump implements AutoCloseable {
     public Builder handlerTimeout(String messageType, Duration timeout) {
       Inputs.key("messageType", messageType);
       typeTimeouts.put(messageType, positive("handlerTimeout of " + messageType, timeout));
+      return this;
+    }
+
+    /**
+     * Where the LISTEN connection comes from, when it must not come from the pump's pool: behind
+     * PgBouncer in transaction pooling mode a LISTEN outlives the transaction that ran it only on a
+     * direct connection, so give a DataSource that reaches PostgreSQL itself (one connection, held
+     * while the pump runs). Default: the pump's own DataSource. When this source fails the pump
+     * polls, as it does without notifications, and tries to listen again with backoff. See
+     * docs/deployment.md.
+     */
+    public Builder notificationsDataSource(DataSource notificationsDataSource) {
+      if (notificationsDataSource == null) {
+        throw new IllegalArgumentException("notificationsDataSource must not be null");
+      }
+      this.notificationsDataSource = notificationsDataSource;
       return this;
     }
 

@@ -14,12 +14,12 @@ import org.flywaydb.core.api.FlywayException;
  * Applies a driver's Flyway migrations to one schema, safely when several processes start together:
  * for driver authors, and what the bundled drivers' {@code migrate} methods call.
  *
- * <p>Every call through this class, whatever the schema or driver, first takes one session advisory
- * lock on a connection of its own (held only while it migrates, released even when the migration
- * fails), so concurrent calls run one after the other: the first creates the schema and applies
- * what is missing, the next find nothing left to apply. Flyway alone would let two processes race
- * to create the schema or the history table. A call therefore needs two connections of the pool at
- * once.
+ * <p>Every call through this class, whatever the schema or driver, first takes one advisory lock in
+ * a transaction of its own on a connection of its own (held only while it migrates, released even
+ * when the migration fails; it works behind PgBouncer's transaction pooling too), so concurrent
+ * calls run one after the other: the first creates the schema and applies what is missing, the next
+ * find nothing left to apply. Flyway alone would let two processes race to create the schema or the
+ * history table. A call therefore needs two connections of the pool at once.
  *
  * <pre>{@code
  * int applied = Migrations.migrate(
@@ -30,9 +30,8 @@ import org.flywaydb.core.api.FlywayException;
 public final class Migrations {
 
   /**
-   * Key of the session advisory lock serializing migrations ("cmdqueue" in ASCII: the key the
-   * command queue took before this class existed, kept so that processes of both versions still
-   * serialize).
+   * Key of the advisory lock serializing migrations ("cmdqueue" in ASCII: the key the command queue
+   * took before this class existed, kept so that processes of both versions still serialize).
    */
   private static final long LOCK_KEY = 0x636d_6471_7565_7565L;
 
@@ -74,7 +73,14 @@ public final class Migrations {
     }
     Map<String, String> values = placeholders == null ? Map.of() : Map.copyOf(placeholders);
     try (Connection lock = dataSource.getConnection()) {
-      advisory(lock, "SELECT pg_advisory_lock(?)");
+      // A transaction-scoped lock in a transaction left open while Flyway works on other
+      // connections: behind PgBouncer in transaction pooling mode an open transaction keeps its
+      // server connection, whereas a session lock would stay on whichever server connection ran
+      // it and its unlock could land on another one (docs/deployment.md). Session and transaction
+      // advisory locks of one key conflict, so older versions' session lock still serializes.
+      boolean autoCommit = lock.getAutoCommit();
+      lock.setAutoCommit(false);
+      advisory(lock, "SELECT pg_advisory_xact_lock(?)");
       try {
         return Flyway.configure()
             .dataSource(dataSource)
@@ -90,7 +96,8 @@ public final class Migrations {
       } catch (FlywayException e) {
         throw new PumpException("migrating schema " + schema + " failed: " + e.getMessage(), e);
       } finally {
-        advisory(lock, "SELECT pg_advisory_unlock(?)");
+        lock.rollback(); // ends the transaction: releases the lock
+        lock.setAutoCommit(autoCommit);
       }
     } catch (SQLException e) {
       throw new DatabaseException("migrating schema " + schema, e);

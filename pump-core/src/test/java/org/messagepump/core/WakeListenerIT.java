@@ -1,6 +1,7 @@
 package org.messagepump.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import java.sql.Connection;
@@ -19,6 +20,7 @@ import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.Outcome;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
+import org.postgresql.ds.PGSimpleDataSource;
 
 @ExtendWith(PostgresExtension.class)
 class WakeListenerIT {
@@ -120,6 +122,54 @@ class WakeListenerIT {
       assertThat(handled.await(3, TimeUnit.SECONDS)).isFalse();
       assertThat(listening(db)).isFalse();
     }
+  }
+
+  @Test
+  void aSeparateNotificationsDataSourceCarriesTheListen(TestDatabase db) throws Exception {
+    db.execute("DROP TABLE IF EXISTS work, work_parked");
+    db.execute(TinyTableDriver.SCHEMA);
+    CountDownLatch handled = new CountDownLatch(1);
+    PGSimpleDataSource direct = new PGSimpleDataSource();
+    direct.setURL(db.jdbcUrl());
+    direct.setUser(db.server().user());
+    direct.setPassword(db.server().password());
+    direct.setApplicationName("direct-listen");
+    try (MessagePump pump =
+        MessagePump.builder(db.dataSource())
+            .name("split")
+            .driver(
+                new Notified(
+                    new TinyTableDriver(
+                        (tx, id, body) -> {
+                          handled.countDown();
+                          return Outcome.HANDLED;
+                        })))
+            .workers(1)
+            .notificationsDataSource(direct)
+            .pollInterval(Duration.ofSeconds(60))
+            .build()) {
+      pump.start();
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(
+              () ->
+                  db.queryLong(
+                          "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'"
+                              + " AND application_name = 'direct-listen'")
+                      == 1);
+      try (Connection c = db.dataSource().getConnection()) {
+        c.setAutoCommit(false);
+        try (Statement s = c.createStatement()) {
+          s.execute("INSERT INTO work (body) VALUES ('wake through the direct connection')");
+        }
+        WakeSignal.send(c, "tiny_work");
+        c.commit();
+      }
+      assertThat(handled.await(20, TimeUnit.SECONDS)).isTrue();
+    }
+    assertThatThrownBy(() -> MessagePump.builder(db.dataSource()).notificationsDataSource(null))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("notificationsDataSource");
   }
 
   private static boolean listening(TestDatabase db) {
