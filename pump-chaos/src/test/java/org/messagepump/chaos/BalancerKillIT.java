@@ -111,7 +111,7 @@ class BalancerKillIT {
     assertThat(staleConfirms.get()).as("confirms rejected as stale").isZero();
     assertThat(stats.worstRecoveryAfterRestartMs())
         .as("recovery after restart (ms)")
-        .isLessThanOrEqualTo(2_000);
+        .isLessThanOrEqualTo(Chaos.recoveryBoundMs());
   }
 
   /** Stores messages {@code from..to-1} (content: the sequence number) in one transaction. */

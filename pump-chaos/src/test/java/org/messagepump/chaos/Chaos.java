@@ -35,6 +35,17 @@ final class Chaos {
     return "full".equals(System.getProperty(SCALE_PROPERTY, "fast"));
   }
 
+  /**
+   * The bound on recovery after a node restarts, in ms. The full run ({@code -Pchaos}, run on a
+   * quiet machine) asserts the 2 s the scenarios promise. The fast set runs inside the default
+   * build on a shared two-core CI machine, where a restarted JVM's start alone has taken over 2 s
+   * under load; there it asserts 5 s, which still catches a real stall (waiting out a lease or a
+   * lock, tens of seconds). The measured figure goes to report.jsonl either way.
+   */
+  static long recoveryBoundMs() {
+    return full() ? 2_000 : 5_000;
+  }
+
   /** {@code full} in the full run, {@code fast} otherwise. */
   static int size(int full, int fast) {
     return full() ? full : fast;

@@ -73,6 +73,6 @@ class CommandKillIT {
     assertThat(db.queryLong("SELECT count(*) FROM commandqueue.dead_letters")).isZero();
     assertThat(stats.worstRecoveryAfterRestartMs())
         .as("recovery after restart (ms)")
-        .isLessThanOrEqualTo(2_000);
+        .isLessThanOrEqualTo(Chaos.recoveryBoundMs());
   }
 }
