@@ -65,8 +65,7 @@ final class PauseCommand {
     boolean pause(DataSource ds, String reason) {
       try {
         if (type != null) {
-          return Stores.commands(ds, schemaOr(CommandQueue.DEFAULT_SCHEMA))
-              .pauseType(type, reason);
+          return Stores.commands(ds, schemaOr(CommandQueue.DEFAULT_SCHEMA)).pauseType(type, reason);
         }
         if (handler != null) {
           return Stores.events(ds, schemaOr(EventStore.DEFAULT_SCHEMA))
@@ -125,8 +124,7 @@ final class PauseCommand {
         boolean changed = target.pause(database.dataSource(), reason);
         spec.commandLine()
             .getOut()
-            .println(
-                changed ? "paused " + target.what() : target.what() + " was already paused");
+            .println(changed ? "paused " + target.what() : target.what() + " was already paused");
       }
       return 0;
     }
