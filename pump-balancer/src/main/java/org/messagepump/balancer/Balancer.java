@@ -8,6 +8,7 @@ import javax.sql.DataSource;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
+import org.messagepump.balancer.internal.GroupPauses;
 import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
 import org.messagepump.balancer.internal.Schema;
@@ -83,6 +84,8 @@ public final class Balancer {
             + render.render(DSL.name(schema, "messages"))
             + ", "
             + render.render(DSL.name(schema, "partitions"))
+            + ", "
+            + render.render(DSL.name(schema, "paused_groups"))
             + " TO "
             + r,
         "GRANT USAGE, SELECT ON SEQUENCE "
@@ -103,6 +106,22 @@ public final class Balancer {
     return FromInternal.groupStatsList(
         Transactions.inNew(
             dataSource, "reading group stats", tx -> StoreQueries.groups(ctx.dsl(tx), null)));
+  }
+
+  /** The groups paused cluster-wide in the default schema ({@link MessageBalancer#pauseGroup}). */
+  public static List<PausedGroup> pausedGroups(DataSource dataSource) {
+    return pausedGroups(dataSource, DEFAULT_SCHEMA);
+  }
+
+  /** As {@link #pausedGroups(DataSource)}, in {@code schema}; by group name. */
+  public static List<PausedGroup> pausedGroups(DataSource dataSource, String schema) {
+    Objects.requireNonNull(dataSource, "dataSource");
+    Schema.Ctx ctx = Schema.Ctx.of(schema);
+    return Transactions.inNew(
+            dataSource, "listing paused groups", tx -> GroupPauses.list(ctx.dsl(tx)))
+        .stream()
+        .map(r -> new PausedGroup(r.group(), r.pausedAt(), r.reason()))
+        .toList();
   }
 
   /** Confirms a handed-off message by id and token, whatever its group. */

@@ -15,6 +15,7 @@ import org.jooq.Record2;
 import org.jooq.exception.DataAccessException;
 import org.messagepump.balancer.internal.AcquiredMessage;
 import org.messagepump.balancer.internal.DeliveryQueries;
+import org.messagepump.balancer.internal.GroupPauses;
 import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
 import org.messagepump.balancer.internal.Schema;
@@ -53,6 +54,15 @@ public final class BalancerDriver implements Driver {
   /** Header carrying the partition key in the delivery's envelope. */
   public static final String PARTITION_KEY_HEADER = "partitionKey";
 
+  /**
+   * W3C trace-context property copied into the delivery's envelope headers when the message's
+   * properties hold it (see pump-opentelemetry).
+   */
+  public static final String TRACEPARENT = "traceparent";
+
+  /** W3C trace-state property, copied as {@link #TRACEPARENT}. */
+  public static final String TRACESTATE = "tracestate";
+
   /** Header carrying the partition group in the delivery's envelope. */
   public static final String PARTITION_GROUP_HEADER = "partitionGroup";
 
@@ -78,6 +88,7 @@ public final class BalancerDriver implements Driver {
   private final String leaseOwner;
   private final BalancerMetrics metrics;
   private final DeliveryQueries.Prepared prepared;
+  private final String pausedCheck;
   private final Schema.Ctx ctx;
   private final Limits limits;
   private volatile long nextReap = System.nanoTime();
@@ -96,6 +107,7 @@ public final class BalancerDriver implements Driver {
     this.ctx = b.balancer.ctx();
     this.limits = b.balancer.limits();
     this.prepared = new DeliveryQueries.Prepared(ctx, group);
+    this.pausedCheck = GroupPauses.checkSql(ctx);
     this.handler = b.handler;
     this.lockPartition = b.lockPartition;
     this.leaseDuration = b.leaseDuration;
@@ -133,6 +145,13 @@ public final class BalancerDriver implements Driver {
   public List<Delivery> acquire(Tx tx, int max) throws SQLException {
     long start = System.nanoTime();
     reapIfDue(tx);
+    if (GroupPauses.isPaused(tx.connection(), pausedCheck, group)) {
+      // Paused cluster-wide (MessageBalancer.pauseGroup): nothing acquired, the pump idles as on an
+      // empty poll. A statement of its own (one primary-key probe), not a predicate of the
+      // acquisition statement; the reaper above still runs, so expired hand-offs are requeued.
+      metrics.storage("acquire", System.nanoTime() - start);
+      return List.of();
+    }
     List<Delivery> out = new ArrayList<>(max);
     if (lockPartition) {
       acquireLocked(tx, max, out);
@@ -273,9 +292,39 @@ public final class BalancerDriver implements Driver {
             null,
             null,
             c.receivedAt().toInstant(),
-            Map.of(PARTITION_GROUP_HEADER, group, PARTITION_KEY_HEADER, c.key()),
+            headers(c),
             c.content());
     return new Delivery(envelope, c.failures(), null, new State(c));
+  }
+
+  /**
+   * The envelope's headers: the group and the key, and the W3C trace context ({@value
+   * #TRACEPARENT}, {@value #TRACESTATE}) when the message's properties hold it as top-level strings
+   * (a producer that stored {@code tracing.traceHeaders()} as properties), so a tracing driver
+   * (pump-opentelemetry) links the delivery to its producer. The properties are parsed only when
+   * their text names {@value #TRACEPARENT}: other messages cost one substring search.
+   */
+  private Map<String, String> headers(AcquiredMessage c) {
+    String props = c.propertiesJson();
+    if (props == null || !props.contains("\"" + TRACEPARENT + "\"")) {
+      return Map.of(PARTITION_GROUP_HEADER, group, PARTITION_KEY_HEADER, c.key());
+    }
+    Map<String, String> headers = new java.util.HashMap<>();
+    headers.put(PARTITION_GROUP_HEADER, group);
+    headers.put(PARTITION_KEY_HEADER, c.key());
+    Map<String, Object> properties;
+    try {
+      properties = Json.read(props);
+    } catch (UndecodableMessageException e) {
+      // Not for acquisition to refuse: the handler meets it when it reads the properties.
+      return headers;
+    }
+    for (String name : List.of(TRACEPARENT, TRACESTATE)) {
+      if (properties.get(name) instanceof String value) {
+        headers.put(name, value);
+      }
+    }
+    return headers;
   }
 
   /**

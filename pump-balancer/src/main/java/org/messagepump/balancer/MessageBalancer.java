@@ -11,11 +11,13 @@ import java.util.UUID;
 import java.util.function.Function;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
+import org.messagepump.balancer.internal.GroupPauses;
 import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
 import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
 import org.messagepump.balancer.internal.StoreQueries.GroupFigures;
+import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
@@ -300,6 +302,34 @@ public final class MessageBalancer {
     Balancer.checkName("partitionKey", partitionKey);
     return Transactions.inNew(
         dataSource, "unparking a key", tx -> StoreQueries.unpark(ctx.dsl(tx), group, partitionKey));
+  }
+
+  /**
+   * Pauses this group cluster-wide: from the next poll on, no pump of any process acquires its
+   * messages (deliveries already being handled finish, hand-off leases run on, storing goes on).
+   * Returns true when the group was not paused yet (a second pause keeps the first reason).
+   *
+   * @throws IllegalArgumentException when the reason is over {@link Limits#MAX_REASON_CHARS} UTF-8
+   *     bytes or holds NUL; nothing is sent
+   */
+  public boolean pauseGroup(String reason) {
+    if (reason != null) {
+      Inputs.text("reason", reason, Limits.MAX_REASON_CHARS);
+    }
+    return Transactions.inNew(
+        dataSource, "pausing a group", tx -> GroupPauses.pause(ctx.dsl(tx), group, reason));
+  }
+
+  /** Resumes this group after {@link #pauseGroup}; true when it was paused. */
+  public boolean resumeGroup() {
+    return Transactions.inNew(
+        dataSource, "resuming a group", tx -> GroupPauses.resume(ctx.dsl(tx), group));
+  }
+
+  /** True while this group is paused cluster-wide ({@link #pauseGroup}). */
+  public boolean isPaused() {
+    return Transactions.inNew(
+        dataSource, "reading a group's pause", tx -> GroupPauses.paused(ctx.dsl(tx), group));
   }
 
   /**

@@ -1,5 +1,6 @@
 package org.messagepump.balancer;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.sql.Connection;
@@ -32,6 +33,13 @@ class LeastPrivilegeIT {
     DataSource app = db.newDataSource("dml-role", 8, ROLE, "secret'pw");
 
     Workload.run(app, SCHEMA, Workload.emptyKeyRow(db.dataSource(), SCHEMA));
+    // The cluster-wide pause of a group (paused_groups) is DML of the role too.
+    MessageBalancer paused = MessageBalancer.builder(app, "paused-g").schema(SCHEMA).build();
+    assertThat(paused.pauseGroup("maintenance")).isTrue();
+    assertThat(Balancer.pausedGroups(app, SCHEMA))
+        .extracting(PausedGroup::group)
+        .containsExactly("paused-g");
+    assertThat(paused.resumeGroup()).isTrue();
 
     try (Connection c = app.getConnection()) {
       assertThatThrownBy(() -> c.createStatement().execute("CREATE TABLE dml_app.x (i int)"))

@@ -11,10 +11,12 @@ import java.util.concurrent.Callable;
 import javax.sql.DataSource;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.GroupStats;
+import org.messagepump.balancer.PausedGroup;
 import org.messagepump.commands.PausedType;
 import org.messagepump.commands.QueueDepth;
 import org.messagepump.eventstream.Checkpoint;
 import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.PausedHandler;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -113,6 +115,15 @@ final class StatusCommand implements Callable<Integer> {
       eventHandlers.add(h);
     }
     status.put("eventHandlers", eventHandlers);
+    List<Object> pausedHandlers = new ArrayList<>();
+    for (PausedHandler p : Stores.events(ds).pausedHandlers()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("handlerKey", p.handlerKey());
+      m.put("pausedAt", p.pausedAt().toString());
+      m.put("reason", p.reason());
+      pausedHandlers.add(m);
+    }
+    status.put("pausedHandlers", pausedHandlers);
 
     List<Object> groups = new ArrayList<>();
     for (GroupStats g : Balancer.groups(ds)) {
@@ -128,6 +139,15 @@ final class StatusCommand implements Callable<Integer> {
       groups.add(m);
     }
     status.put("balancer", groups);
+    List<Object> pausedGroups = new ArrayList<>();
+    for (PausedGroup p : Balancer.pausedGroups(ds)) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("group", p.group());
+      m.put("pausedAt", p.pausedAt().toString());
+      m.put("reason", p.reason());
+      pausedGroups.add(m);
+    }
+    status.put("pausedGroups", pausedGroups);
     return status;
   }
 
@@ -170,6 +190,12 @@ final class StatusCommand implements Callable<Integer> {
       }
     }
     handlers.print(out);
+    printPaused(
+        out,
+        (List<Map<String, Object>>) status.get("pausedHandlers"),
+        "Paused event handlers (no pump acquires them; `pump resume --handler KEY`):",
+        "handler",
+        "handlerKey");
     out.println();
     out.println("Balancer groups:");
     Table groups = new Table("group", "partitions", "messages", "leases", "parked", "oldest (s)");
@@ -184,5 +210,24 @@ final class StatusCommand implements Callable<Integer> {
           g.get("oldestMessageAgeSeconds"));
     }
     groups.print(out);
+    printPaused(
+        out,
+        (List<Map<String, Object>>) status.get("pausedGroups"),
+        "Paused balancer groups (no pump acquires them; `pump resume --group GROUP`):",
+        "group",
+        "group");
+  }
+
+  private static void printPaused(
+      PrintWriter out, List<Map<String, Object>> paused, String title, String column, String key) {
+    if (paused.isEmpty()) {
+      return;
+    }
+    out.println(title);
+    Table table = new Table(column, "paused at", "reason");
+    for (Map<String, Object> p : paused) {
+      table.row(p.get(key), p.get("pausedAt"), p.get("reason") == null ? "" : p.get("reason"));
+    }
+    table.print(out);
   }
 }

@@ -32,4 +32,12 @@ final class Stores {
   static EventStore events(DataSource ds) {
     return EventStore.create(ds, NO_TYPES);
   }
+
+  static EventStore events(DataSource ds, String schema) {
+    try {
+      return EventStore.builder(ds, NO_TYPES).schema(schema).build();
+    } catch (IllegalArgumentException e) {
+      throw new CliException(e.getMessage(), 2);
+    }
+  }
 }

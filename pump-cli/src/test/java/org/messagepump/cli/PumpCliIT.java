@@ -210,6 +210,46 @@ class PumpCliIT {
   }
 
   @Test
+  @Order(4)
+  void pauseAndResumeAHandlerAndAGroupShowInStatus() throws Exception {
+    Result handler = runOnDb("pause", "--handler", "ops-view", "--reason", "reindexing");
+    assertThat(handler.code()).as(handler.err()).isZero();
+    assertThat(handler.out()).contains("paused event handler ops-view");
+    Result group = runOnDb("pause", "--group", "ops-group");
+    assertThat(group.code()).as(group.err()).isZero();
+    assertThat(group.out()).contains("paused balancer group ops-group");
+    assertThat(db.queryLong("SELECT count(*) FROM eventstream.paused_handlers")).isOne();
+    assertThat(db.queryLong("SELECT count(*) FROM balancer.paused_groups")).isOne();
+    JsonNode status = new ObjectMapper().readTree(runOnDb("status", "--json").out());
+    assertThat(status.path("pausedHandlers").get(0).path("handlerKey").asText())
+        .isEqualTo("ops-view");
+    assertThat(status.path("pausedHandlers").get(0).path("reason").asText())
+        .isEqualTo("reindexing");
+    assertThat(status.path("pausedGroups").get(0).path("group").asText()).isEqualTo("ops-group");
+    assertThat(runOnDb("status").out())
+        .contains("Paused event handlers", "reindexing", "Paused balancer groups", "ops-group");
+    assertThat(runOnDb("pause", "--group", "ops-group").out()).contains("already paused");
+    assertThat(runOnDb("resume", "--handler", "ops-view").out())
+        .contains("resumed event handler ops-view");
+    assertThat(runOnDb("resume", "--group", "ops-group").out())
+        .contains("resumed balancer group ops-group");
+    assertThat(runOnDb("resume", "--group", "ops-group").out()).contains("was not paused");
+    assertThat(db.queryLong("SELECT count(*) FROM eventstream.paused_handlers")).isZero();
+    assertThat(db.queryLong("SELECT count(*) FROM balancer.paused_groups")).isZero();
+    assertThat(runOnDb("status").out())
+        .doesNotContain("Paused event handlers")
+        .doesNotContain("Paused balancer groups");
+    Result both = runOnDb("pause", "ops.Probe", "--group", "g");
+    assertThat(both.code()).isEqualTo(2);
+    assertThat(both.err()).contains("exactly one");
+    Result none = runOnDb("resume");
+    assertThat(none.code()).isEqualTo(2);
+    Result blank = runOnDb("pause", "--handler", " ");
+    assertThat(blank.code()).isEqualTo(2);
+    assertThat(blank.err()).contains("handlerKey");
+  }
+
+  @Test
   @Order(5)
   void checkpointOperationsChangeWhatTheySay() {
     long streams =

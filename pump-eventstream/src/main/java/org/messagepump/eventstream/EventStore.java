@@ -15,6 +15,7 @@ import org.messagepump.core.Tx;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.internal.EventRows;
 import org.messagepump.eventstream.internal.KeyedStreams;
+import org.messagepump.eventstream.internal.PauseQueries;
 import org.messagepump.eventstream.internal.StreamWriter;
 import org.messagepump.eventstream.internal.Tables;
 
@@ -110,7 +111,7 @@ public final class EventStore {
   /**
    * The statements that give {@code role} exactly what a store in {@code schema} needs at run time
    * (after {@link #migrate(DataSource, String)} ran as the schema's owner): USAGE on the schema;
-   * SELECT, INSERT, UPDATE and DELETE on its six tables; USAGE and SELECT on the stream id and
+   * SELECT, INSERT, UPDATE and DELETE on its seven tables; USAGE and SELECT on the stream id and
    * checkpoint turn sequences. Identifiers are quoted.
    *
    * @throws IllegalArgumentException for a bad schema name, or a role name that is empty, holds NUL
@@ -129,7 +130,8 @@ public final class EventStore {
             t.quoted("stream_types"),
             t.quoted("handler_checkpoints"),
             t.quoted("handlers"),
-            t.quoted("stream_keys"));
+            t.quoted("stream_keys"),
+            t.quoted("paused_handlers"));
     return List.of(
         "GRANT USAGE ON SCHEMA " + Tables.quoted(DSL.name(schema)) + " TO " + r,
         "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE " + tableList + " TO " + r,
@@ -174,6 +176,57 @@ public final class EventStore {
   /** Checkpoint operations: lag, parked streams, reset, set a checkpoint. */
   public EventHandlers handlers() {
     return handlers;
+  }
+
+  /**
+   * Pauses the handler {@code handlerKey} cluster-wide: from the next poll on, no pump of any
+   * process acquires events for it (its claim statement finds nothing; deliveries already being
+   * handled finish). Appends go on, and the handler's checkpoints stay where they are, so it
+   * resumes where it stopped. A key not registered yet may be paused. Returns true when the key was
+   * not paused yet (a second pause keeps the first reason).
+   *
+   * @throws IllegalArgumentException when the key is null, blank, holds NUL or is over {@link
+   *     Limits#MAX_KEY_BYTES} UTF-8 bytes, or the reason is over {@link Limits#MAX_REASON_CHARS}
+   *     bytes or holds NUL; nothing is sent
+   */
+  public boolean pauseHandler(String handlerKey, String reason) {
+    pausedKey(handlerKey);
+    if (reason != null) {
+      Inputs.text("reason", reason, Limits.MAX_REASON_CHARS);
+    }
+    return Transactions.inNew(
+        dataSource,
+        "pausing an event handler",
+        tx -> PauseQueries.pause(tx.dsl(), tables, handlerKey, reason));
+  }
+
+  /**
+   * Resumes a handler paused with {@link #pauseHandler}; true when it was paused.
+   *
+   * @throws IllegalArgumentException for a bad key, as {@link #pauseHandler}
+   */
+  public boolean resumeHandler(String handlerKey) {
+    pausedKey(handlerKey);
+    return Transactions.inNew(
+        dataSource,
+        "resuming an event handler",
+        tx -> PauseQueries.resume(tx.dsl(), tables, handlerKey));
+  }
+
+  /** The handler keys paused cluster-wide, by key. */
+  public List<PausedHandler> pausedHandlers() {
+    return Transactions.inNew(
+            dataSource, "listing paused event handlers", tx -> PauseQueries.list(tx.dsl(), tables))
+        .stream()
+        .map(r -> new PausedHandler(r.handlerKey(), r.pausedAt(), r.reason()))
+        .toList();
+  }
+
+  private static void pausedKey(String handlerKey) {
+    if (handlerKey == null || handlerKey.isBlank()) {
+      throw new IllegalArgumentException("handlerKey must not be null or blank");
+    }
+    Inputs.key("handlerKey", handlerKey);
   }
 
   /**

@@ -268,7 +268,7 @@ class EventInputsIT {
             "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE \"es_x\".\"streams\","
                 + " \"es_x\".\"events\", \"es_x\".\"stream_types\","
                 + " \"es_x\".\"handler_checkpoints\", \"es_x\".\"handlers\","
-                + " \"es_x\".\"stream_keys\" TO \"app\"\"role\"",
+                + " \"es_x\".\"stream_keys\", \"es_x\".\"paused_handlers\" TO \"app\"\"role\"",
             "GRANT USAGE, SELECT ON SEQUENCE \"es_x\".\"streams_id_seq\","
                 + " \"es_x\".\"checkpoint_turns\" TO \"app\"\"role\"");
     EventStore configured =

@@ -146,6 +146,10 @@ class EventSchemasIT {
       healed.set(true);
       assertThat(h.resume("proj", stream)).isTrue();
       await().atMost(WAIT).until(() -> h.lag("proj") == 0 && h.lag("serial") == 0);
+      // The cluster-wide pause of a handler (paused_handlers) is DML of the role too.
+      assertThat(store.pauseHandler("serial", "maintenance")).isTrue();
+      assertThat(store.pausedHandlers()).extracting(PausedHandler::handlerKey).contains("serial");
+      assertThat(store.resumeHandler("serial")).isTrue();
       h.setCheckpoint("proj", stream, 3, 0);
       await().atMost(WAIT).until(() -> h.lag("proj") == 0 && seen.size() == 6);
       assertThat(h.reset("proj")).isEqualTo(1);

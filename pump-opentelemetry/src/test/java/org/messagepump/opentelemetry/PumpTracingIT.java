@@ -18,6 +18,10 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerDriver;
+import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
@@ -91,6 +95,61 @@ class PumpTracingIT {
     assertThat(consumer.getAttributes().get(TracingDriver.CONVERSATION_ID)).isEqualTo("order-7");
     assertThat(consumer.getAttributes().get(TracingDriver.ATTEMPT)).isEqualTo(1L);
     assertThat(consumer.getStatus().getStatusCode()).isNotEqualTo(StatusCode.ERROR);
+  }
+
+  @Test
+  void aBalancerDeliveryIsLinkedToTheStoresContextThroughItsProperties() {
+    Balancer.migrate(ds);
+    MessageBalancer balancer = MessageBalancer.create(ds, "traced-group");
+    PumpTracing tracing = PumpTracing.create(otel.getOpenTelemetry());
+    Span producer = otel.getOpenTelemetry().getTracer("test").spanBuilder("ingest").startSpan();
+    long traced;
+    try (Scope s = producer.makeCurrent()) {
+      // The producer's context as top-level string properties, with properties of its own.
+      traced =
+          balancer.storeMessage("k1", BODY, tracing.withTraceHeaders(Map.of("tenant", "acme")));
+    } finally {
+      producer.end();
+    }
+    long untraced = balancer.storeMessage("k2", BODY, Map.of("tenant", "acme"));
+    Map<Long, String> traceInHandler = new java.util.concurrent.ConcurrentHashMap<>();
+    Map<Long, Object> tenant = new java.util.concurrent.ConcurrentHashMap<>();
+    var driver =
+        balancer
+            .driver(
+                (m, ctx) -> {
+                  traceInHandler.put(m.id(), Span.current().getSpanContext().getTraceId());
+                  tenant.put(m.id(), m.properties().get("tenant"));
+                  return Result.ok();
+                })
+            .build();
+    PumpTester tester = PumpTester.builder(ds, tracing.wrap(driver)).batchSize(10).build();
+    assertThat(tester.drainUntilIdle())
+        .extracting(PumpTester.Result::kind)
+        .containsExactly(PumpTester.Kind.HANDLED, PumpTester.Kind.HANDLED);
+
+    String traceId = producer.getSpanContext().getTraceId();
+    assertThat(traceInHandler.get(traced)).isEqualTo(traceId);
+    assertThat(tenant).containsEntry(traced, "acme").containsEntry(untraced, "acme");
+    SpanData linked = consumerSpanOf(Long.toString(traced));
+    assertThat(linked.getName()).isEqualTo("process " + BalancerDriver.MESSAGE_TYPE);
+    assertThat(linked.getTraceId()).isEqualTo(traceId);
+    assertThat(linked.getParentSpanId()).isEqualTo(producer.getSpanContext().getSpanId());
+    assertThat(linked.getLinks())
+        .extracting(l -> l.getSpanContext().getSpanId())
+        .containsExactly(producer.getSpanContext().getSpanId());
+    SpanData root = consumerSpanOf(Long.toString(untraced));
+    assertThat(root.getParentSpanContext().isValid()).isFalse();
+    assertThat(root.getLinks()).isEmpty();
+    assertThat(traceInHandler.get(untraced)).isNotEqualTo(traceId);
+  }
+
+  private SpanData consumerSpanOf(String messageId) {
+    return otel.getSpans().stream()
+        .filter(s -> s.getKind() == SpanKind.CONSUMER)
+        .filter(s -> messageId.equals(s.getAttributes().get(TracingDriver.MESSAGE_ID)))
+        .findFirst()
+        .orElseThrow();
   }
 
   @Test

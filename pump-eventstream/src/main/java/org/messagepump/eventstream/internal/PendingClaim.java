@@ -21,9 +21,10 @@ import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
  * <p>Written by hand and run through plain JDBC with a fixed text per limit (rendered once), like
  * the command claim: building and rendering a jOOQ query per poll, and a second round trip for the
  * events, were most of the gap to the baseline at batch size 1 (docs/benchmarks.md, issue 14). The
- * names are quoted identifiers of a validated schema; every value is bound: the handler key, the
- * excluded stream ids (an array, empty when none), the type names (an array). Covered by every
- * driver test (EventDriverIT, EventPumpIT, EventStreamsLoadIT, EventSqlSafetyIT).
+ * names are quoted identifiers of a validated schema; every value is bound: the handler key (also
+ * for the paused check), the excluded stream ids (an array, empty when none), the type names (an
+ * array). Covered by every driver test (EventDriverIT, EventPumpIT, EventStreamsLoadIT,
+ * EventSqlSafetyIT).
  */
 public final class PendingClaim {
 
@@ -40,6 +41,7 @@ public final class PendingClaim {
   private final String cp;
   private final String events;
   private final String streamTypes;
+  private final String notPaused;
   private final Map<Integer, String> sqlByLimit = new ConcurrentHashMap<>();
 
   /** The claim of {@code handlerKey} reading {@code types} in the store of {@code tables}. */
@@ -49,6 +51,13 @@ public final class PendingClaim {
     this.cp = tables.quoted("handler_checkpoints");
     this.events = tables.quoted("events");
     this.streamTypes = tables.quoted("stream_types");
+    // A paused handler (issue 18) claims nothing and has nothing pending, so its pump idles as on
+    // an empty poll: an uncorrelated NOT EXISTS, planned as a one-time filter (an InitPlan): one
+    // primary-key probe per statement, whatever the handler's backlog. No extra round trip.
+    this.notPaused =
+        " AND NOT EXISTS (SELECT 1 FROM "
+            + tables.quoted("paused_handlers")
+            + " AS ph WHERE ph.handler_key = ?)";
   }
 
   String sql(int limit) {
@@ -59,6 +68,7 @@ public final class PendingClaim {
                 + cp
                 + " WHERE handler_key = ? AND checkpoint_offset < stream_end AND parked_at IS NULL"
                 + " AND resume_at <= clock_timestamp() AND stream_id <> ALL (?::bigint[])"
+                + notPaused
                 + " ORDER BY turn LIMIT 1 FOR UPDATE SKIP LOCKED)"
                 + " SELECT c.stream_id, c.checkpoint_offset, c.failures, c.stream_end,"
                 + " e.message_id, e.stream_offset, e.type, e.correlation_id, e.causation_id,"
@@ -66,8 +76,9 @@ public final class PendingClaim {
                 + " FROM (SELECT EXISTS (SELECT 1 FROM "
                 + cp
                 + " WHERE handler_key = ? AND checkpoint_offset < stream_end AND parked_at IS NULL"
-                + " AND resume_at <= clock_timestamp() AND stream_id <> ALL (?::bigint[]))"
-                + " AS any_pending) AS p"
+                + " AND resume_at <= clock_timestamp() AND stream_id <> ALL (?::bigint[])"
+                + notPaused
+                + ") AS any_pending) AS p"
                 + " LEFT JOIN c ON true LEFT JOIN LATERAL (SELECT * FROM "
                 + events
                 + " AS ev WHERE ev.stream_id = c.stream_id"
@@ -89,9 +100,11 @@ public final class PendingClaim {
       ps.setString(1, handlerKey);
       ps.setArray(2, excluded);
       ps.setString(3, handlerKey);
-      ps.setArray(4, excluded);
-      ps.setArray(5, typeNames);
-      ps.setArray(6, typeNames);
+      ps.setString(4, handlerKey);
+      ps.setArray(5, excluded);
+      ps.setString(6, handlerKey);
+      ps.setArray(7, typeNames);
+      ps.setArray(8, typeNames);
       LockedCheckpoint claim = null;
       boolean anyPending = false;
       List<EventRows.Row> rows = new ArrayList<>();
