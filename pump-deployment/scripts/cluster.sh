@@ -89,7 +89,8 @@ start() {
   done
   wait_healthy 120
   # The test user, with a password for PgBouncer's md5 auth file.
-  local primary; primary=$(primary_port)
+  local primary
+  primary=$(primary_port) || { echo "no primary answers after start" >&2; return 1; }
   as_pg psql -qAt -h 127.0.0.1 -p "$primary" -d pump -c \
     "DO \$\$BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname='pump') THEN
        CREATE ROLE pump LOGIN SUPERUSER PASSWORD 'pump'; END IF; END\$\$;" >/dev/null
@@ -169,13 +170,16 @@ primary_port() {
 
 primary_node() { if [ "$(primary_port)" = "$NODE1_PORT" ]; then echo 1; else echo 2; fi; }
 
-# True when the monitor reports one primary and one secondary, both as assigned.
+# True when the monitor reports one primary and one secondary, both as assigned, and both
+# reported in the last 10 s: right after "start", the monitor still holds the states the nodes
+# reported before they were stopped.
 healthy() {
   local states
   states=$(as_pg psql -qAt -h 127.0.0.1 -p "$MONITOR_PORT" -d pg_auto_failover -c \
     "SELECT string_agg(reportedstate::text, ',' ORDER BY reportedstate::text)
-       FROM pgautofailover.node WHERE reportedstate = goalstate" 2>/dev/null || true)
-  [ "$states" = "primary,secondary" ]
+       FROM pgautofailover.node WHERE reportedstate = goalstate
+        AND reporttime > now() - interval '10 seconds'" 2>/dev/null || true)
+  [ "$states" = "primary,secondary" ] && primary_port >/dev/null
 }
 
 wait_healthy_nodes() { # nodes seconds
@@ -184,7 +188,8 @@ wait_healthy_nodes() { # nodes seconds
     local n
     n=$(as_pg psql -qAt -h 127.0.0.1 -p "$MONITOR_PORT" -d pg_auto_failover -c \
       "SELECT count(*) FROM pgautofailover.node WHERE reportedstate = goalstate
-         AND reportedstate IN ('single','primary','secondary')" 2>/dev/null || echo 0)
+         AND reportedstate IN ('single','primary','secondary')
+         AND reporttime > now() - interval '10 seconds'" 2>/dev/null || echo 0)
     [ "$n" -ge "$want" ] && return 0
     sleep 0.2
   done

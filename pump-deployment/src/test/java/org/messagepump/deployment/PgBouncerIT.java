@@ -36,6 +36,9 @@ import org.messagepump.eventstream.EventStore;
  */
 class PgBouncerIT {
 
+  /** Messages (all kinds together) the drain test writes through PgBouncer. */
+  private static final int DRAIN_SAMPLE = 3_000;
+
   private static HikariDataSource bouncer;
   private static HikariDataSource direct;
 
@@ -97,15 +100,24 @@ class PgBouncerIT {
     Workload w = new Workload(bouncer);
     Ledger ledger = w.ledger();
     long acknowledged;
+    long producedAt;
+    long drainedAfterMs;
     try {
       w.startPumps(Cluster.bouncerUrl(), 2, 2, b -> b.notificationsDataSource(direct));
-      w.startProducing(5, 20);
-      Cluster.sleep(20_000);
+      // A sample of a few thousand messages, however fast the loaded machine writes; two minutes
+      // at most (the figure reports what was reached).
+      w.startProducing(50, 10);
+      long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+      while (w.produced() < DRAIN_SAMPLE && System.nanoTime() < deadline) {
+        Cluster.sleep(250);
+      }
       acknowledged = w.stopProducing();
+      producedAt = System.nanoTime();
       await()
-          .atMost(Duration.ofMinutes(2))
+          .atMost(Duration.ofMinutes(3))
           .pollInterval(Duration.ofMillis(250))
           .until(() -> w.pending() == 0 && ledger.figures().handled() >= acknowledged);
+      drainedAfterMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - producedAt);
     } finally {
       w.close();
     }
@@ -115,6 +127,7 @@ class PgBouncerIT {
         .put(f)
         .put("orderViolations", ledger.orderViolations())
         .put("failedWrites", w.failedWrites())
+        .put("drainedAfterLastWriteMs", drainedAfterMs)
         .put("producerRounds", w.rounds())
         .put("slowestProducerRoundMs", w.slowestRoundMillis())
         .write();

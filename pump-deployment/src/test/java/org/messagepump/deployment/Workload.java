@@ -206,6 +206,11 @@ final class Workload implements AutoCloseable {
     return produced.get();
   }
 
+  /** Messages acknowledged so far (the producer may still be writing). */
+  long produced() {
+    return produced.get();
+  }
+
   /** Producer rounds that committed, and the slowest of them in ms. */
   long rounds() {
     return rounds.get();
