@@ -104,10 +104,12 @@ final class BenchCommand implements Callable<Integer> {
   private double baseline(DataSource ds, int workers, int rows) throws Exception {
     Double b = baselines.get(workers);
     if (b == null) {
+      CpuMeter.Reading cpu = CpuMeter.now();
       b = BenchBaseline.skipLocked(ds, workers, rows);
       baselines.put(workers, b);
-      report.add(
-          "baseline.skiplocked", params("workers", workers, "rows", rows), b, "deliveries/s", null);
+      Map<String, Object> p = params("workers", workers, "rows", rows);
+      report.add("baseline.skiplocked", p, b, "deliveries/s", null);
+      cpu("baseline.skiplocked", p, cpu, rows);
     }
     return b;
   }
@@ -134,23 +136,19 @@ final class BenchCommand implements Callable<Integer> {
     for (int workers : new int[] {1, 4, 8}) {
       double base = baseline(ds, workers, n);
       c.fill(n);
+      CpuMeter.Reading cpu = CpuMeter.now();
       double rate = c.drain(workers, 1, n);
-      report.add(
-          "commands.drain",
-          params("workers", workers, "commands", n),
-          rate,
-          "deliveries/s",
-          rate / base);
+      Map<String, Object> p = params("workers", workers, "commands", n);
+      report.add("commands.drain", p, rate, "deliveries/s", rate / base);
+      cpu("commands.drain", p, cpu, n);
     }
     for (int batch : new int[] {10, 50}) {
       c.fill(n);
+      CpuMeter.Reading cpu = CpuMeter.now();
       double rate = c.drain(8, batch, n);
-      report.add(
-          "commands.drain.batch",
-          params("workers", 8, "batchSize", batch, "commands", n),
-          rate,
-          "deliveries/s",
-          rate / baseline(ds, 8, n));
+      Map<String, Object> p = params("workers", 8, "batchSize", batch, "commands", n);
+      report.add("commands.drain.batch", p, rate, "deliveries/s", rate / baseline(ds, 8, n));
+      cpu("commands.drain.batch", p, cpu, n);
     }
     int m = size(5_000, 1_000);
     report.add("enqueue.single", params("commands", m), c.enqueueSingle(m), "commands/s", null);
@@ -228,13 +226,11 @@ final class BenchCommand implements Callable<Integer> {
     e.clear();
     long appended = e.fill(n, 16);
     double base = baseline(ds, 4, n);
+    CpuMeter.Reading cpu = CpuMeter.now();
     double one = e.catchUp(1, 4, 1, appended);
-    report.add(
-        "events.catchup",
-        params("handlers", 1, "workers", 4, "events", appended, "streams", 16),
-        one,
-        "deliveries/s",
-        one / base);
+    Map<String, Object> p = params("handlers", 1, "workers", 4, "events", appended, "streams", 16);
+    report.add("events.catchup", p, one, "deliveries/s", one / base);
+    cpu("events.catchup", p, cpu, appended);
     double four = e.catchUp(4, 2, 1, appended);
     report.add(
         "events.catchup",
@@ -288,13 +284,11 @@ final class BenchCommand implements Callable<Integer> {
     b.drain("bench-warm-up-batch", w, keys, 8, 10);
     double base = baseline(ds, 8, n);
     b.fill("bench", n, keys, 1_000);
+    CpuMeter.Reading cpu = CpuMeter.now();
     BenchBalancer.Drain plain = b.drain("bench", n, keys, 8, 1);
-    report.add(
-        "balancer.drain",
-        params("workers", 8, "messages", n, "keys", keys),
-        plain.perSecond(),
-        "deliveries/s",
-        plain.perSecond() / base);
+    Map<String, Object> p = params("workers", 8, "messages", n, "keys", keys);
+    report.add("balancer.drain", p, plain.perSecond(), "deliveries/s", plain.perSecond() / base);
+    cpu("balancer.drain", p, cpu, n);
     report.add(
         "balancer.order.violations",
         params("batchSize", 1),
@@ -314,13 +308,12 @@ final class BenchCommand implements Callable<Integer> {
         stored,
         "messages/s",
         null);
+    cpu = CpuMeter.now();
     BenchBalancer.Drain batched = b.drain("bench-batch", n, keys, 8, 10);
+    p = params("workers", 8, "batchSize", 10, "messages", n, "keys", keys);
     report.add(
-        "balancer.drain.batch",
-        params("workers", 8, "batchSize", 10, "messages", n, "keys", keys),
-        batched.perSecond(),
-        "deliveries/s",
-        batched.perSecond() / base);
+        "balancer.drain.batch", p, batched.perSecond(), "deliveries/s", batched.perSecond() / base);
+    cpu("balancer.drain.batch", p, cpu, n);
     report.add(
         "balancer.order.violations",
         params("batchSize", 10),
@@ -333,6 +326,23 @@ final class BenchCommand implements Callable<Integer> {
         batched.jain(),
         "index",
         null);
+  }
+
+  /**
+   * Adds the CPU time per delivery the row {@code of} cost this JVM ({@code cpu.client}) and the
+   * local PostgreSQL processes ({@code cpu.server}); see {@link CpuMeter}.
+   */
+  private void cpu(String of, Map<String, Object> p, CpuMeter.Reading before, long deliveries) {
+    double[] micros = before.perDeliveryMicrosUntil(CpuMeter.now(), deliveries);
+    Map<String, Object> q = new LinkedHashMap<>();
+    q.put("of", of);
+    q.putAll(p);
+    if (micros[0] >= 0) {
+      report.add("cpu.client", q, micros[0], "us/delivery", null);
+    }
+    if (micros[1] >= 0) {
+      report.add("cpu.server", q, micros[1], "us/delivery", null);
+    }
   }
 
   private static Map<String, Object> params(Object... kv) {

@@ -1,0 +1,87 @@
+package org.messagepump.cli;
+
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * CPU time spent by this JVM (the client) and by the machine's local PostgreSQL processes (the
+ * server) between two readings. On a machine whose cores are saturated, a drain's rate is set by
+ * the CPU time a delivery costs both sides, so these two figures explain a ratio that the wall
+ * clock only shows: they vary far less from run to run than the rates do.
+ *
+ * <p>The server side is read from {@code /proc} (every process named {@code postgres}, so a server
+ * given with {@code --jdbc-url} on another machine counts as 0, and other local PostgreSQL servers
+ * count too); {@code /proc} gives 10 ms ticks, enough over a drain of a second or more. Both read
+ * as -1 where the platform does not offer them.
+ */
+final class CpuMeter {
+
+  /** CPU nanoseconds of the client and of the server at one moment. */
+  record Reading(long clientNanos, long serverNanos) {
+
+    /** Microseconds per delivery on each side since {@code this}: {client, server}. */
+    double[] perDeliveryMicrosUntil(Reading later, long deliveries) {
+      return new double[] {
+        per(later.clientNanos - clientNanos, clientNanos, deliveries),
+        per(later.serverNanos - serverNanos, serverNanos, deliveries)
+      };
+    }
+
+    private static double per(long nanos, long start, long deliveries) {
+      return start < 0 || deliveries <= 0 ? -1 : nanos / 1_000.0 / deliveries;
+    }
+  }
+
+  private static final long NANOS_PER_TICK = 10_000_000L; // USER_HZ is 100 on Linux
+
+  private CpuMeter() {}
+
+  static Reading now() {
+    return new Reading(clientNanos(), serverNanos());
+  }
+
+  private static long clientNanos() {
+    if (ManagementFactory.getOperatingSystemMXBean()
+        instanceof com.sun.management.OperatingSystemMXBean os) {
+      return os.getProcessCpuTime();
+    }
+    return -1;
+  }
+
+  private static long serverNanos() {
+    Path proc = Path.of("/proc");
+    if (!Files.isDirectory(proc)) {
+      return -1;
+    }
+    long ticks = 0;
+    try (DirectoryStream<Path> pids = Files.newDirectoryStream(proc, "[0-9]*")) {
+      for (Path pid : pids) {
+        ticks += postgresTicks(pid.resolve("stat"));
+      }
+    } catch (IOException e) {
+      return -1;
+    }
+    return ticks * NANOS_PER_TICK;
+  }
+
+  /** utime + stime of a {@code postgres} process, 0 for any other (or one that just ended). */
+  private static long postgresTicks(Path stat) {
+    String s;
+    try {
+      s = Files.readString(stat);
+    } catch (IOException | RuntimeException e) {
+      return 0;
+    }
+    int open = s.indexOf('(');
+    int close = s.lastIndexOf(')');
+    if (open < 0 || close < open || !s.substring(open + 1, close).equals("postgres")) {
+      return 0;
+    }
+    // After "pid (comm) ": state is field 3; utime and stime are fields 14 and 15.
+    String[] f = s.substring(close + 2).split(" ");
+    return Long.parseLong(f[11]) + Long.parseLong(f[12]);
+  }
+}
