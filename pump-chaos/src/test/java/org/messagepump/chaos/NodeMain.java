@@ -3,17 +3,13 @@ package org.messagepump.chaos;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.sql.PreparedStatement;
 import java.time.Duration;
 import org.messagepump.balancer.MessageBalancer;
-import org.messagepump.balancer.Result;
 import org.messagepump.chaos.kit.Ledger;
-import org.messagepump.commands.CommandHandlers;
+import org.messagepump.chaos.kit.LedgerDrivers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.spi.Driver;
-import org.messagepump.eventstream.EventDriver;
 import org.messagepump.eventstream.EventStore;
 
 /**
@@ -94,63 +90,6 @@ public final class NodeMain {
   }
 
   private static Driver driver(String kind, HikariDataSource ds, String node) {
-    switch (kind) {
-      case "commands":
-        return CommandQueue.create(ds, Work.CODEC)
-            .driver(
-                CommandHandlers.builder()
-                    .on(
-                        Work.class,
-                        (w, ctx) ->
-                            Ledger.record(
-                                ctx.tx().connection(),
-                                ctx.messageId().toString(),
-                                ctx.attempt(),
-                                node))
-                    .build());
-      case "events":
-        return EventDriver.builder(EventStore.create(ds, Work.CODEC))
-            .handlerKey(HANDLER_KEY)
-            .on(
-                Work.class,
-                (w, ctx) ->
-                    Ledger.record(
-                        ctx.tx().connection(),
-                        ctx.messageId(),
-                        ctx.attempt(),
-                        node,
-                        Long.toString(ctx.streamId()),
-                        ctx.offset()))
-            .build();
-      case "balancer":
-        return MessageBalancer.create(ds, GROUP)
-            .driver(
-                (m, ctx) -> {
-                  long seq = ByteBuffer.wrap(m.content()).getLong();
-                  Ledger.record(
-                      ctx.tx().connection(),
-                      "b" + m.id(),
-                      1 + m.attempts(),
-                      node,
-                      m.partitionKey(),
-                      seq);
-                  if (seq % HANDOFF_EVERY != 0) {
-                    return Result.ok();
-                  }
-                  try (PreparedStatement ps =
-                      ctx.tx()
-                          .connection()
-                          .prepareStatement(
-                              "INSERT INTO chaos.handoffs (message_id, token) VALUES (?, ?)")) {
-                    ps.setLong(1, m.id());
-                    ps.setObject(2, m.handoffToken());
-                    ps.executeUpdate();
-                  }
-                  return Result.handoff();
-                })
-            .build();
-      default:
-        throw new IllegalArgumentException("unknown node kind: " + kind);
-    }
+    return LedgerDrivers.create(kind, ds, node, HANDLER_KEY, GROUP, HANDOFF_EVERY);
   }
 }

@@ -16,17 +16,15 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.UnaryOperator;
 import javax.sql.DataSource;
 import org.messagepump.balancer.MessageBalancer;
-import org.messagepump.balancer.Result;
 import org.messagepump.chaos.Work;
 import org.messagepump.chaos.kit.Ledger;
-import org.messagepump.commands.CommandHandlers;
+import org.messagepump.chaos.kit.LedgerDrivers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueResult;
 import org.messagepump.commands.NewCommand;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Driver;
-import org.messagepump.eventstream.EventDriver;
 import org.messagepump.eventstream.EventStore;
 
 /**
@@ -121,49 +119,8 @@ final class Workload implements AutoCloseable {
   }
 
   private Driver driver(String kind, DataSource pool, String node) {
-    switch (kind) {
-      case "commands":
-        return CommandQueue.create(pool, Work.CODEC)
-            .driver(
-                CommandHandlers.builder()
-                    .on(
-                        Work.class,
-                        (w, ctx) ->
-                            Ledger.record(
-                                ctx.tx().connection(),
-                                ctx.messageId().toString(),
-                                ctx.attempt(),
-                                node))
-                    .build());
-      case "events":
-        return EventDriver.builder(EventStore.create(pool, Work.CODEC))
-            .handlerKey(HANDLER_KEY)
-            .on(
-                Work.class,
-                (w, ctx) ->
-                    Ledger.record(
-                        ctx.tx().connection(),
-                        ctx.messageId(),
-                        ctx.attempt(),
-                        node,
-                        Long.toString(ctx.streamId()),
-                        ctx.offset()))
-            .build();
-      default:
-        return MessageBalancer.create(pool, GROUP)
-            .driver(
-                (m, ctx) -> {
-                  Ledger.record(
-                      ctx.tx().connection(),
-                      "b" + m.id(),
-                      1 + m.attempts(),
-                      node,
-                      m.partitionKey(),
-                      ByteBuffer.wrap(m.content()).getLong());
-                  return Result.ok();
-                })
-            .build();
-    }
+    // No hand-offs here: every balancer message is done in its delivery.
+    return LedgerDrivers.create(kind, pool, node, HANDLER_KEY, GROUP, 0);
   }
 
   /**
