@@ -89,6 +89,10 @@ final class HandlerTimeouts {
                 return t;
               });
       timer.setRemoveOnCancelPolicy(true);
+      // The thread ends after a minute without watches (a PumpTester has no close), and comes back
+      // with the next one.
+      timer.setKeepAliveTime(1, TimeUnit.MINUTES);
+      timer.allowCoreThreadTimeOut(true);
     }
     return timer;
   }

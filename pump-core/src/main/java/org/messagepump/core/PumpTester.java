@@ -5,8 +5,11 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.Executors;
 import javax.sql.DataSource;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
@@ -65,8 +68,18 @@ public final class PumpTester {
   private PumpTester(Builder b) {
     PumpMetrics metrics = new PumpMetrics(null, "tester", b.driver.name());
     Backoff backoff = new Backoff(b.backoffBase, b.backoffCap);
+    HandlerTimeouts timeouts =
+        b.handlerTimeout == null && b.typeTimeouts.isEmpty()
+            ? HandlerTimeouts.NONE
+            : new HandlerTimeouts(
+                "tester",
+                b.dataSource,
+                b.handlerTimeout,
+                b.typeTimeouts,
+                Executors.defaultThreadFactory());
     DeliveryRunner runner =
-        new DeliveryRunner("tester", b.dataSource, b.driver, backoff, b.maxFailures, metrics);
+        new DeliveryRunner(
+            "tester", b.dataSource, b.driver, backoff, b.maxFailures, metrics, timeouts);
     this.dataSource = b.dataSource;
     this.poller = new Poller(b.driver, runner, b.batchSize, metrics);
   }
@@ -126,6 +139,8 @@ public final class PumpTester {
     private int maxFailures = MessagePump.DEFAULT_MAX_FAILURES;
     private Duration backoffBase = MessagePump.DEFAULT_BACKOFF_BASE;
     private Duration backoffCap = MessagePump.DEFAULT_BACKOFF_CAP;
+    private Duration handlerTimeout;
+    private final Map<String, Duration> typeTimeouts = new HashMap<>();
 
     private Builder(DataSource dataSource, Driver driver) {
       this.dataSource = dataSource;
@@ -151,6 +166,25 @@ public final class PumpTester {
       MessagePump.builder(dataSource).backoff(base, cap);
       this.backoffBase = base;
       this.backoffCap = cap;
+      return this;
+    }
+
+    /**
+     * The handler timeout, as {@link MessagePump.Builder#handlerTimeout(Duration)}: the handler
+     * runs on the thread that calls {@link #runOnce()}, which the timeout interrupts, and its
+     * connection is aborted. The delivery's result is then {@link Kind#ABANDONED} with a {@link
+     * HandlerTimeoutException} as its cause, and its failure is counted in the table.
+     */
+    public Builder handlerTimeout(Duration timeout) {
+      MessagePump.builder(dataSource).handlerTimeout(timeout);
+      this.handlerTimeout = timeout;
+      return this;
+    }
+
+    /** The handler timeout of one message type, overriding {@link #handlerTimeout(Duration)}. */
+    public Builder handlerTimeout(String messageType, Duration timeout) {
+      MessagePump.builder(dataSource).handlerTimeout(messageType, timeout);
+      typeTimeouts.put(messageType, timeout);
       return this;
     }
 

@@ -1,6 +1,7 @@
 package org.messagepump.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
 import java.util.List;
@@ -92,6 +93,41 @@ class PumpTesterIT {
         .containsOnly(PumpTester.Kind.HANDLED, PumpTester.Kind.PARKED)
         .contains(PumpTester.Kind.PARKED);
     assertThat(db.queryLong("SELECT count(*) FROM work_parked WHERE id = 2")).isOne();
+  }
+
+  @Test
+  void aHandlerTimeoutStopsAHandlerStuckInAStatementAndCountsItsFailure() {
+    db.execute("DELETE FROM work WHERE id > 1");
+    PumpTester tester =
+        PumpTester.builder(
+                db.dataSource(),
+                new TinyTableDriver(
+                    (tx, id, body) -> {
+                      tx.dsl().execute("UPDATE work SET body = 'half written' WHERE id = 1");
+                      tx.dsl().execute("SELECT pg_sleep(60)"); // deaf to interrupts
+                      return Outcome.HANDLED;
+                    }))
+            .handlerTimeout(Duration.ofMillis(300))
+            .maxFailures(2)
+            .backoff(Duration.ofMillis(1), Duration.ofMillis(1))
+            .build();
+    long start = System.nanoTime();
+    List<PumpTester.Result> first = tester.runOnce();
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(30));
+    assertThat(first)
+        .extracting(PumpTester.Result::kind)
+        .containsExactly(PumpTester.Kind.ABANDONED);
+    assertThat(first.get(0).cause()).isInstanceOf(HandlerTimeoutException.class);
+    assertThat(Thread.currentThread().isInterrupted()).isFalse();
+    // Nothing the handler wrote committed; its failure is counted.
+    assertThat(db.queryLong("SELECT count(*) FROM work WHERE body = 'half written'")).isZero();
+    assertThat(db.queryLong("SELECT failures FROM work WHERE id = 1")).isEqualTo(1);
+    assertThatThrownBy(
+            () ->
+                PumpTester.builder(db.dataSource(), new TinyTableDriver((tx, id, body) -> null))
+                    .handlerTimeout(Duration.ZERO))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("handlerTimeout");
   }
 
   private static void sleep(long ms) {
