@@ -5,8 +5,12 @@ import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import javax.sql.DataSource;
+import org.messagepump.balancer.Balancer;
+import org.messagepump.commands.CommandQueue;
 import org.messagepump.console.ConsoleConfig;
 import org.messagepump.console.ConsoleServer;
+import org.messagepump.console.ConsoleServlet;
+import org.messagepump.eventstream.EventStore;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -66,6 +70,24 @@ final class ConsoleCommand implements Callable<Integer> {
   String actor;
 
   @Option(
+      names = "--commands-schema",
+      paramLabel = "NAME",
+      description = "The command queue's schema (default: " + CommandQueue.DEFAULT_SCHEMA + ").")
+  String commandsSchema = CommandQueue.DEFAULT_SCHEMA;
+
+  @Option(
+      names = "--events-schema",
+      paramLabel = "NAME",
+      description = "The event store's schema (default: " + EventStore.DEFAULT_SCHEMA + ").")
+  String eventsSchema = EventStore.DEFAULT_SCHEMA;
+
+  @Option(
+      names = "--balancer-schema",
+      paramLabel = "NAME",
+      description = "The balancer's schema (default: " + Balancer.DEFAULT_SCHEMA + ").")
+  String balancerSchema = Balancer.DEFAULT_SCHEMA;
+
+  @Option(
       names = "--orders-per-second",
       defaultValue = "10",
       description =
@@ -116,6 +138,7 @@ final class ConsoleCommand implements Callable<Integer> {
               .accessToken(token)
               .readOnly(readOnly)
               .showPayloads(showPayloads)
+              .schemas(commandsSchema, eventsSchema, balancerSchema)
               .actorName(actor != null ? actor : System.getProperty("user.name", "console"));
     } catch (IllegalArgumentException e) {
       throw new CliException(e.getMessage(), 2);
@@ -152,6 +175,11 @@ final class ConsoleCommand implements Callable<Integer> {
 
   private Integer serve(DataSource ds, ConsoleConfig config, String host, int port, PrintWriter out)
       throws InterruptedException {
+    try {
+      new ConsoleServlet(ds, config); // the drivers check the schema names: fail before binding
+    } catch (IllegalArgumentException e) {
+      throw new CliException(e.getMessage(), 2);
+    }
     ConsoleServer server;
     try {
       server = ConsoleServer.start(ds, config, host, port);

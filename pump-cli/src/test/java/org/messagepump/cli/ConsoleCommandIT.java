@@ -39,6 +39,10 @@ class ConsoleCommandIT {
         .isEqualTo(2);
     assertThat(run(new StringWriter(), new StringWriter(), db, "console", "--bind", "127.0.0.1:x"))
         .isEqualTo(2);
+    StringWriter schema = new StringWriter();
+    assertThat(run(new StringWriter(), schema, db, "console", "--commands-schema", "No-Such"))
+        .isEqualTo(2);
+    assertThat(schema.toString()).contains("schema must match");
     StringWriter noUrl = new StringWriter();
     assertThat(
             PumpCli.execute(

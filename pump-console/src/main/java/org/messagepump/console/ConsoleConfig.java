@@ -4,6 +4,9 @@ import io.micrometer.core.instrument.MeterRegistry;
 import jakarta.servlet.http.HttpServletRequest;
 import java.util.Objects;
 import java.util.function.Function;
+import org.messagepump.balancer.Balancer;
+import org.messagepump.commands.CommandQueue;
+import org.messagepump.eventstream.EventStore;
 
 /**
  * What the console may do and show. Immutable; made by {@link #builder()} or {@link #defaults()}.
@@ -39,6 +42,9 @@ public final class ConsoleConfig {
   private final Function<HttpServletRequest, String> actor;
   private final MeterRegistry meterRegistry;
   private final String title;
+  private final String commandsSchema;
+  private final String eventsSchema;
+  private final String balancerSchema;
 
   private ConsoleConfig(Builder b) {
     this.readOnly = b.readOnly;
@@ -49,6 +55,9 @@ public final class ConsoleConfig {
     this.actor = b.actor;
     this.meterRegistry = b.meterRegistry;
     this.title = b.title;
+    this.commandsSchema = b.commandsSchema;
+    this.eventsSchema = b.eventsSchema;
+    this.balancerSchema = b.balancerSchema;
   }
 
   /** Defaults: actions allowed, payloads hidden, no token (so loopback only). */
@@ -89,6 +98,21 @@ public final class ConsoleConfig {
     return title;
   }
 
+  /** The command queue's schema. */
+  public String commandsSchema() {
+    return commandsSchema;
+  }
+
+  /** The event store's schema. */
+  public String eventsSchema() {
+    return eventsSchema;
+  }
+
+  /** The balancer's schema. */
+  public String balancerSchema() {
+    return balancerSchema;
+  }
+
   /** The optional registry the pumps record into; gives handled/s per pump. May be null. */
   public MeterRegistry meterRegistry() {
     return meterRegistry;
@@ -113,8 +137,25 @@ public final class ConsoleConfig {
     private Function<HttpServletRequest, String> actor;
     private MeterRegistry meterRegistry;
     private String title = "messagepump console";
+    private String commandsSchema = CommandQueue.DEFAULT_SCHEMA;
+    private String eventsSchema = EventStore.DEFAULT_SCHEMA;
+    private String balancerSchema = Balancer.DEFAULT_SCHEMA;
 
     private Builder() {}
+
+    /**
+     * The schemas of the command queue, the event store and the balancer the console shows
+     * (default: the drivers' own, {@value CommandQueue#DEFAULT_SCHEMA}, {@value
+     * EventStore#DEFAULT_SCHEMA} and {@value Balancer#DEFAULT_SCHEMA}). Each driver checks its name
+     * when the console is built ({@code ConsoleServlet}'s constructor), with an {@link
+     * IllegalArgumentException} that names the rule.
+     */
+    public Builder schemas(String commands, String events, String balancer) {
+      this.commandsSchema = Objects.requireNonNull(commands, "commands schema");
+      this.eventsSchema = Objects.requireNonNull(events, "events schema");
+      this.balancerSchema = Objects.requireNonNull(balancer, "balancer schema");
+      return this;
+    }
 
     /** Show only; every action is refused (403) and no action button is drawn. */
     public Builder readOnly(boolean readOnly) {

@@ -54,7 +54,10 @@ public final class ConsoleServlet extends HttpServlet {
   private final transient Actions actions;
   private final transient Audit audit = new Audit();
 
-  /** A console on the drivers' default schemas in {@code dataSource}. */
+  /**
+   * A console on {@code dataSource}, in the schemas of {@code config} (the drivers' defaults unless
+   * set); a schema name a driver refuses throws its {@link IllegalArgumentException}.
+   */
   public ConsoleServlet(DataSource dataSource, ConsoleConfig config) {
     this.config = Objects.requireNonNull(config, "config");
     this.settings =
@@ -67,7 +70,12 @@ public final class ConsoleServlet extends HttpServlet {
             config.meterRegistry(),
             config::actorOf);
     this.guard = new Guard(settings);
-    this.stores = new Stores(Objects.requireNonNull(dataSource, "dataSource"));
+    this.stores =
+        new Stores(
+            Objects.requireNonNull(dataSource, "dataSource"),
+            config.commandsSchema(),
+            config.eventsSchema(),
+            config.balancerSchema());
     this.sampler = new Sampler(stores, config.meterRegistry());
     this.actions = new Actions(stores);
   }

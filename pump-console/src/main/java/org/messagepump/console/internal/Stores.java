@@ -18,8 +18,9 @@ import org.messagepump.eventstream.EventHandlers;
 import org.messagepump.eventstream.EventStore;
 
 /**
- * The drivers' operator APIs on the default schemas. They never decode payloads, so an empty type
- * registry is enough: the console works on any database whatever its message classes.
+ * The drivers' operator APIs on the console's schemas (the drivers' defaults unless configured).
+ * They never decode payloads, so an empty type registry is enough: the console works on any
+ * database whatever its message classes.
  */
 public final class Stores {
 
@@ -39,11 +40,21 @@ public final class Stores {
   private final DataSource dataSource;
   private final CommandQueue commands;
   private final EventHandlers handlers;
+  private final String balancerSchema;
 
-  public Stores(DataSource dataSource) {
+  /**
+   * The operator APIs on the given schemas; a bad schema name throws the driver's {@link
+   * IllegalArgumentException}.
+   */
+  public Stores(
+      DataSource dataSource, String commandsSchema, String eventsSchema, String balancerSchema) {
     this.dataSource = dataSource;
-    this.commands = CommandQueue.create(dataSource, NO_TYPES);
-    this.handlers = EventStore.create(dataSource, NO_TYPES).handlers();
+    this.commands = CommandQueue.builder(dataSource).codec(NO_TYPES).schema(commandsSchema).build();
+    this.handlers =
+        EventStore.builder(dataSource, NO_TYPES).schema(eventsSchema).build().handlers();
+    // The balancer checks its schema when a MessageBalancer is built: do it now, not at a request.
+    MessageBalancer.builder(dataSource, "console").schema(balancerSchema).build();
+    this.balancerSchema = balancerSchema;
   }
 
   CommandQueue commands() {
@@ -55,11 +66,11 @@ public final class Stores {
   }
 
   List<GroupStats> groups() {
-    return Balancer.groups(dataSource);
+    return Balancer.groups(dataSource, balancerSchema);
   }
 
   MessageBalancer balancer(String group) {
-    return MessageBalancer.create(dataSource, group);
+    return MessageBalancer.builder(dataSource, group).schema(balancerSchema).build();
   }
 
   /**
@@ -67,7 +78,8 @@ public final class Stores {
    * this reads the two tables with one bound, read-only query.
    */
   CommandState commandState(UUID messageId) {
-    String schema = '"' + CommandQueue.DEFAULT_SCHEMA + '"';
+    // An identifier, not a value: the queue's builder admitted only [a-z_][a-z0-9_]*.
+    String schema = '"' + commands.schema() + '"';
     String sql =
         "SELECT (SELECT count(*) FROM "
             + schema
