@@ -120,6 +120,17 @@ class JpaRepositoriesIT {
   }
 
   @Test
+  void aFailedInnerJpaMethodFailsTheDeliveryEvenWhenTheHandlerSwallowsIt() {
+    commands.enqueue(new Post("swallowed", 35, Via.SWALLOWED_FAILURE));
+    handled("swallowed");
+    // Attempt 1 caught the inner failure and returned normally; the rollback-only mark failed it,
+    // so neither the inner entry nor its own survived. Attempt 2 committed.
+    assertThat(LedgerApp.attempts.get("swallowed").get()).isEqualTo(2);
+    assertThat(attemptWritten("swallowed")).isEqualTo(2);
+    assertThat(attemptWritten("swallowed-inner")).isNull();
+  }
+
+  @Test
   void anEntityAndAJdbcTemplateWriteCommitTogether() {
     commands.enqueue(new Post("mixed", 40, Via.WITH_JDBC_TEMPLATE));
     handled("mixed");

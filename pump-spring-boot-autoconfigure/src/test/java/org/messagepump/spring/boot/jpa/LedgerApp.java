@@ -43,6 +43,11 @@ class LedgerApp {
     WITH_JDBC_TEMPLATE,
     /** As above; the first attempt throws after both writes. */
     WITH_JDBC_TEMPLATE_THEN_THROW,
+    /**
+     * The first attempt calls a REQUIRED service method that saves, flushes and throws, catches
+     * that and returns normally; then saves its own entry.
+     */
+    SWALLOWED_FAILURE,
     /** {@code save}, {@code flush}, a native query and a count, noting backends and borrows. */
     CONNECTIONS
   }
@@ -92,6 +97,16 @@ class LedgerApp {
                       }
                     }
                     case MANDATORY_SERVICE -> service.post(entry);
+                    case SWALLOWED_FAILURE -> {
+                      if (attempt == 1) {
+                        try {
+                          service.postThenFail(new Entry(post.id() + "-inner", 1, attempt));
+                        } catch (IllegalStateException swallowed) {
+                          // The handler goes on as if nothing happened: the delivery must fail.
+                        }
+                      }
+                      entries.save(entry);
+                    }
                     case WITH_JDBC_TEMPLATE, WITH_JDBC_TEMPLATE_THEN_THROW -> {
                       entries.save(entry);
                       entries.flush();
@@ -196,6 +211,13 @@ class LedgerApp {
     @Transactional(propagation = Propagation.MANDATORY)
     public void post(Entry entry) {
       entries.saveAndFlush(entry);
+    }
+
+    /** REQUIRED: joins the delivery's transaction, writes, then fails. */
+    @Transactional
+    public void postThenFail(Entry entry) {
+      entries.saveAndFlush(entry);
+      throw new IllegalStateException("inner method fails after writing " + entry.getId());
     }
 
     /** The backend of the shared EntityManager's connection (a native query). */
