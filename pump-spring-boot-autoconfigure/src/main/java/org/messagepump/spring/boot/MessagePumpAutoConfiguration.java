@@ -15,6 +15,8 @@ import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.EventStore;
+import org.messagepump.spring.boot.internal.DeliveryBinding;
+import org.messagepump.spring.boot.internal.DeliveryEntityManagers;
 import org.messagepump.spring.boot.internal.LibraryMigrations;
 import org.messagepump.spring.boot.internal.MessagePumps;
 import org.messagepump.spring.boot.internal.MigratedSchemas;
@@ -47,6 +49,7 @@ import org.springframework.context.annotation.Configuration;
       "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
       "org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration",
       "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
+      "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration",
       "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
       "org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration"
     })
@@ -91,7 +94,8 @@ public class MessagePumpAutoConfiguration {
       MessagePumpProperties properties,
       ObjectProvider<MeterRegistry> meterRegistry,
       BeanFactory beans,
-      MigratedSchemas migrated) {
+      MigratedSchemas migrated,
+      ObjectProvider<DeliveryBinding> alsoBound) {
     List<PumpDefinition> defs = definitions.orderedStream().toList();
     Set<String> names = new LinkedHashSet<>();
     for (PumpDefinition d : defs) {
@@ -110,6 +114,7 @@ public class MessagePumpAutoConfiguration {
       }
     }
     MeterRegistry registry = meterRegistry.getIfUnique();
+    DeliveryBinding entityManagers = alsoBound.getIfUnique();
     for (String name : names) {
       // Fail at startup, naming the option, rather than when the context starts the pumps.
       options(properties, name).applyTo(MessagePump.builder(dataSource));
@@ -122,7 +127,7 @@ public class MessagePumpAutoConfiguration {
           MessagePump.Builder b =
               MessagePump.builder(dataSource)
                   .name(name)
-                  .driver(new SpringBoundDriver(d.driver(beans), dataSource, name));
+                  .driver(new SpringBoundDriver(d.driver(beans), dataSource, name, entityManagers));
           options(properties, name).applyTo(b);
           if (registry != null) {
             b.meterRegistry(registry);
@@ -135,6 +140,27 @@ public class MessagePumpAutoConfiguration {
   private static MessagePumpProperties.Pump options(MessagePumpProperties properties, String name) {
     MessagePumpProperties.Pump p = properties.getPumps().get(name);
     return p != null ? p : new MessagePumpProperties.Pump();
+  }
+
+  /**
+   * JPA inside handlers: the Hibernate EntityManagerFactories on the pump's DataSource get an
+   * EntityManager on the delivery's connection, bound for each handler's duration (see
+   * docs/spring-boot.md). Without JPA, Hibernate or spring-orm on the class path, nothing.
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(
+      name = {
+        "jakarta.persistence.EntityManagerFactory",
+        "org.hibernate.SessionFactory",
+        "org.springframework.orm.jpa.EntityManagerHolder"
+      })
+  static class JpaConfiguration {
+    @Bean
+    @ConditionalOnMissingBean
+    DeliveryEntityManagers messagePumpEntityManagers(
+        ObjectProvider<jakarta.persistence.EntityManagerFactory> factories, DataSource dataSource) {
+      return DeliveryEntityManagers.of(factories.orderedStream().toList(), dataSource);
+    }
   }
 
   /** The JSON codec of the application's {@link MessageTypes} bean. */

@@ -10,9 +10,11 @@ import org.messagepump.commands.CommandHandlers;
 import org.messagepump.console.ConsoleServlet;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
+import org.messagepump.spring.boot.internal.DeliveryEntityManagers;
 import org.messagepump.spring.boot.internal.MessagePumps;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
 import org.springframework.boot.web.servlet.ServletRegistrationBean;
@@ -63,6 +65,25 @@ class MessagePumpAutoConfigurationTest {
           assertThat(ctx).hasSingleBean(TransactionalEventStore.class);
           assertThat(ctx).hasSingleBean(TransactionalBalancer.class);
         });
+  }
+
+  @Test
+  void withoutJpaOnTheClassPathThePumpsAreStillDeclared() {
+    runner
+        .withClassLoader(
+            new FilteredClassLoader(
+                "jakarta.persistence", "org.hibernate", "org.springframework.orm"))
+        .run(
+            ctx -> {
+              assertThat(ctx).hasNotFailed();
+              assertThat(ctx).doesNotHaveBean(DeliveryEntityManagers.class);
+              assertThat(ctx.getBean(MessagePumps.class).names()).containsExactly("pings");
+            });
+  }
+
+  @Test
+  void withJpaButNoEntityManagerFactoryNothingIsBound() {
+    runner.run(ctx -> assertThat(ctx.getBean(DeliveryEntityManagers.class).factories()).isEmpty());
   }
 
   @Test

@@ -16,9 +16,17 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.annotation.Propagation;
 import org.springframework.transaction.annotation.Transactional;
 
-/** The test application: a command pump whose handler writes through a @Transactional service. */
+/**
+ * The test application: a command pump whose handler writes through a @Transactional service. JDBC
+ * only, so that the transaction manager is Boot's DataSourceTransactionManager (JPA is on the test
+ * class path for {@code jpa.JpaRepositoriesIT}, whose entities live below this package).
+ */
 @SpringBootConfiguration
-@EnableAutoConfiguration
+@EnableAutoConfiguration(
+    excludeName = {
+      "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration",
+      "org.springframework.boot.data.jpa.autoconfigure.DataJpaRepositoriesAutoConfiguration"
+    })
 class NotesApp {
 
   /** A command: write a note; {@code failFirst} makes the first attempt throw after writing. */

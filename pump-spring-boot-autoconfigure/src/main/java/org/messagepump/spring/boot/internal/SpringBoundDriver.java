@@ -32,6 +32,10 @@ import org.springframework.transaction.support.TransactionSynchronizationUtils;
  *   <li>A participating method that failed marks the transaction rollback-only; if the handler
  *       caught that and returned normally, the delivery fails (as {@link
  *       UnexpectedRollbackException}) instead of committing half of what it meant to do.
+ *   <li>With JPA, each Hibernate EntityManagerFactory on that DataSource gets an EntityManager on
+ *       the delivery's connection, bound as a transaction in progress ({@link
+ *       DeliveryEntityManagers}): flushed when the handler returns normally, before the pump
+ *       records the outcome; discarded after a failure.
  * </ul>
  *
  * <p>Spring's own mechanisms, not a copy: JdbcTemplate, {@code DataSourceTransactionManager} and
@@ -42,12 +46,23 @@ public final class SpringBoundDriver extends ForwardingDriver {
 
   private final DataSource dataSource;
   private final String transactionName;
+  private final DeliveryBinding also;
 
   /** Binds the deliveries of {@code delegate} as {@code dataSource}'s transaction. */
   public SpringBoundDriver(Driver delegate, DataSource dataSource, String pumpName) {
+    this(delegate, dataSource, pumpName, null);
+  }
+
+  /**
+   * As above, and binds {@code also} (the JPA EntityManagers on that DataSource; null for none) for
+   * each handler's duration.
+   */
+  public SpringBoundDriver(
+      Driver delegate, DataSource dataSource, String pumpName, DeliveryBinding also) {
     super(delegate);
     this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
     this.transactionName = "messagepump:" + pumpName;
+    this.also = also != null ? also : DeliveryBinding.NONE;
   }
 
   @Override
@@ -64,9 +79,12 @@ public final class SpringBoundDriver extends ForwardingDriver {
     TransactionSynchronizationManager.setActualTransactionActive(true);
     TransactionSynchronizationManager.setCurrentTransactionName(transactionName);
     boolean handled = false;
+    DeliveryBinding.Bound bound = null;
     try {
+      bound = also.bind(tx.connection());
       Outcome outcome = super.handle(tx, delivery);
-      if (outcome instanceof Outcome.Handled && holder.isRollbackOnly()) {
+      if (outcome instanceof Outcome.Handled
+          && (holder.isRollbackOnly() || bound.isRollbackOnly())) {
         outcome =
             Outcome.failed(
                 new UnexpectedRollbackException(
@@ -75,15 +93,18 @@ public final class SpringBoundDriver extends ForwardingDriver {
       }
       if (outcome instanceof Outcome.Handled) {
         TransactionSynchronizationUtils.triggerBeforeCommit(false);
+        // The EntityManager's pending changes reach the delivery's connection now, before the
+        // pump records the outcome; a flush that fails fails the delivery.
+        bound.flush();
         handled = true;
       }
       return outcome;
     } finally {
-      complete(handled);
+      complete(handled, bound);
     }
   }
 
-  private void complete(boolean handled) {
+  private void complete(boolean handled, DeliveryBinding.Bound bound) {
     List<TransactionSynchronization> synchronizations =
         TransactionSynchronizationManager.getSynchronizations();
     try {
@@ -91,11 +112,17 @@ public final class SpringBoundDriver extends ForwardingDriver {
     } finally {
       TransactionSynchronizationManager.clear();
       TransactionSynchronizationManager.unbindResource(dataSource);
-      TransactionSynchronizationUtils.invokeAfterCompletion(
-          synchronizations,
-          handled
-              ? TransactionSynchronization.STATUS_UNKNOWN
-              : TransactionSynchronization.STATUS_ROLLED_BACK);
+      try {
+        if (bound != null) {
+          bound.release(handled);
+        }
+      } finally {
+        TransactionSynchronizationUtils.invokeAfterCompletion(
+            synchronizations,
+            handled
+                ? TransactionSynchronization.STATUS_UNKNOWN
+                : TransactionSynchronization.STATUS_ROLLED_BACK);
+      }
     }
   }
 }
