@@ -15,7 +15,6 @@ import org.jooq.Record2;
 import org.jooq.exception.DataAccessException;
 import org.messagepump.balancer.internal.AcquiredMessage;
 import org.messagepump.balancer.internal.DeliveryQueries;
-import org.messagepump.balancer.internal.GroupPauses;
 import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
 import org.messagepump.balancer.internal.Schema;
@@ -88,7 +87,6 @@ public final class BalancerDriver implements Driver {
   private final String leaseOwner;
   private final BalancerMetrics metrics;
   private final DeliveryQueries.Prepared prepared;
-  private final String pausedCheck;
   private final Schema.Ctx ctx;
   private final Limits limits;
   private volatile long nextReap = System.nanoTime();
@@ -107,7 +105,6 @@ public final class BalancerDriver implements Driver {
     this.ctx = b.balancer.ctx();
     this.limits = b.balancer.limits();
     this.prepared = new DeliveryQueries.Prepared(ctx, group);
-    this.pausedCheck = GroupPauses.checkSql(ctx);
     this.handler = b.handler;
     this.lockPartition = b.lockPartition;
     this.leaseDuration = b.leaseDuration;
@@ -144,14 +141,10 @@ public final class BalancerDriver implements Driver {
   @Override
   public List<Delivery> acquire(Tx tx, int max) throws SQLException {
     long start = System.nanoTime();
+    // The reaper runs even while the group is paused (MessageBalancer.pauseGroup), so expired
+    // hand-offs are requeued; the acquisition statement itself checks the pause and then returns
+    // nothing, and the pump idles as on an empty poll.
     reapIfDue(tx);
-    if (GroupPauses.isPaused(tx.connection(), pausedCheck, group)) {
-      // Paused cluster-wide (MessageBalancer.pauseGroup): nothing acquired, the pump idles as on an
-      // empty poll. A statement of its own (one primary-key probe), not a predicate of the
-      // acquisition statement; the reaper above still runs, so expired hand-offs are requeued.
-      metrics.storage("acquire", System.nanoTime() - start);
-      return List.of();
-    }
     List<Delivery> out = new ArrayList<>(max);
     if (lockPartition) {
       acquireLocked(tx, max, out);
@@ -163,7 +156,7 @@ public final class BalancerDriver implements Driver {
         }
       }
     }
-    metrics.storage("acquire", System.nanoTime() - start);
+    metrics.acquired(System.nanoTime() - start);
     return out;
   }
 
@@ -190,7 +183,7 @@ public final class BalancerDriver implements Driver {
         out.add(delivery(c));
       }
       for (DeliveryQueries.EmptyKey e : a.empty()) {
-        DeliveryQueries.deleteIfEmpty(ctx.dsl(tx), group, e.key());
+        DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, e.key());
       }
       if (a.rows() == 0) {
         break;
@@ -253,7 +246,7 @@ public final class BalancerDriver implements Driver {
       } else {
         skipped = true;
         if (DeliveryQueries.isEmpty(dsl, group, k.value1())) {
-          DeliveryQueries.deleteIfEmpty(dsl, group, k.value1());
+          DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, k.value1());
         }
       }
     }
@@ -352,7 +345,7 @@ public final class BalancerDriver implements Driver {
     State state = state(delivery);
     AcquiredMessage c = state.claim;
     if (c.problem() != null) {
-      metrics.handled("undecodable", 0);
+      metrics.handled(BalancerMetrics.UNDECODABLE, 0);
       throw new UndecodableMessageException(
           "balancer " + group + ": message " + c.messageId() + " cannot be read: " + c.problem(),
           null);
@@ -376,13 +369,13 @@ public final class BalancerDriver implements Driver {
               message,
               new BalancedContext(balancer, tx, delivery.envelope(), delivery.attempt(), c.key()));
     } catch (Exception | Error e) {
-      metrics.handled("exception", System.nanoTime() - start);
+      metrics.handled(BalancerMetrics.EXCEPTION, System.nanoTime() - start);
       throw e;
     }
     if (result == null) {
       result = Result.failed("the handler returned no result");
     }
-    metrics.handled(result.getClass().getSimpleName(), System.nanoTime() - start);
+    metrics.handled(result, System.nanoTime() - start);
     try {
       return record(tx, state, result);
     } catch (DataAccessException e) {
@@ -444,16 +437,20 @@ public final class BalancerDriver implements Driver {
     }
     Map<Long, DeliveryQueries.Removed> removed =
         DeliveryQueries.deleteMessages(tx.connection(), ctx, ids);
-    DSLContext dsl = ctx.dsl(tx);
+    DSLContext dsl = null; // built only for the few keys that need bookkeeping
     for (AcquiredMessage c : done) {
       DeliveryQueries.Removed r = removed.get(c.messageId());
       if (r != null) {
         metrics.removed(r.endToEnd());
       }
-      if ((r == null || !r.othersSeen()) && DeliveryQueries.deleteIfEmpty(dsl, group, c.key())) {
+      boolean emptied = r == null || !r.othersSeen();
+      if (emptied && DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, c.key())) {
         continue;
       }
       if (c.failures() > 0) {
+        if (dsl == null) {
+          dsl = ctx.dsl(tx);
+        }
         DeliveryQueries.clearFailures(dsl, group, c.key());
       }
     }

@@ -35,10 +35,19 @@ class BalancedContextIT {
 
   /** Identity and metadata; the type is the balancer's, not the group (in the log's MDC too). */
   @Test
-  void theContextNamesTheMessageAndItsPlace(DataSource ds) {
+  void theContextNamesTheMessageAndItsPlace(DataSource ds) throws Exception {
     MessageBalancer b = MessageBalancer.create(ds, "ctx-group");
     Instant before = Instant.now().minusSeconds(60);
     long id = b.storeMessage("k", bytes("x"));
+    Instant stored;
+    try (var c = ds.getConnection();
+        var ps = c.prepareStatement("SELECT received_at FROM balancer.messages WHERE id = ?")) {
+      ps.setLong(1, id);
+      try (var rs = ps.executeQuery()) {
+        rs.next();
+        stored = rs.getObject(1, java.time.OffsetDateTime.class).toInstant();
+      }
+    }
     AtomicReference<BalancedContext> seen = new AtomicReference<>();
     List<Integer> attempts = new ArrayList<>();
     PumpTester tester =
@@ -66,6 +75,9 @@ class BalancedContextIT {
     assertThat(ctx.group()).isEqualTo("ctx-group");
     assertThat(ctx.partitionKey()).isEqualTo("k");
     assertThat(ctx.receivedAt()).isAfter(before).isBefore(Instant.now().plusSeconds(60));
+    // Read as microseconds since the epoch (not as a timestamp): the same instant, to the
+    // microsecond.
+    assertThat(ctx.receivedAt()).isEqualTo(stored);
     assertThat(ctx.correlationId()).isNull();
     assertThat(ctx.causationId()).isNull();
     assertThat(ctx.headers())

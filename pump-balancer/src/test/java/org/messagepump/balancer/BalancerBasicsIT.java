@@ -221,7 +221,8 @@ class BalancerBasicsIT {
         new org.messagepump.balancer.internal.DeliveryQueries.Prepared(
                 org.messagepump.balancer.internal.Schema.Ctx.of("balancer"), "explain")
             .acquire(1);
-    assertThat(sql.chars().filter(ch -> ch == '?').count()).isEqualTo(6);
+    // Per range: the group, the group again (the pause check), the two rotation bounds.
+    assertThat(sql.chars().filter(ch -> ch == '?').count()).isEqualTo(8);
     String plan;
     String generic;
     try (Connection c = ds.getConnection()) {
@@ -229,32 +230,38 @@ class BalancerBasicsIT {
       try (var ps = c.prepareStatement("EXPLAIN (ANALYZE, COSTS OFF) " + sql)) {
         // A walk from the middle of the rotation (a cursor at 10,000): after it, then round.
         ps.setString(1, "explain");
-        ps.setLong(2, 10_000);
-        ps.setLong(3, Long.MAX_VALUE);
-        ps.setString(4, "explain");
-        ps.setLong(5, Long.MIN_VALUE);
-        ps.setLong(6, 10_000);
+        ps.setString(2, "explain");
+        ps.setLong(3, 10_000);
+        ps.setLong(4, Long.MAX_VALUE);
+        ps.setString(5, "explain");
+        ps.setString(6, "explain");
+        ps.setLong(7, Long.MIN_VALUE);
+        ps.setLong(8, 10_000);
         plan = lines(ps);
       }
       try (var st = c.createStatement()) {
         String numbered = sql;
-        for (int i = 1; i <= 6; i++) {
+        for (int i = 1; i <= 8; i++) {
           numbered = numbered.replaceFirst("\\?", "\\$" + i);
         }
         st.execute(
-            "PREPARE acquire_one(text, bigint, bigint, text, bigint, bigint) AS " + numbered);
+            "PREPARE acquire_one(text, text, bigint, bigint, text, text, bigint, bigint) AS "
+                + numbered);
         st.execute("SET LOCAL plan_cache_mode = force_generic_plan");
       }
       try (var ps =
           c.prepareStatement(
-              "EXPLAIN (COSTS OFF) EXECUTE acquire_one('explain', 10000, 9223372036854775807,"
-                  + " 'explain', -9223372036854775808, 10000)")) {
+              "EXPLAIN (COSTS OFF) EXECUTE acquire_one('explain', 'explain', 10000,"
+                  + " 9223372036854775807, 'explain', 'explain', -9223372036854775808, 10000)")) {
         generic = lines(ps);
       }
       c.rollback();
     }
     assertThat(generic).contains("partitions_ready").contains("messages_key_order");
     assertThat(generic).doesNotContain("Seq Scan").doesNotContain("Sort");
+    // The pause check is evaluated once per execution (an InitPlan and a one-time filter), not
+    // once per key row.
+    assertThat(generic).contains("paused_groups_pkey").contains("One-Time Filter");
     assertThat(plan).contains("partitions_ready").contains("messages_key_order");
     assertThat(plan).doesNotContain("Seq Scan").doesNotContain("Sort");
     assertThat(Pumps.tester(ds, driver).runOnce())
@@ -355,6 +362,15 @@ class BalancerBasicsIT {
                 .timer()
                 .count())
         .isEqualTo(1);
+    // Stored to removed, by the database clock: positive, and less than this test has run.
+    assertThat(
+            registry
+                .get("messagepump.balancer.end_to_end.duration")
+                .tag("group", "metered")
+                .timer()
+                .totalTime(java.util.concurrent.TimeUnit.MICROSECONDS))
+        .isPositive()
+        .isLessThan(600_000_000.0);
     assertThat(
             registry
                 .get("messagepump.balancer.handler.duration")

@@ -16,7 +16,6 @@ import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.JSONB;
-import org.jooq.Record;
 import org.jooq.Record2;
 import org.jooq.ResultQuery;
 import org.jooq.Table;
@@ -44,6 +43,8 @@ public final class DeliveryQueries {
       DSL.field(DSL.name("h", "h_received"), SQLDataType.TIMESTAMPWITHTIMEZONE);
   private static final Field<Integer> H_ATTEMPTS =
       DSL.field(DSL.name("h", "h_attempts"), Integer.class);
+  private static final Field<Long> H_RECEIVED_US =
+      DSL.field(DSL.name("h", "h_received_us"), Long.class);
 
   private DeliveryQueries() {}
 
@@ -63,10 +64,11 @@ public final class DeliveryQueries {
   }
 
   /**
-   * Ready keys of a group: no lease, not parked, due, and not among {@code excluded} (when not
-   * null) — the keys this acquisition already holds (SKIP LOCKED does not skip rows the transaction
-   * itself locks, so a second round would otherwise return them again). Both are bind values: the
-   * excluded keys as one {@code text[]} parameter, whatever their number.
+   * Ready keys of a group: the group is not paused ({@link GroupPauses#notPaused}), and the key has
+   * no lease, is not parked, is due, and is not among {@code excluded} (when not null) — the keys
+   * this acquisition already holds (SKIP LOCKED does not skip rows the transaction itself locks, so
+   * a second round would otherwise return them again). Both are bind values: the excluded keys as
+   * one {@code text[]} parameter, whatever their number.
    */
   private static Condition ready(Field<String> group, Field<String[]> excluded) {
     Condition ready =
@@ -75,7 +77,10 @@ public final class DeliveryQueries {
             .and(P.LEASE_MESSAGE_ID.isNull())
             .and(P.PARKED_AT.isNull())
             .and(P.RESUME_AT.le(clock()));
-    return excluded == null ? ready : ready.and(P.KEY.ne(DSL.all(excluded)));
+    if (excluded != null) {
+      ready = ready.and(P.KEY.ne(DSL.all(excluded)));
+    }
+    return ready.and(GroupPauses.notPaused(group));
   }
 
   /** The excluded keys as a {@code text[]} bind value. */
@@ -105,12 +110,15 @@ public final class DeliveryQueries {
     long last = Long.MIN_VALUE;
     int rows = 0;
     try (PreparedStatement ps = connection.prepareStatement(prepared.acquire(max))) {
+      // Per range: the group, the group again (the pause check), the rotation bounds.
       ps.setString(1, group);
-      ps.setLong(2, a1);
-      ps.setLong(3, a2);
-      ps.setString(4, group);
-      ps.setLong(5, b1);
-      ps.setLong(6, b2);
+      ps.setString(2, group);
+      ps.setLong(3, a1);
+      ps.setLong(4, a2);
+      ps.setString(5, group);
+      ps.setString(6, group);
+      ps.setLong(7, b1);
+      ps.setLong(8, b2);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           rows++;
@@ -122,7 +130,7 @@ public final class DeliveryQueries {
             empty.add(new EmptyKey(key, rotation));
             continue;
           }
-          claims.add(Rows.claim(rs, group, key, rotation, id, rs.getInt(3), 5));
+          claims.add(Rows.claim(rs, group, key, rotation, id, rs.getInt(3), 5, 9));
         }
       }
     }
@@ -147,12 +155,13 @@ public final class DeliveryQueries {
     }
 
     /**
-     * The acquisition statement for {@code max} keys; parameters 1 and 4 are the group, 2-3 and 5-6
-     * the rotation bounds of the two ranges. {@code max} is written into the text (an integer of
-     * the code, never data): with the limit as a parameter PostgreSQL built a custom plan at every
-     * execution (0.38 ms per delivery in the server log; a bound LIMIT measured 1.67-2.40x slower),
-     * while with only the group bound it settles on one generic plan per connection. A pump uses
-     * one {@code max} (its batch size) nearly always, so there are few texts.
+     * The acquisition statement for {@code max} keys; parameters 1-2 and 5-6 are the group (each
+     * range's key filter and its pause check), 3-4 and 7-8 the rotation bounds of the two ranges.
+     * {@code max} is written into the text (an integer of the code, never data): with the limit as
+     * a parameter PostgreSQL built a custom plan at every execution (0.38 ms per delivery in the
+     * server log; a bound LIMIT measured 1.67-2.40x slower), while with only the group bound it
+     * settles on one generic plan per connection. A pump uses one {@code max} (its batch size)
+     * nearly always, so there are few texts.
      */
     public String acquire(int max) {
       return acquireByMax.computeIfAbsent(max, this::render);
@@ -167,9 +176,13 @@ public final class DeliveryQueries {
       // The rotation bounds likewise, for the same reason.
       Field<String> groupParam = DSL.field(DSL.select(DSL.val(group)));
       ResultQuery<?> q = acquireQuery(render, groupParam, max);
-      int binds = q.getBindValues().size();
-      if (binds != 6) {
-        throw new IllegalStateException("the acquisition statement has " + binds + " parameters");
+      // The parameters' order, as acquireLocked binds them (text, text, bigint, bigint, twice).
+      String order =
+          q.getBindValues().stream()
+              .map(v -> v instanceof String ? "t" : v instanceof Long ? "b" : "?")
+              .collect(java.util.stream.Collectors.joining());
+      if (!order.equals("ttbbttbb")) {
+        throw new IllegalStateException("the acquisition statement's parameters are " + order);
       }
       return render.render(q);
     }
@@ -216,7 +229,8 @@ public final class DeliveryQueries {
                         M.CONTENT.as("h_content"),
                         M.PROPERTIES.as("h_properties"),
                         M.RECEIVED_AT.as("h_received"),
-                        M.ATTEMPTS.as("h_attempts"))
+                        M.ATTEMPTS.as("h_attempts"),
+                        Rows.micros(M.RECEIVED_AT).as("h_received_us"))
                     .from(M.T)
                     .where(M.GROUP.eq(C_GROUP))
                     .and(M.KEY.eq(C_KEY))
@@ -228,7 +242,15 @@ public final class DeliveryQueries {
                     .forUpdate())
             .asTable("h");
     return dsl.select(
-            C_KEY, C_ROTATION, C_FAILURES, H_ID, H_CONTENT, H_PROPERTIES, H_RECEIVED, H_ATTEMPTS)
+            C_KEY,
+            C_ROTATION,
+            C_FAILURES,
+            H_ID,
+            H_CONTENT,
+            H_PROPERTIES,
+            H_RECEIVED,
+            H_ATTEMPTS,
+            H_RECEIVED_US)
         // No outer ORDER BY (a sort node per delivery): the nested loop keeps the keys' order,
         // and the caller sorts the claims.
         .from(c.leftJoin(h).on(DSL.trueCondition()));
@@ -374,26 +396,55 @@ public final class DeliveryQueries {
    * UPDATE SKIP LOCKED}, which conflicts with the {@code FOR KEY SHARE} every producer holds while
    * it stores: a producer in progress makes this skip (its message will need the row); a producer
    * arriving later waits for our commit and then creates a new row. The emptiness check is a new
-   * statement, so it sees every message committed before the lock.
+   * statement, so it sees every message committed before the lock. Both statements are rendered
+   * once per schema ({@link #renderKeyDelete}) and run through JDBC: every key of a drain empties
+   * near its end, and rendering them through jOOQ there, a hundred times at once, was a burst of
+   * CPU (and of JIT compilation) inside the timed drain.
    */
-  public static boolean deleteIfEmpty(DSLContext dsl, String group, String key) {
-    Record locked =
-        dsl.selectOne()
-            .from(P.T)
-            .where(key(group, key))
-            .and(P.LEASE_MESSAGE_ID.isNull())
-            .forUpdate()
-            .skipLocked()
-            .fetchOne();
-    if (locked == null) {
-      return false;
+  public static boolean deleteIfEmpty(Connection c, Schema.Ctx ctx, String group, String key)
+      throws SQLException {
+    try (PreparedStatement lock = c.prepareStatement(ctx.keyLock())) {
+      lock.setString(1, group);
+      lock.setString(2, key);
+      try (ResultSet rs = lock.executeQuery()) {
+        if (!rs.next()) {
+          return false;
+        }
+      }
     }
-    return dsl.deleteFrom(P.T)
-            .where(key(group, key))
-            .and(P.LEASE_MESSAGE_ID.isNull())
-            .andNotExists(DSL.selectOne().from(M.T).where(M.GROUP.eq(group)).and(M.KEY.eq(key)))
-            .execute()
-        == 1;
+    try (PreparedStatement delete = c.prepareStatement(ctx.keyDelete())) {
+      delete.setString(1, group);
+      delete.setString(2, key);
+      delete.setString(3, group);
+      delete.setString(4, key);
+      return delete.executeUpdate() == 1;
+    }
+  }
+
+  /**
+   * The two statements of {@link #deleteIfEmpty}, rendered with bind markers: [0] the lock of the
+   * key row (group, key), [1] the delete (group, key, group, key).
+   */
+  static String[] renderKeyDelete(DSLContext render) {
+    Field<String> group = DSL.val("", SQLDataType.CLOB);
+    Field<String> key = DSL.val("", SQLDataType.CLOB);
+    String lock =
+        render.render(
+            DSL.selectOne()
+                .from(P.T)
+                .where(P.GROUP.eq(group).and(P.KEY.eq(key)))
+                .and(P.LEASE_MESSAGE_ID.isNull())
+                .forUpdate()
+                .skipLocked());
+    String delete =
+        render.render(
+            render
+                .deleteFrom(P.T)
+                .where(P.GROUP.eq(group).and(P.KEY.eq(key)))
+                .and(P.LEASE_MESSAGE_ID.isNull())
+                .andNotExists(
+                    DSL.selectOne().from(M.T).where(M.GROUP.eq(group)).and(M.KEY.eq(key))));
+    return new String[] {lock, delete};
   }
 
   /** What deleting a handled message learned. */
@@ -425,7 +476,7 @@ public final class DeliveryQueries {
       }
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          out.put(rs.getLong(1), new Removed(Rows.age(rs, 2, 3), rs.getBoolean(4)));
+          out.put(rs.getLong(1), new Removed(Rows.ageMicros(rs, 2, 3), rs.getBoolean(4)));
         }
       }
     }
@@ -451,7 +502,10 @@ public final class DeliveryQueries {
                     .where(DSL.field(DSL.name("o", "partition_group")).eq(M.GROUP))
                     .and(DSL.field(DSL.name("o", "partition_key")).eq(M.KEY))
                     .and(notDeleted)));
-    return dsl.deleteFrom(M.T).where(which).returningResult(M.ID, M.RECEIVED_AT, clock(), others);
+    // The two timestamps as microseconds (Rows.micros): no timestamp parsing per delivery.
+    return dsl.deleteFrom(M.T)
+        .where(which)
+        .returningResult(M.ID, Rows.micros(M.RECEIVED_AT), Rows.micros(clock()), others);
   }
 
   /** Resets the key's failures after a success. */

@@ -1,12 +1,9 @@
 package org.messagepump.balancer.internal;
 
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.List;
+import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Record;
@@ -16,8 +13,7 @@ import org.jooq.impl.SQLDataType;
 
 /**
  * The cluster-wide pauses of partition groups (table {@code paused_groups}, V2). Every value is a
- * bind value. Kept apart from {@link DeliveryQueries}: the pause check is its own statement (see
- * {@link #isPaused}), not a predicate of the acquisition statement.
+ * bind value. The pumps' check is a predicate of the acquisition statement ({@link #notPaused}).
  */
 public final class GroupPauses {
 
@@ -34,25 +30,13 @@ public final class GroupPauses {
   public record Row(String group, Instant pausedAt, String reason) {}
 
   /**
-   * The text of the pause check in the schema of {@code ctx}, rendered once per driver (with one
-   * bind marker, the group): a primary-key probe.
+   * The condition "{@code group} is not paused", for the acquisition statement: an uncorrelated
+   * {@code NOT EXISTS} on the primary key, which PostgreSQL evaluates once per execution (an
+   * InitPlan), so a paused group's acquisition returns no row and a running one pays one index
+   * probe inside the statement instead of a statement (a round trip) of its own.
    */
-  public static String checkSql(Schema.Ctx ctx) {
-    return ctx.render()
-        .render(
-            DSL.select(
-                DSL.field(
-                    DSL.exists(DSL.selectOne().from(T).where(GROUP.eq(DSL.val("", GROUP)))))));
-  }
-
-  /** True when {@code group} is paused, on the caller's connection (its transaction). */
-  public static boolean isPaused(Connection c, String checkSql, String group) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(checkSql)) {
-      ps.setString(1, group);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() && rs.getBoolean(1);
-      }
-    }
+  public static Condition notPaused(Field<String> group) {
+    return DSL.notExists(DSL.selectOne().from(T).where(GROUP.eq(group)));
   }
 
   /** Pauses {@code group}; true when it was not paused yet (a second pause keeps the first). */

@@ -111,7 +111,11 @@ public final class LeaseQueries {
     }
     Duration age = removed == null ? null : removed.endToEnd();
     clearLease(dsl, m.group(), m.key(), false).execute();
-    DeliveryQueries.deleteIfEmpty(dsl, m.group(), m.key());
+    try {
+      DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, m.group(), m.key());
+    } catch (SQLException e) {
+      throw new DatabaseException("confirming a message", e);
+    }
     return new Applied(LeaseOutcome.APPLIED, m.group(), age);
   }
 

@@ -5,7 +5,11 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
 import java.util.UUID;
+import org.jooq.Field;
+import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
 import org.messagepump.core.Limits;
 
 /**
@@ -24,6 +28,22 @@ final class Rows {
    */
   static AcquiredMessage claim(
       ResultSet rs, String group, String key, long rotation, long id, int failures, int first) {
+    return claim(rs, group, key, rotation, id, failures, first, 0);
+  }
+
+  /**
+   * As above; column {@code micros} (when not 0) holds received_at as {@link #micros} renders it,
+   * read instead of the timestamp when it is not null.
+   */
+  static AcquiredMessage claim(
+      ResultSet rs,
+      String group,
+      String key,
+      long rotation,
+      long id,
+      int failures,
+      int first,
+      int micros) {
     byte[] content = null;
     String properties = null;
     OffsetDateTime received = null;
@@ -32,7 +52,10 @@ final class Rows {
     try {
       content = rs.getBytes(first);
       properties = rs.getString(first + 1);
-      received = rs.getObject(first + 2, OffsetDateTime.class);
+      received = micros == 0 ? null : utc(rs, micros);
+      if (received == null) {
+        received = rs.getObject(first + 2, OffsetDateTime.class);
+      }
       attempts = rs.getInt(first + 3);
       problem = problem(content, properties, received);
     } catch (SQLException | RuntimeException e) {
@@ -81,17 +104,50 @@ final class Rows {
   }
 
   /**
-   * The age of a removed message: column {@code received} to column {@code now} of {@code rs}; zero
-   * when either cannot be read or the difference does not fit a timer.
+   * A timestamp as microseconds since the epoch, a {@code bigint}; null outside {@link
+   * Limits#MIN_INSTANT} .. {@link Limits#MAX_INSTANT} (infinity included), where the caller reads
+   * the timestamp itself and judges it. A {@code bigint} is read from the wire as it is, where
+   * pgjdbc builds a {@code TimestampUtils} and a {@code GregorianCalendar} for every result set it
+   * parses a {@code timestamptz} of, a visible part of a delivery's CPU time. The bounds are
+   * constants of the code, written as integers.
    */
-  static Duration age(ResultSet rs, int received, int now) {
+  static Field<Long> micros(Field<OffsetDateTime> timestamp) {
+    return DSL.field(
+        "case when extract(epoch from {0}) between {1} and {2}"
+            + " then (extract(epoch from {0}) * 1000000)::bigint end",
+        SQLDataType.BIGINT,
+        timestamp,
+        DSL.inline(Limits.MIN_INSTANT.getEpochSecond()),
+        DSL.inline(Limits.MAX_INSTANT.getEpochSecond()));
+  }
+
+  /** Column {@code column} of {@code rs} (as {@link #micros} renders it) in UTC, or null. */
+  static OffsetDateTime utc(ResultSet rs, int column) throws SQLException {
+    long us = rs.getLong(column);
+    if (rs.wasNull()) {
+      return null;
+    }
+    return Instant.ofEpochSecond(
+            Math.floorDiv(us, 1_000_000L), Math.floorMod(us, 1_000_000L) * 1000)
+        .atOffset(ZoneOffset.UTC);
+  }
+
+  /**
+   * The age of a removed message from columns {@code received} to {@code now} of {@code rs}, both
+   * as {@link #micros} renders them; zero when either is null or the difference is negative or does
+   * not fit a timer.
+   */
+  static Duration ageMicros(ResultSet rs, int received, int now) {
     try {
-      OffsetDateTime from = rs.getObject(received, OffsetDateTime.class);
-      OffsetDateTime to = rs.getObject(now, OffsetDateTime.class);
-      if (from == null || to == null || from.isAfter(to)) {
+      long from = rs.getLong(received);
+      if (rs.wasNull()) {
         return Duration.ZERO;
       }
-      Duration d = Duration.between(from, to);
+      long to = rs.getLong(now);
+      if (rs.wasNull() || from > to) {
+        return Duration.ZERO;
+      }
+      Duration d = Duration.ofNanos(Math.multiplyExact(to - from, 1000L));
       return d.compareTo(Limits.MAX_DELAY) > 0 ? Duration.ZERO : d;
     } catch (SQLException | RuntimeException e) {
       return Duration.ZERO;

@@ -70,6 +70,8 @@ public final class Schema {
     private final String lockPrefix;
     private final String deleteMany;
     private final String deleteOne;
+    private final String keyLock;
+    private final String keyDelete;
 
     private static final java.util.Map<String, Ctx> BY_SCHEMA =
         new java.util.concurrent.ConcurrentHashMap<>();
@@ -96,6 +98,9 @@ public final class Schema {
       String[] deletes = DeliveryQueries.renderDeletes(render());
       this.deleteMany = deletes[0];
       this.deleteOne = deletes[1];
+      String[] keyDeletes = DeliveryQueries.renderKeyDelete(render());
+      this.keyLock = keyDeletes[0];
+      this.keyDelete = keyDeletes[1];
     }
 
     /** The schema name. */
@@ -134,6 +139,14 @@ public final class Schema {
 
     String deleteOne() {
       return deleteOne;
+    }
+
+    String keyLock() {
+      return keyLock;
+    }
+
+    String keyDelete() {
+      return keyDelete;
     }
   }
 
