@@ -104,6 +104,7 @@ final class BenchCommand implements Callable<Integer> {
   private double baseline(DataSource ds, int workers, int rows) throws Exception {
     Double b = baselines.get(workers);
     if (b == null) {
+      CpuMeter.awaitQuietJit();
       CpuMeter.Reading cpu = CpuMeter.now();
       b = BenchBaseline.skipLocked(ds, workers, rows);
       baselines.put(workers, b);
@@ -136,6 +137,7 @@ final class BenchCommand implements Callable<Integer> {
     for (int workers : new int[] {1, 4, 8}) {
       double base = baseline(ds, workers, n);
       c.fill(n);
+      CpuMeter.awaitQuietJit();
       CpuMeter.Reading cpu = CpuMeter.now();
       double rate = c.drain(workers, 1, n);
       Map<String, Object> p = params("workers", workers, "commands", n);
@@ -144,6 +146,7 @@ final class BenchCommand implements Callable<Integer> {
     }
     for (int batch : new int[] {10, 50}) {
       c.fill(n);
+      CpuMeter.awaitQuietJit();
       CpuMeter.Reading cpu = CpuMeter.now();
       double rate = c.drain(8, batch, n);
       Map<String, Object> p = params("workers", 8, "batchSize", batch, "commands", n);
@@ -226,6 +229,7 @@ final class BenchCommand implements Callable<Integer> {
     e.clear();
     long appended = e.fill(n, 16);
     double base = baseline(ds, 4, n);
+    CpuMeter.awaitQuietJit();
     CpuMeter.Reading cpu = CpuMeter.now();
     double one = e.catchUp(1, 4, 1, appended);
     Map<String, Object> p = params("handlers", 1, "workers", 4, "events", appended, "streams", 16);
@@ -284,6 +288,7 @@ final class BenchCommand implements Callable<Integer> {
     b.drain("bench-warm-up-batch", w, keys, 8, 10);
     double base = baseline(ds, 8, n);
     b.fill("bench", n, keys, 1_000);
+    CpuMeter.awaitQuietJit();
     CpuMeter.Reading cpu = CpuMeter.now();
     BenchBalancer.Drain plain = b.drain("bench", n, keys, 8, 1);
     Map<String, Object> p = params("workers", 8, "messages", n, "keys", keys);
@@ -308,6 +313,7 @@ final class BenchCommand implements Callable<Integer> {
         stored,
         "messages/s",
         null);
+    CpuMeter.awaitQuietJit();
     cpu = CpuMeter.now();
     BenchBalancer.Drain batched = b.drain("bench-batch", n, keys, 8, 10);
     p = params("workers", 8, "batchSize", 10, "messages", n, "keys", keys);
@@ -342,6 +348,9 @@ final class BenchCommand implements Callable<Integer> {
     }
     if (micros[1] >= 0) {
       report.add("cpu.server", q, micros[1], "us/delivery", null);
+    }
+    if (micros[2] >= 0) {
+      report.add("jit.compile", q, micros[2], "us/delivery", null);
     }
   }
 

@@ -1,6 +1,7 @@
 package org.messagepump.cli;
 
 import java.io.IOException;
+import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -19,14 +20,19 @@ import java.nio.file.Path;
  */
 final class CpuMeter {
 
-  /** CPU nanoseconds of the client and of the server at one moment. */
-  record Reading(long clientNanos, long serverNanos) {
+  /**
+   * CPU nanoseconds of the client and of the server at one moment, and the JIT's total compilation
+   * time ({@code CompilationMXBean}: elapsed time summed over the compiler threads, not CPU time;
+   * on a loaded machine it includes their waiting).
+   */
+  record Reading(long clientNanos, long serverNanos, long jitNanos) {
 
-    /** Microseconds per delivery on each side since {@code this}: {client, server}. */
+    /** Microseconds per delivery since {@code this}: {client CPU, server CPU, JIT compilation}. */
     double[] perDeliveryMicrosUntil(Reading later, long deliveries) {
       return new double[] {
         per(later.clientNanos - clientNanos, clientNanos, deliveries),
-        per(later.serverNanos - serverNanos, serverNanos, deliveries)
+        per(later.serverNanos - serverNanos, serverNanos, deliveries),
+        per(later.jitNanos - jitNanos, jitNanos, deliveries)
       };
     }
 
@@ -40,7 +46,40 @@ final class CpuMeter {
   private CpuMeter() {}
 
   static Reading now() {
-    return new Reading(clientNanos(), serverNanos());
+    return new Reading(clientNanos(), serverNanos(), jitNanos());
+  }
+
+  private static long jitNanos() {
+    CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+    if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
+      return -1;
+    }
+    return jit.getTotalCompilationTime() * 1_000_000L;
+  }
+
+  /**
+   * Waits until the JIT has compiled nothing for 300 ms (at most 15 s). A warm-up makes the JIT
+   * compile in the background for seconds after it ends: measured on a balancer drain, compiler
+   * threads took 45% of the client's CPU during the timed drain that followed, and the drains after
+   * a fill or a baseline varied most. Each timed row starts after this.
+   */
+  static void awaitQuietJit() throws InterruptedException {
+    if (jitNanos() < 0) {
+      return;
+    }
+    long deadline = System.nanoTime() + 15_000_000_000L;
+    long last = jitNanos();
+    long quietSince = System.nanoTime();
+    while (System.nanoTime() < deadline) {
+      Thread.sleep(50);
+      long now = jitNanos();
+      if (now != last) {
+        last = now;
+        quietSince = System.nanoTime();
+      } else if (System.nanoTime() - quietSince >= 300_000_000L) {
+        return;
+      }
+    }
   }
 
   private static long clientNanos() {
