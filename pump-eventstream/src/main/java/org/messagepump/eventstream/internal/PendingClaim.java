@@ -72,13 +72,16 @@ public final class PendingClaim {
                 + " ORDER BY turn LIMIT 1 FOR UPDATE SKIP LOCKED)"
                 + " SELECT c.stream_id, c.checkpoint_offset, c.failures, c.stream_end,"
                 + " e.message_id, e.stream_offset, e.type, e.correlation_id, e.causation_id,"
-                + " e.headers::text, e.payload, e.recorded_at, p.any_pending"
-                + " FROM (SELECT EXISTS (SELECT 1 FROM "
+                + " e.headers::text, e.payload, e.recorded_at,"
+                // Whether anything was pending at all is only asked when nothing was claimed: an
+                // uncorrelated sub-select (an InitPlan), run on first use, so not on a claim.
+                + " CASE WHEN c.stream_id IS NOT NULL THEN true ELSE EXISTS (SELECT 1 FROM "
                 + cp
                 + " WHERE handler_key = ? AND checkpoint_offset < stream_end AND parked_at IS NULL"
                 + " AND resume_at <= clock_timestamp() AND stream_id <> ALL (?::bigint[])"
                 + notPaused
-                + ") AS any_pending) AS p"
+                + ") END AS any_pending"
+                + " FROM (SELECT 1) AS p"
                 + " LEFT JOIN c ON true LEFT JOIN LATERAL (SELECT * FROM "
                 + events
                 + " AS ev WHERE ev.stream_id = c.stream_id"
