@@ -185,7 +185,6 @@ public final class EventDriver implements Driver {
     if (concurrency == Concurrency.MINIMAL && !handlerLock.lock(tx, handlerLockWait)) {
       return List.of();
     }
-    var dsl = tx.dsl();
     if (acquisitions.incrementAndGet() % REFRESH_EVERY == 0) {
       refreshDue.set(true);
     }
@@ -226,9 +225,9 @@ public final class EventDriver implements Driver {
       // wait briefly for one rather than make the pump sleep a whole poll interval. (An idle
       // handler, with nothing pending at all, does not get here.)
       LockedCheckpoint claim =
-          HandlerLock.waiting(tx, heldStreamWait, () -> queries.waitForPending(dsl, claimed));
+          HandlerLock.waiting(tx, heldStreamWait, () -> queries.waitForPending(tx.dsl(), claimed));
       if (claim != null) {
-        take(tx, claim, queries.nextEvents(dsl, claim, max), deliveries);
+        take(tx, claim, queries.nextEvents(tx.dsl(), claim, max), deliveries);
       }
     }
     return deliveries;
@@ -236,8 +235,7 @@ public final class EventDriver implements Driver {
 
   /** Refreshes the handler's rows unless another transaction is doing it. */
   private HandlerRegistry.Refresh refresh(Tx tx) throws SQLException {
-    HandlerRegistry.Refresh done =
-        registry.refresh(tx.connection(), tx.dsl(), startPosition.name());
+    HandlerRegistry.Refresh done = registry.refresh(tx, startPosition.name());
     if (done != HandlerRegistry.Refresh.SKIPPED) {
       refreshDue.set(false);
     }

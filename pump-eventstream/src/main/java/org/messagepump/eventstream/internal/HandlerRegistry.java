@@ -6,7 +6,6 @@ import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.select;
 import static org.jooq.impl.DSL.val;
 
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -18,6 +17,7 @@ import java.util.Set;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.impl.SQLDataType;
+import org.messagepump.core.Tx;
 
 /**
  * A handler's row in {@code handlers} and the work that holds its lock: registering the handler
@@ -115,7 +115,8 @@ public final class HandlerRegistry {
    * rendering its jOOQ queries cost more client CPU than the statements cost the server
    * (docs/benchmarks.md, issue 14). Every value is bound.
    */
-  public Refresh refresh(Connection c, DSLContext dsl, String start) throws SQLException {
+  public Refresh refresh(Tx tx, String start) throws SQLException {
+    Connection c = tx.connection();
     long horizon;
     Long[] deferred;
     long xmin;
@@ -128,7 +129,7 @@ public final class HandlerRegistry {
         xmin = rs.getLong(3);
         if (rs.getObject(1) == null) {
           // Held by another transaction (refreshing, registering, an operation), or no row yet.
-          return rs.getBoolean(4) ? Refresh.SKIPPED : register(dsl, start);
+          return rs.getBoolean(4) ? Refresh.SKIPPED : register(tx.dsl(), start);
         }
         horizon = rs.getLong(1);
         deferred = (Long[]) rs.getArray(2).getArray();
@@ -136,15 +137,13 @@ public final class HandlerRegistry {
     }
     List<long[]> changed = new ArrayList<>();
     try (PreparedStatement ps = c.prepareStatement(changedSql)) {
-      Array ids = c.createArrayOf("bigint", deferred);
       ps.setLong(1, horizon);
-      ps.setArray(2, ids);
+      ps.setObject(2, deferred);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           changed.add(new long[] {rs.getLong(1), rs.getLong(2)});
         }
       }
-      ids.free();
     }
     if (changed.isEmpty() && deferred.length == 0) {
       // Nothing changed since the horizon (as of this snapshot): keeping the old horizon is still
@@ -152,6 +151,7 @@ public final class HandlerRegistry {
       // no row update per refresh while a catch-up (or any transaction elsewhere) runs.
       return Refresh.UNCHANGED;
     }
+    DSLContext dsl = tx.dsl();
     List<Long> stillHeld = changed.isEmpty() ? List.of() : apply(dsl, changed);
     dsl.update(h.table)
         .set(h.horizon, xmin)
