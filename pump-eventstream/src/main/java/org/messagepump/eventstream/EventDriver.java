@@ -192,9 +192,12 @@ public final class EventDriver implements Driver {
     // One worker of this driver at a time tries a due refresh: while its transaction holds the
     // handler row, the others' attempts would only be skipped (a round trip each).
     if (refreshDue.compareAndSet(true, false)) {
-      refreshed = refresh(tx) != HandlerRegistry.Refresh.SKIPPED;
-      if (!refreshed) {
-        refreshDue.set(true); // another transaction held it: still due
+      try {
+        refreshed = refresh(tx) != HandlerRegistry.Refresh.SKIPPED;
+      } finally {
+        if (!refreshed) {
+          refreshDue.set(true); // another transaction held it, or it failed: still due
+        }
       }
     }
     Set<Long> claimed = new LinkedHashSet<>();
