@@ -185,11 +185,21 @@ public final class EventDriver implements Driver {
     if (concurrency == Concurrency.MINIMAL && !handlerLock.lock(tx, handlerLockWait)) {
       return List.of();
     }
-    var dsl = tx.dsl();
     if (acquisitions.incrementAndGet() % REFRESH_EVERY == 0) {
       refreshDue.set(true);
     }
-    boolean refreshed = refreshDue.get() && refresh(tx) != HandlerRegistry.Refresh.SKIPPED;
+    boolean refreshed = false;
+    // One worker of this driver at a time tries a due refresh: while its transaction holds the
+    // handler row, the others' attempts would only be skipped (a round trip each).
+    if (refreshDue.compareAndSet(true, false)) {
+      try {
+        refreshed = refresh(tx) != HandlerRegistry.Refresh.SKIPPED;
+      } finally {
+        if (!refreshed) {
+          refreshDue.set(true); // another transaction held it, or it failed: still due
+        }
+      }
+    }
     Set<Long> claimed = new LinkedHashSet<>();
     List<Delivery> deliveries = new ArrayList<>();
     boolean anyPending = true;
@@ -218,17 +228,17 @@ public final class EventDriver implements Driver {
       // wait briefly for one rather than make the pump sleep a whole poll interval. (An idle
       // handler, with nothing pending at all, does not get here.)
       LockedCheckpoint claim =
-          HandlerLock.waiting(tx, heldStreamWait, () -> queries.waitForPending(dsl, claimed));
+          HandlerLock.waiting(tx, heldStreamWait, () -> queries.waitForPending(tx.dsl(), claimed));
       if (claim != null) {
-        take(tx, claim, queries.nextEvents(dsl, claim, max), deliveries);
+        take(tx, claim, queries.nextEvents(tx.dsl(), claim, max), deliveries);
       }
     }
     return deliveries;
   }
 
   /** Refreshes the handler's rows unless another transaction is doing it. */
-  private HandlerRegistry.Refresh refresh(Tx tx) {
-    HandlerRegistry.Refresh done = registry.refresh(tx.dsl(), startPosition.name());
+  private HandlerRegistry.Refresh refresh(Tx tx) throws SQLException {
+    HandlerRegistry.Refresh done = registry.refresh(tx, startPosition.name());
     if (done != HandlerRegistry.Refresh.SKIPPED) {
       refreshDue.set(false);
     }
@@ -237,12 +247,14 @@ public final class EventDriver implements Driver {
 
   /** Turns a claim into deliveries, or advances an irrelevant stream's checkpoint to its end. */
   private void take(
-      Tx tx, LockedCheckpoint claim, List<EventRows.Row> events, List<Delivery> deliveries) {
+      Tx tx, LockedCheckpoint claim, List<EventRows.Row> events, List<Delivery> deliveries)
+      throws SQLException {
     if (events.isEmpty()) {
       if (claim.nextOffset() > claim.checkpoint()) {
         // Nothing for this handler below the known end: do not claim the stream again until it
         // grows. Every event below the known end is committed, so none is skipped.
-        queries.setOffset(tx.dsl(), claim.streamId(), claim.checkpoint(), claim.nextOffset());
+        queries.setOffset(
+            tx.connection(), claim.streamId(), claim.checkpoint(), claim.nextOffset());
       }
       return;
     }
@@ -323,7 +335,7 @@ public final class EventDriver implements Driver {
    * one update, not one per event.
    */
   @Override
-  public void completed(Tx tx, List<Delivery> handled) {
+  public void completed(Tx tx, List<Delivery> handled) throws SQLException {
     StreamRun last = null;
     for (Delivery d : handled) {
       StreamRun run = step(d).run();
@@ -334,8 +346,8 @@ public final class EventDriver implements Driver {
     }
   }
 
-  private void save(Tx tx, StreamRun run) {
-    queries.setOffset(tx.dsl(), run.streamId(), run.stored(), run.checkpoint());
+  private void save(Tx tx, StreamRun run) throws SQLException {
+    queries.setOffset(tx.connection(), run.streamId(), run.stored(), run.checkpoint());
     run.saved();
   }
 
@@ -344,7 +356,7 @@ public final class EventDriver implements Driver {
    * left over from an interrupted run is not recorded (its predecessor was).
    */
   @Override
-  public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) {
+  public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) throws SQLException {
     Step step = step(delivery);
     step.run().undo(step); // a Handled outcome the pump turned into a failure: not moved after all
     if (step.isNext()) {
@@ -359,7 +371,7 @@ public final class EventDriver implements Driver {
 
   /** Parks the delivery's stream for this handler only (see {@link EventHandlers#resume}). */
   @Override
-  public void park(Tx tx, Delivery delivery, int failures, String reason) {
+  public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
     Step step = step(delivery);
     step.run().undo(step);
     if (step.isNext()) {
@@ -384,7 +396,7 @@ public final class EventDriver implements Driver {
    * predecessors' advance was rolled back too, or a stream another worker has moved on).
    */
   @Override
-  public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) {
+  public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) throws SQLException {
     Step stale = step(delivery);
     long streamId = stale.run().streamId();
     LockedCheckpoint claim = queries.relock(tx.dsl(), streamId, stale.expectedCheckpoint());

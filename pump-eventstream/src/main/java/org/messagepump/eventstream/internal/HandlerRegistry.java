@@ -6,14 +6,18 @@ import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.select;
 import static org.jooq.impl.DSL.val;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.jooq.DSLContext;
 import org.jooq.Field;
-import org.jooq.Record3;
 import org.jooq.impl.SQLDataType;
+import org.messagepump.core.Tx;
 
 /**
  * A handler's row in {@code handlers} and the work that holds its lock: registering the handler
@@ -42,6 +46,8 @@ public final class HandlerRegistry {
   private final String endsOfCaughtUp;
   private final String endsOfPending;
   private final String insertRows;
+  private final String lockSql;
+  private final String changedSql;
 
   /** The registry of one handler in the store of {@code tables}. */
   public HandlerRegistry(Tables tables, String handlerKey) {
@@ -72,6 +78,22 @@ public final class HandlerRegistry {
             + " SELECT ?, v.stream_id, 0, v.stream_end"
             + " FROM unnest(?::bigint[], ?::bigint[]) AS v(stream_id, stream_end)"
             + " ON CONFLICT (handler_key, stream_id) DO NOTHING";
+    // The handler row, locked SKIP LOCKED, with this statement's snapshot xmin; when it is not
+    // returned, whether it exists at all (held by another transaction) or must be registered.
+    // Always one row: the exists probe only runs when the lock was not had.
+    String handlersTable = tables.quoted("handlers");
+    this.lockSql =
+        "SELECT l.horizon, l.deferred, pg_snapshot_xmin(pg_current_snapshot())::text::bigint,"
+            + " CASE WHEN l.horizon IS NULL THEN EXISTS (SELECT 1 FROM "
+            + handlersTable
+            + " WHERE handler_key = ?) ELSE true END"
+            + " FROM (SELECT 1) AS one LEFT JOIN (SELECT horizon, deferred FROM "
+            + handlersTable
+            + " WHERE handler_key = ? FOR UPDATE SKIP LOCKED) AS l ON true";
+    this.changedSql =
+        "SELECT id, next_offset FROM "
+            + tables.quoted("streams")
+            + " WHERE changed_xid >= ? OR id = ANY (?::bigint[])";
   }
 
   /** What a {@link #refresh} did. */
@@ -87,39 +109,55 @@ public final class HandlerRegistry {
   /**
    * Refreshes the handler's rows when no other transaction is doing it, registering the handler (at
    * {@code start}) when it has no row yet.
+   *
+   * <p>The lock and the changed-streams scan run through plain JDBC with fixed texts (like {@link
+   * PendingClaim}): at batch size 1 a refresh comes every {@code REFRESH_EVERY} acquisitions, and
+   * rendering its jOOQ queries cost more client CPU than the statements cost the server
+   * (docs/benchmarks.md, issue 14). Every value is bound.
    */
-  public Refresh refresh(DSLContext dsl, String start) {
-    // The xmin of this statement's snapshot, which precedes the scan's: the next horizon.
-    Record3<Long, Long[], Long> row =
-        dsl.select(h.horizon, h.deferred, Tables.snapshotXmin())
-            .from(h.table)
-            .where(h.handlerKey.eq(handlerKey))
-            .forUpdate()
-            .skipLocked()
-            .fetchOne();
-    if (row == null) {
-      return register(dsl, start) ? Refresh.CHANGED : Refresh.SKIPPED;
+  public Refresh refresh(Tx tx, String start) throws SQLException {
+    Connection c = tx.connection();
+    long horizon;
+    Long[] deferred;
+    long xmin;
+    try (PreparedStatement ps = c.prepareStatement(lockSql)) {
+      ps.setString(1, handlerKey);
+      ps.setString(2, handlerKey);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next(); // always one row
+        // The xmin of this statement's snapshot, which precedes the scan's: the next horizon.
+        xmin = rs.getLong(3);
+        if (rs.getObject(1) == null) {
+          // Held by another transaction (refreshing, registering, an operation), or no row yet.
+          return rs.getBoolean(4) ? Refresh.SKIPPED : register(tx.dsl(), start);
+        }
+        horizon = rs.getLong(1);
+        deferred = (Long[]) rs.getArray(2).getArray();
+      }
     }
-    Long xmin = row.value3();
-    Long[] deferred = row.value2() == null ? new Long[0] : row.value2();
-    List<Record3<Long, Long, Long>> changed =
-        dsl.select(streams.id, streams.nextOffset, streams.changedXid)
-            .from(streams.table)
-            .where(streams.changedXid.ge(row.value1()))
-            .or(streams.id.eq(any(val(deferred))))
-            .fetch();
-    List<Long> stillHeld = List.of();
-    if (!changed.isEmpty()) {
-      stillHeld = apply(dsl, changed);
+    List<long[]> changed = new ArrayList<>();
+    try (PreparedStatement ps = c.prepareStatement(changedSql)) {
+      ps.setLong(1, horizon);
+      ps.setObject(2, deferred);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          changed.add(new long[] {rs.getLong(1), rs.getLong(2)});
+        }
+      }
     }
-    if (!xmin.equals(row.value1()) || deferred.length > 0 || !stillHeld.isEmpty()) {
-      // An idle handler writes nothing: the horizon only moves when transactions have run.
-      dsl.update(h.table)
-          .set(h.horizon, xmin)
-          .set(h.deferred, stillHeld.toArray(new Long[0]))
-          .where(h.handlerKey.eq(handlerKey))
-          .execute();
+    if (changed.isEmpty() && deferred.length == 0) {
+      // Nothing changed since the horizon (as of this snapshot): keeping the old horizon is still
+      // correct (a later scan from it finds a superset), and an unchanged handler writes nothing:
+      // no row update per refresh while a catch-up (or any transaction elsewhere) runs.
+      return Refresh.UNCHANGED;
     }
+    DSLContext dsl = tx.dsl();
+    List<Long> stillHeld = changed.isEmpty() ? List.of() : apply(dsl, changed);
+    dsl.update(h.table)
+        .set(h.horizon, xmin)
+        .set(h.deferred, stillHeld.toArray(new Long[0]))
+        .where(h.handlerKey.eq(handlerKey))
+        .execute();
     return changed.isEmpty() ? Refresh.UNCHANGED : Refresh.CHANGED;
   }
 
@@ -127,10 +165,7 @@ public final class HandlerRegistry {
    * Registers the handler unless its row exists (then another transaction holds it: false). A
    * concurrent registration makes this wait for it, once per handler key.
    */
-  private boolean register(DSLContext dsl, String start) {
-    if (dsl.fetchExists(dsl.selectOne().from(h.table).where(h.handlerKey.eq(handlerKey)))) {
-      return false;
-    }
+  private Refresh register(DSLContext dsl, String start) {
     // Another transaction registering the handler holds this lock: do not wait for it (its
     // delivery may take long); this poll goes on without a refresh.
     Boolean mine =
@@ -139,7 +174,7 @@ public final class HandlerRegistry {
             .fetchOne()
             .value1();
     if (!Boolean.TRUE.equals(mine)) {
-      return false;
+      return Refresh.SKIPPED;
     }
     Long horizon =
         dsl.insertInto(h.table, h.handlerKey, h.horizon, h.startPosition)
@@ -148,7 +183,7 @@ public final class HandlerRegistry {
             .returningResult(h.horizon)
             .fetchOne(h.horizon);
     if (horizon == null) {
-      return false;
+      return Refresh.SKIPPED;
     }
     // Every existing stream gets its row now, in one statement: from 0, or from its end. Streams
     // this statement does not see were changed at or above the horizon: the next refresh finds
@@ -161,16 +196,16 @@ public final class HandlerRegistry {
                 .orderBy(streams.id))
         .onConflictDoNothing()
         .execute();
-    return true;
+    return Refresh.CHANGED;
   }
 
   /** Updates the ends of the lockable rows, creates missing rows; returns the held streams. */
-  private List<Long> apply(DSLContext dsl, List<Record3<Long, Long, Long>> changed) {
+  private List<Long> apply(DSLContext dsl, List<long[]> changed) {
     Long[] ids = new Long[changed.size()];
     Long[] ends = new Long[changed.size()];
     for (int i = 0; i < ids.length; i++) {
-      ids[i] = changed.get(i).value1();
-      ends[i] = changed.get(i).value2();
+      ids[i] = changed.get(i)[0];
+      ends[i] = changed.get(i)[1];
     }
     Set<Long> existing =
         new HashSet<>(

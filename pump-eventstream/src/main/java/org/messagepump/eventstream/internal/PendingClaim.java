@@ -1,6 +1,5 @@
 package org.messagepump.eventstream.internal;
 
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -72,13 +71,17 @@ public final class PendingClaim {
                 + " ORDER BY turn LIMIT 1 FOR UPDATE SKIP LOCKED)"
                 + " SELECT c.stream_id, c.checkpoint_offset, c.failures, c.stream_end,"
                 + " e.message_id, e.stream_offset, e.type, e.correlation_id, e.causation_id,"
-                + " e.headers::text, e.payload, e.recorded_at, p.any_pending"
-                + " FROM (SELECT EXISTS (SELECT 1 FROM "
+                + " e.headers::text, e.payload,"
+                + " (extract(epoch FROM e.recorded_at) * 1000000)::bigint,"
+                // Whether anything was pending at all is only asked when nothing was claimed: an
+                // uncorrelated sub-select (an InitPlan), run on first use, so not on a claim.
+                + " CASE WHEN c.stream_id IS NOT NULL THEN true ELSE EXISTS (SELECT 1 FROM "
                 + cp
                 + " WHERE handler_key = ? AND checkpoint_offset < stream_end AND parked_at IS NULL"
                 + " AND resume_at <= clock_timestamp() AND stream_id <> ALL (?::bigint[])"
                 + notPaused
-                + ") AS any_pending) AS p"
+                + ") END AS any_pending"
+                + " FROM (SELECT 1) AS p"
                 + " LEFT JOIN c ON true LEFT JOIN LATERAL (SELECT * FROM "
                 + events
                 + " AS ev WHERE ev.stream_id = c.stream_id"
@@ -95,16 +98,17 @@ public final class PendingClaim {
   /** Claims and reads; the result's checkpoint is null when no pending row is free. */
   public Claimed run(Connection c, Collection<Long> exclude, int limit) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(sql(limit))) {
-      Array excluded = c.createArrayOf("bigint", exclude.toArray(new Long[0]));
-      Array typeNames = c.createArrayOf("text", types);
+      // Arrays bound with setObject (pgjdbc encodes Long[] and String[] itself): createArrayOf
+      // looks the element type up by name at every call, a visible cost per delivery.
+      Long[] excluded = exclude.toArray(new Long[0]);
       ps.setString(1, handlerKey);
-      ps.setArray(2, excluded);
+      ps.setObject(2, excluded);
       ps.setString(3, handlerKey);
       ps.setString(4, handlerKey);
-      ps.setArray(5, excluded);
+      ps.setObject(5, excluded);
       ps.setString(6, handlerKey);
-      ps.setArray(7, typeNames);
-      ps.setArray(8, typeNames);
+      ps.setObject(7, types);
+      ps.setObject(8, types);
       LockedCheckpoint claim = null;
       boolean anyPending = false;
       List<EventRows.Row> rows = new ArrayList<>();
@@ -122,8 +126,6 @@ public final class PendingClaim {
           }
         }
       }
-      excluded.free();
-      typeNames.free();
       return new Claimed(claim, rows, anyPending || claim != null);
     }
   }
