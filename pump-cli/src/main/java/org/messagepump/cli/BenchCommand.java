@@ -29,7 +29,7 @@ final class BenchCommand implements Callable<Integer> {
 
   @Mixin DatabaseOptions db;
 
-  @Option(names = "--quick", description = "Reduced sizes (under 2 minutes).")
+  @Option(names = "--quick", description = "Reduced sizes (about 2.5 minutes).")
   boolean quick;
 
   @Option(
@@ -118,10 +118,11 @@ final class BenchCommand implements Callable<Integer> {
   /**
    * Size of the untimed warm-up before each part: the JIT compiles the pump's and the baseline's
    * hot paths before anything is measured, so no figure includes interpreter time (the plain JDBC
-   * baseline warms up much faster than the pump, which would bias the first ratios).
+   * baseline warms up much faster than the pump, which would bias the first ratios). The same with
+   * --quick: 5,000 left the JIT compiling through the timed drains (docs/benchmarks.md).
    */
   private int warmUp() {
-    return size(20_000, 5_000);
+    return size(20_000, 20_000);
   }
 
   private void commands(DataSource ds) throws Exception {
