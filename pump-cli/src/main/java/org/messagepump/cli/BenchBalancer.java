@@ -1,6 +1,9 @@
 package org.messagepump.cli;
 
 import java.nio.ByteBuffer;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -25,6 +28,17 @@ final class BenchBalancer {
 
   BenchBalancer(DataSource ds) {
     this.ds = ds;
+  }
+
+  /**
+   * Empties the balancer's tables (a drain leaves them empty but full of dead rows until
+   * autovacuum): each timed drain starts on fresh tables, as the baseline's does.
+   */
+  void clear() throws SQLException {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute("TRUNCATE balancer.messages, balancer.partitions");
+    }
   }
 
   /**
