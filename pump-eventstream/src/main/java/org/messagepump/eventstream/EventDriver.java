@@ -104,6 +104,14 @@ public final class EventDriver implements Driver {
   private final StartPosition startPosition;
   private final AtomicBoolean refreshDue = new AtomicBoolean(true);
   private final AtomicLong acquisitions = new AtomicLong();
+
+  /**
+   * The turn of the row this driver claimed last: the next claim takes the first ready row after
+   * it, or starts a new lap. Shared by the pump's workers, so they take consecutive rows; a race
+   * between two of them only makes one claim start a little earlier in the lap.
+   */
+  private final AtomicLong cursor = new AtomicLong();
+
   private final HandlerLock handlerLock;
   private final Counter conflicts;
   private final Counter parked;
@@ -205,18 +213,19 @@ public final class EventDriver implements Driver {
     boolean anyPending = true;
     while (deliveries.size() < max && claimed.size() < streamsPerPoll) {
       int limit = max - deliveries.size();
-      PendingClaim.Claimed claim = pending.run(tx.connection(), claimed, limit);
+      PendingClaim.Claimed claim = pending.run(tx.connection(), claimed, cursor.get(), limit);
       anyPending = claim.anyPending();
       if (claim.checkpoint() == null && !refreshed) {
         refreshed = true;
         if (refresh(tx) == HandlerRegistry.Refresh.CHANGED) {
-          claim = pending.run(tx.connection(), claimed, limit);
+          claim = pending.run(tx.connection(), claimed, cursor.get(), limit);
           anyPending = claim.anyPending();
         }
       }
       if (claim.checkpoint() == null) {
         break;
       }
+      cursor.set(claim.turn());
       claimed.add(claim.checkpoint().streamId());
       take(tx, claim.checkpoint(), claim.events(), deliveries);
     }

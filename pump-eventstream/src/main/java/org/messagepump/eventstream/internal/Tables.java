@@ -184,6 +184,12 @@ public final class Tables {
     /** The row's place in the handler's round-robin queue of pending rows. */
     public final Field<Long> turn;
 
+    /**
+     * {@code checkpoint_offset < stream_end}, a stored generated column (read only): the ready
+     * index's predicate.
+     */
+    public final Field<Boolean> pending;
+
     private Checkpoints(String s) {
       String t = "handler_checkpoints";
       table = table(name(s, t));
@@ -197,6 +203,7 @@ public final class Tables {
       updatedAt = field(name(s, t, "updated_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
       streamEnd = field(name(s, t, "stream_end"), SQLDataType.BIGINT);
       turn = field(name(s, t, "turn"), SQLDataType.BIGINT);
+      pending = field(name(s, t, "pending"), SQLDataType.BOOLEAN);
     }
   }
 
