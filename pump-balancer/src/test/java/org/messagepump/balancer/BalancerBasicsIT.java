@@ -388,4 +388,55 @@ class BalancerBasicsIT {
     assertThat(registry.get("messagepump.balancer.partitions").gauge().value()).isEqualTo(1.0);
     assertThat(registry.get("messagepump.balancer.oldest.age").gauge().value()).isNotNegative();
   }
+
+  /**
+   * Acquisition reads a key's head without a row lock, and reads it again {@code FOR UPDATE} when
+   * the row has a writer or locker it cannot see as committed before (a non-zero xmax): here a
+   * delete and a properties update that rolled back, and a lock that was released. The heads must
+   * still be delivered, once each and in order, with the properties they really have; a head read
+   * without the second look would be taken as current in the stale case this guards (a previous
+   * holder's delete committed after the statement's snapshot).
+   */
+  @Test
+  void headsWithAWriterThatRolledBackAreStillDeliveredInOrder(TestDatabase db) throws Exception {
+    MessageBalancer b = MessageBalancer.create(db.dataSource(), "touched");
+    long m1 = b.storeMessage("a", bytes("m1"), Map.of("v", 1));
+    long m2 = b.storeMessage("a", bytes("m2"), Map.of("v", 2));
+    long m3 = b.storeMessage("b", bytes("m3"), Map.of("v", 3));
+    try (Connection c = db.dataSource().getConnection()) {
+      c.setAutoCommit(false);
+      String[] writes = {
+        "DELETE FROM balancer.messages WHERE id = ?",
+        "UPDATE balancer.messages SET properties = '{\"v\": 9}' WHERE id = ?",
+        "SELECT 1 FROM balancer.messages WHERE id = ? FOR UPDATE"
+      };
+      long[] ids = {m1, m2, m3};
+      for (int i = 0; i < ids.length; i++) {
+        try (var ps = c.prepareStatement(writes[i])) {
+          ps.setLong(1, ids[i]);
+          ps.execute();
+        }
+      }
+      c.rollback();
+    }
+    assertThat(
+            db.queryLong(
+                "SELECT count(*) FROM balancer.messages WHERE xmax::text <> '0'"
+                    + " AND partition_group = 'touched'"))
+        .as("the rolled-back writers left their ids on the rows")
+        .isEqualTo(3);
+    List<String> seen = new ArrayList<>();
+    BalancerDriver driver =
+        b.driver(
+                (m, ctx) -> {
+                  seen.add(new String(m.content(), StandardCharsets.UTF_8) + "=" + m.properties());
+                  return Result.ok();
+                })
+            .build();
+    List<PumpTester.Result> results = Pumps.tester(db.dataSource(), driver).drainUntilIdle();
+    assertThat(results).extracting(PumpTester.Result::kind).containsOnly(Kind.HANDLED);
+    assertThat(seen).containsExactlyInAnyOrder("m1={v=1}", "m2={v=2}", "m3={v=3}");
+    assertThat(seen.indexOf("m1={v=1}")).isLessThan(seen.indexOf("m2={v=2}"));
+    assertThat(b.messageCount()).isZero();
+  }
 }

@@ -210,16 +210,13 @@ public final class EventDriver implements Driver {
     }
     Set<Long> claimed = new LinkedHashSet<>();
     List<Delivery> deliveries = new ArrayList<>();
-    boolean anyPending = true;
     while (deliveries.size() < max && claimed.size() < streamsPerPoll) {
       int limit = max - deliveries.size();
       PendingClaim.Claimed claim = pending.run(tx.connection(), claimed, cursor.get(), limit);
-      anyPending = claim.anyPending();
       if (claim.checkpoint() == null && !refreshed) {
         refreshed = true;
         if (refresh(tx) == HandlerRegistry.Refresh.CHANGED) {
           claim = pending.run(tx.connection(), claimed, cursor.get(), limit);
-          anyPending = claim.anyPending();
         }
       }
       if (claim.checkpoint() == null) {
@@ -230,9 +227,9 @@ public final class EventDriver implements Driver {
       take(tx, claim.checkpoint(), claim.events(), deliveries);
     }
     if (deliveries.isEmpty()
-        && anyPending
         && !heldStreamWait.isZero()
-        && claimed.size() < streamsPerPoll) {
+        && claimed.size() < streamsPerPoll
+        && pending.anyPending(tx.connection(), claimed)) {
       // Every pending stream is held, most likely by a delivery of this handler about to commit:
       // wait briefly for one rather than make the pump sleep a whole poll interval. (An idle
       // handler, with nothing pending at all, does not get here.)

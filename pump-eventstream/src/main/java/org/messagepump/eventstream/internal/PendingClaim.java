@@ -39,12 +39,10 @@ public final class PendingClaim {
 
   /**
    * A claimed row with its events (empty when the stream holds none of the handler's types), or no
-   * claim ({@code checkpoint} null); {@code anyPending}: whether a pending, due, unparked row (not
-   * excluded) existed at all, held by another transaction or not; {@code turn}: the claimed row's
-   * turn (the driver's next cursor).
+   * claim ({@code checkpoint} null); {@code turn}: the claimed row's turn (the driver's next
+   * cursor).
    */
-  public record Claimed(
-      LockedCheckpoint checkpoint, List<EventRows.Row> events, boolean anyPending, long turn) {}
+  public record Claimed(LockedCheckpoint checkpoint, List<EventRows.Row> events, long turn) {}
 
   private final String handlerKey;
   private final String[] types;
@@ -52,6 +50,7 @@ public final class PendingClaim {
   private final String events;
   private final String streamTypes;
   private final String notPaused;
+  private final String pendingSql;
   private final Map<Integer, String> sqlByLimit = new ConcurrentHashMap<>();
 
   /** The claim of {@code handlerKey} reading {@code types} in the store of {@code tables}. */
@@ -62,12 +61,23 @@ public final class PendingClaim {
     this.events = tables.quoted("events");
     this.streamTypes = tables.quoted("stream_types");
     // A paused handler (issue 18) claims nothing and has nothing pending, so its pump idles as on
-    // an empty poll: an uncorrelated NOT EXISTS, planned as a one-time filter (an InitPlan): one
-    // primary-key probe per statement, whatever the handler's backlog. No extra round trip.
+    // an empty poll: an uncorrelated NOT EXISTS, one primary-key probe per statement, planned as a
+    // one-time filter above everything else (nothing is scanned or locked when it fails). No
+    // extra round trip.
     this.notPaused =
-        " AND NOT EXISTS (SELECT 1 FROM "
+        " WHERE NOT EXISTS (SELECT 1 FROM "
             + tables.quoted("paused_handlers")
             + " AS ph WHERE ph.handler_key = ?)";
+    // Whether anything is pending at all (held by another transaction or not): asked only when a
+    // poll claimed nothing. An ordered LIMIT 1 on the ready index, not EXISTS: EXISTS was planned
+    // as a sequential scan of all the handler's rows (12.7 ms at 200,000 streams).
+    this.pendingSql =
+        "SELECT true FROM "
+            + cp
+            + READY
+            + " AND NOT EXISTS (SELECT 1 FROM "
+            + tables.quoted("paused_handlers")
+            + " AS ph WHERE ph.handler_key = ?) ORDER BY turn LIMIT 1";
   }
 
   /** One range of the walk: the first ready row with its turn in the range, locked. */
@@ -75,7 +85,6 @@ public final class PendingClaim {
     return "SELECT stream_id, checkpoint_offset, failures, stream_end, turn FROM "
         + cp
         + READY
-        + notPaused
         + " AND "
         + turnBound
         + " ORDER BY turn LIMIT 1 FOR UPDATE SKIP LOCKED";
@@ -89,27 +98,23 @@ public final class PendingClaim {
             // from the start. The outer LIMIT stops before the second branch runs (and locks)
             // when the first found a row. Both are ordered scans of the ready index that start at
             // their bound: no sort, and no walk over rows the cursor has passed.
+            //
+            // Kept to few plan nodes: perf on the server showed executor start-up (initializing
+            // each node and expression, at every execution of the prepared statement) as the
+            // largest part of the claim's cost beyond the baseline's (docs/benchmarks.md). So no
+            // outer ORDER BY (the lateral scan returns the events in offset order; run() checks),
+            // one paused check, and "anything pending?" is a statement of its own, asked only
+            // when nothing was claimed.
             "WITH c AS (SELECT * FROM ("
                 + range("turn > ?")
                 + ") AS a UNION ALL SELECT * FROM ("
                 + range("turn <= ?")
                 + ") AS b LIMIT 1)"
-                + " SELECT c.stream_id, c.checkpoint_offset, c.failures, c.stream_end,"
+                + " SELECT c.stream_id, c.checkpoint_offset, c.failures, c.stream_end, c.turn,"
                 + " e.message_id, e.stream_offset, e.type, e.correlation_id, e.causation_id,"
                 + " e.headers::text, e.payload,"
-                + " (extract(epoch FROM e.recorded_at) * 1000000)::bigint,"
-                // Whether anything was pending at all is only asked when nothing was claimed: an
-                // uncorrelated sub-select (an InitPlan), run on first use, so not on a claim. An
-                // ordered LIMIT 1, not EXISTS: EXISTS was planned as a sequential scan of all the
-                // handler's rows (12.7 ms at 200,000 streams), this is a scan of the ready index.
-                + " CASE WHEN c.stream_id IS NOT NULL THEN true ELSE COALESCE((SELECT true FROM "
-                + cp
-                + READY
-                + notPaused
-                + " ORDER BY turn LIMIT 1), false) END AS any_pending,"
-                + " c.turn"
-                + " FROM (SELECT 1) AS p"
-                + " LEFT JOIN c ON true LEFT JOIN LATERAL (SELECT * FROM "
+                + " (extract(epoch FROM e.recorded_at) * 1000000)::bigint"
+                + " FROM c LEFT JOIN LATERAL (SELECT * FROM "
                 + events
                 + " AS ev WHERE ev.stream_id = c.stream_id"
                 + " AND ev.stream_offset >= c.checkpoint_offset"
@@ -119,7 +124,23 @@ public final class PendingClaim {
                 + " AND ev.type = ANY (?::text[])"
                 + " ORDER BY ev.stream_offset LIMIT "
                 + limit // an int of the code (the pump's batch size), not data
-                + ") AS e ON c.stream_id IS NOT NULL ORDER BY e.stream_offset");
+                + ") AS e ON true"
+                + notPaused);
+  }
+
+  /**
+   * Whether the handler has a pending, due, unparked row not among {@code exclude}, held by another
+   * transaction or not (false while the handler is paused).
+   */
+  public boolean anyPending(Connection c, Collection<Long> exclude) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(pendingSql)) {
+      ps.setString(1, handlerKey);
+      ps.setObject(2, exclude.toArray(new Long[0]));
+      ps.setString(3, handlerKey);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
   }
 
   /**
@@ -136,34 +157,34 @@ public final class PendingClaim {
       for (int range = 0; range < 2; range++) {
         ps.setString(++i, handlerKey);
         ps.setObject(++i, excluded);
-        ps.setString(++i, handlerKey); // the paused check
         ps.setLong(++i, cursor);
       }
-      ps.setString(++i, handlerKey);
-      ps.setObject(++i, excluded);
-      ps.setString(++i, handlerKey);
       ps.setObject(++i, types);
       ps.setObject(++i, types);
+      ps.setString(++i, handlerKey); // the paused check
       LockedCheckpoint claim = null;
       long turn = 0;
-      boolean anyPending = false;
+      boolean ordered = true;
       List<EventRows.Row> rows = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          anyPending = rs.getBoolean(13);
-          if (rs.getObject(1) == null) {
-            break; // nothing claimed: the one row says whether anything was pending
-          }
           if (claim == null) {
             claim = new LockedCheckpoint(rs.getLong(1), rs.getLong(2), rs.getInt(3), rs.getLong(4));
-            turn = rs.getLong(14);
+            turn = rs.getLong(5);
           }
-          if (rs.getObject(5) != null) {
-            rows.add(EventRows.toRow(rs, 5, claim.streamId()));
+          if (rs.getObject(6) != null) {
+            EventRows.Row row = EventRows.toRow(rs, 6, claim.streamId());
+            ordered &= rows.isEmpty() || rows.get(rows.size() - 1).offset() < row.offset();
+            rows.add(row);
           }
         }
       }
-      return new Claimed(claim, rows, anyPending || claim != null, turn);
+      if (!ordered) {
+        // The plan keeps the lateral scan's order; should it not, the events are still handled in
+        // offset order.
+        rows.sort(java.util.Comparator.comparingLong(EventRows.Row::offset));
+      }
+      return new Claimed(claim, rows, turn);
     }
   }
 }
