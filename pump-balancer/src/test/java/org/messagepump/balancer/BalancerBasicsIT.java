@@ -421,7 +421,7 @@ class BalancerBasicsIT {
     }
     assertThat(
             db.queryLong(
-                "SELECT count(*) FROM balancer.messages WHERE xmax::text <> '0'"
+                "SELECT count(*) FROM balancer.messages WHERE xmax::text::bigint <> 0"
                     + " AND partition_group = 'touched'"))
         .as("the rolled-back writers left their ids on the rows")
         .isEqualTo(3);

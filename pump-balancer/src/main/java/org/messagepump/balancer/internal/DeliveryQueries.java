@@ -248,7 +248,9 @@ public final class DeliveryQueries {
     Table<?> h =
         DSL.lateral(
                 headColumns(
-                        DSL.field("{0}::text <> '0'", Boolean.class, DSL.field(DSL.name("xmax")))
+                        DSL.field(
+                                "{0}::text::bigint <> 0",
+                                Boolean.class, DSL.field(DSL.name("xmax")))
                             .as("h_touched"))
                     .from(M.T)
                     .where(M.GROUP.eq(C_GROUP))
@@ -538,8 +540,18 @@ public final class DeliveryQueries {
         dsl, M.ID.eq(DSL.any(ids)), DSL.field(DSL.name("o", "id"), Long.class).ne(DSL.all(ids)));
   }
 
-  /** The delete of the rows {@code which}; {@code notDeleted} tells an "other" message apart. */
+  /**
+   * The delete of the rows {@code which}; {@code notDeleted} tells an "other" message apart. An
+   * "other" is looked for after the deleted one only ({@code o.id > id}): the index range starts
+   * there, instead of at the key's first entry and over the entries of every message of the key
+   * deleted before (dead until a vacuum), a walk that grew with each delivery of a busy key. A
+   * delivered message is its key's head, so whatever is left of the key comes after it; when a
+   * message before it is still there (one stored late with a lower id, or another transaction's
+   * head without lockPartition) the answer is "none seen", and {@link #deleteIfEmpty} checks again
+   * under the key row's lock with a fresh snapshot and keeps the key.
+   */
   private static ResultQuery<?> deleteQuery(DSLContext dsl, Condition which, Condition notDeleted) {
+    Field<Long> otherId = DSL.field(DSL.name("o", "id"), Long.class);
     var others =
         DSL.field(
             DSL.exists(
@@ -547,6 +559,7 @@ public final class DeliveryQueries {
                     .from(M.T.as("o"))
                     .where(DSL.field(DSL.name("o", "partition_group")).eq(M.GROUP))
                     .and(DSL.field(DSL.name("o", "partition_key")).eq(M.KEY))
+                    .and(otherId.gt(M.ID))
                     .and(notDeleted)));
     // The two timestamps as microseconds (Rows.micros): no timestamp parsing per delivery.
     return dsl.deleteFrom(M.T)
