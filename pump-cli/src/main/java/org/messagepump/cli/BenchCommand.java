@@ -104,8 +104,7 @@ final class BenchCommand implements Callable<Integer> {
   private double baseline(DataSource ds, int workers, int rows) throws Exception {
     Double b = baselines.get(workers);
     if (b == null) {
-      CpuMeter.awaitQuietJit();
-      CpuMeter.Reading cpu = CpuMeter.now();
+      CpuMeter.Reading cpu = CpuMeter.startTimedRow();
       b = BenchBaseline.skipLocked(ds, workers, rows);
       baselines.put(workers, b);
       Map<String, Object> p = params("workers", workers, "rows", rows);
@@ -141,8 +140,7 @@ final class BenchCommand implements Callable<Integer> {
       // at the head of the claim's index until autovacuum, which every claim then steps over.
       c.clear();
       c.fill(n);
-      CpuMeter.awaitQuietJit();
-      CpuMeter.Reading cpu = CpuMeter.now();
+      CpuMeter.Reading cpu = CpuMeter.startTimedRow();
       double rate = c.drain(workers, 1, n);
       Map<String, Object> p = params("workers", workers, "commands", n);
       report.add("commands.drain", p, rate, "deliveries/s", rate / base);
@@ -151,8 +149,7 @@ final class BenchCommand implements Callable<Integer> {
     for (int batch : new int[] {10, 50}) {
       c.clear();
       c.fill(n);
-      CpuMeter.awaitQuietJit();
-      CpuMeter.Reading cpu = CpuMeter.now();
+      CpuMeter.Reading cpu = CpuMeter.startTimedRow();
       double rate = c.drain(8, batch, n);
       Map<String, Object> p = params("workers", 8, "batchSize", batch, "commands", n);
       report.add("commands.drain.batch", p, rate, "deliveries/s", rate / baseline(ds, 8, n));
@@ -241,8 +238,7 @@ final class BenchCommand implements Callable<Integer> {
     // was still being compiled (and deoptimized) during the --quick row: jit.compile 176-324 us
     // per delivery, against 14 in a full run (docs/benchmarks.md).
     e.catchUp(1, 4, 1, appended);
-    CpuMeter.awaitQuietJit();
-    CpuMeter.Reading cpu = CpuMeter.now();
+    CpuMeter.Reading cpu = CpuMeter.startTimedRow();
     double one = e.catchUp(1, 4, 1, appended);
     Map<String, Object> p = params("handlers", 1, "workers", 4, "events", appended, "streams", 16);
     report.add("events.catchup", p, one, "deliveries/s", one / base);
@@ -301,8 +297,7 @@ final class BenchCommand implements Callable<Integer> {
     double base = baseline(ds, 8, n);
     b.clear();
     b.fill("bench", n, keys, 1_000);
-    CpuMeter.awaitQuietJit();
-    CpuMeter.Reading cpu = CpuMeter.now();
+    CpuMeter.Reading cpu = CpuMeter.startTimedRow();
     BenchBalancer.Drain plain = b.drain("bench", n, keys, 8, 1);
     Map<String, Object> p = params("workers", 8, "messages", n, "keys", keys);
     report.add("balancer.drain", p, plain.perSecond(), "deliveries/s", plain.perSecond() / base);
@@ -327,8 +322,7 @@ final class BenchCommand implements Callable<Integer> {
         stored,
         "messages/s",
         null);
-    CpuMeter.awaitQuietJit();
-    cpu = CpuMeter.now();
+    cpu = CpuMeter.startTimedRow();
     BenchBalancer.Drain batched = b.drain("bench-batch", n, keys, 8, 10);
     p = params("workers", 8, "batchSize", 10, "messages", n, "keys", keys);
     report.add(

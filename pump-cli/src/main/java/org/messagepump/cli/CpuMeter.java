@@ -49,6 +49,12 @@ final class CpuMeter {
     return new Reading(clientNanos(), serverNanos(), jitNanos());
   }
 
+  /** The start of a timed row: once the JIT is quiet ({@link #awaitQuietJit}), the reading. */
+  static Reading startTimedRow() throws InterruptedException {
+    awaitQuietJit();
+    return now();
+  }
+
   private static long jitNanos() {
     CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
     if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
@@ -63,7 +69,7 @@ final class CpuMeter {
    * threads took 45% of the client's CPU during the timed drain that followed, and the drains after
    * a fill or a baseline varied most. Each timed row starts after this.
    */
-  static void awaitQuietJit() throws InterruptedException {
+  private static void awaitQuietJit() throws InterruptedException {
     if (jitNanos() < 0) {
       return;
     }

@@ -47,17 +47,6 @@ public final class DeliveryQueries {
       DSL.field(DSL.name("h", "h_received_us"), Long.class);
   private static final Field<Boolean> H_TOUCHED =
       DSL.field(DSL.name("h", "h_touched"), Boolean.class);
-  private static final Field<Long> K_ID = DSL.field(DSL.name("k", "h_id"), Long.class);
-  private static final Field<byte[]> K_CONTENT =
-      DSL.field(DSL.name("k", "h_content"), SQLDataType.BLOB);
-  private static final Field<JSONB> K_PROPERTIES =
-      DSL.field(DSL.name("k", "h_properties"), SQLDataType.JSONB);
-  private static final Field<OffsetDateTime> K_RECEIVED =
-      DSL.field(DSL.name("k", "h_received"), SQLDataType.TIMESTAMPWITHTIMEZONE);
-  private static final Field<Integer> K_ATTEMPTS =
-      DSL.field(DSL.name("k", "h_attempts"), Integer.class);
-  private static final Field<Long> K_RECEIVED_US =
-      DSL.field(DSL.name("k", "h_received_us"), Long.class);
 
   private DeliveryQueries() {}
 
@@ -275,12 +264,12 @@ public final class DeliveryQueries {
             C_KEY,
             C_ROTATION,
             C_FAILURES,
-            head(H_ID, K_ID),
-            head(H_CONTENT, K_CONTENT),
-            head(H_PROPERTIES, K_PROPERTIES),
-            head(H_RECEIVED, K_RECEIVED),
-            head(H_ATTEMPTS, K_ATTEMPTS),
-            head(H_RECEIVED_US, K_RECEIVED_US))
+            head(H_ID),
+            head(H_CONTENT),
+            head(H_PROPERTIES),
+            head(H_RECEIVED),
+            head(H_ATTEMPTS),
+            head(H_RECEIVED_US))
         // No outer ORDER BY (a sort node per delivery): the nested loop keeps the keys' order,
         // and the caller sorts the claims.
         .from(c.leftJoin(h).on(DSL.trueCondition()).leftJoin(k).on(DSL.trueCondition()));
@@ -299,8 +288,12 @@ public final class DeliveryQueries {
     return DSL.select(fields);
   }
 
-  /** The unlocked read's column, or the locked read's when the unlocked one saw a touched head. */
-  private static <T> Field<T> head(Field<T> unlocked, Field<T> locked) {
+  /**
+   * The unlocked read's column ({@code h}), or the same column of the locked read ({@code k}, whose
+   * columns have the same names) when the unlocked one saw a touched head.
+   */
+  private static <T> Field<T> head(Field<T> unlocked) {
+    Field<T> locked = DSL.field(DSL.name("k", unlocked.getName()), unlocked.getDataType());
     return DSL.when(DSL.condition(H_TOUCHED), locked).otherwise(unlocked);
   }
 

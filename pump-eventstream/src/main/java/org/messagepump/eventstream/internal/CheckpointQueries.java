@@ -92,24 +92,12 @@ public final class CheckpointQueries {
 
   /**
    * Locks the handler's first pending (checkpoint below the stream's known end), unparked, due
-   * checkpoint row in {@code turn} order, skipping rows other transactions hold. Returns null when
-   * there is none. The partial index {@code handler_checkpoints_ready_idx} holds only pending rows,
-   * so the cost does not grow with the number of caught-up streams.
-   */
-  public LockedCheckpoint lockPending(DSLContext dsl, Collection<Long> exclude) {
-    return lockPending(dsl, exclude, true);
-  }
-
-  /**
-   * As {@link #lockPending(DSLContext, Collection)}, but waits for a row another transaction holds
-   * (a delivery of this handler about to commit): used when nothing is free, under a lock timeout.
+   * checkpoint row in {@code turn} order, waiting for a row another transaction holds (a delivery
+   * of this handler about to commit): used when nothing was free to claim, under a lock timeout.
+   * The partial index {@code handler_checkpoints_ready_idx} holds only pending rows, so the cost
+   * does not grow with the number of caught-up streams. Returns null when there is none.
    */
   public LockedCheckpoint waitForPending(DSLContext dsl, Collection<Long> exclude) {
-    return lockPending(dsl, exclude, false);
-  }
-
-  private LockedCheckpoint lockPending(
-      DSLContext dsl, Collection<Long> exclude, boolean skipLocked) {
     var query =
         dsl.select(cp.streamId, cp.offset, cp.failures, cp.streamEnd)
             .from(cp.table)
@@ -121,8 +109,7 @@ public final class CheckpointQueries {
             .orderBy(cp.turn)
             .limit(1)
             .forUpdate();
-    Record4<Long, Long, Integer, Long> r =
-        skipLocked ? query.skipLocked().fetchOne() : query.fetchOne();
+    Record4<Long, Long, Integer, Long> r = query.fetchOne();
     return r == null ? null : new LockedCheckpoint(r.value1(), r.value2(), r.value3(), r.value4());
   }
 

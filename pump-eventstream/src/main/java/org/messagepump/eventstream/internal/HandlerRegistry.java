@@ -187,9 +187,9 @@ public final class HandlerRegistry {
     }
     // Every existing stream with events gets its row now, in one statement: from 0, or from its
     // end. Streams this statement does not see were changed at or above the horizon: the next
-    // refresh finds them. So does it an empty stream once its first events are appended (its row
-    // is then created from 0, which is also its end now): a row for an empty stream would only
-    // cost the registration time (200,000 streams, most of them empty, took seconds).
+    // refresh finds them. It also finds an empty stream once its first events are appended, and
+    // creates its row from 0 (its end at registration): a row for an empty stream would only cost
+    // registration time (200,000 streams, most of them empty, took seconds).
     Field<Long> offset = "END".equals(start) ? streams.nextOffset : inline(0L);
     dsl.insertInto(cp.table, cp.handlerKey, cp.streamId, cp.offset, cp.streamEnd)
         .select(
