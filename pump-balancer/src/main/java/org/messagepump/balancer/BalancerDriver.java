@@ -179,8 +179,8 @@ public final class BalancerDriver implements Driver {
       int want = max - out.size();
       DeliveryQueries.Acquired a =
           DeliveryQueries.acquireLocked(tx, prepared, want, a1, a2, b1, b2);
-      for (AcquiredMessage c : a.claims()) {
-        out.add(delivery(c));
+      for (DeliveryQueries.Claim c : a.claims()) {
+        out.add(delivery(c.message(), new State(c)));
       }
       for (DeliveryQueries.EmptyKey e : a.empty()) {
         DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, e.key());
@@ -191,7 +191,7 @@ public final class BalancerDriver implements Driver {
       long last = a.lastRotation();
       boolean wrapped = s != Long.MIN_VALUE && last <= s;
       reached = new Cursor(wrapped ? start.lap() + 1 : start.lap(), last);
-      if (a.rows() < want || a.empty().isEmpty()) {
+      if (a.rows() < want || (a.empty().isEmpty() && a.raced() == 0)) {
         break; // both ranges exhausted, or nothing skipped
       }
       if (wrapped) {
@@ -242,7 +242,7 @@ public final class BalancerDriver implements Driver {
       AcquiredMessage claim =
           DeliveryQueries.lockFirstFreeMessage(dsl, group, k.value1(), k.value2());
       if (claim != null) {
-        out.add(delivery(claim));
+        out.add(delivery(claim, new State(claim)));
       } else {
         skipped = true;
         if (DeliveryQueries.isEmpty(dsl, group, k.value1())) {
@@ -277,7 +277,7 @@ public final class BalancerDriver implements Driver {
     log.info("balancer {}: {} expired hand-off leases freed", group, expired.size());
   }
 
-  private Delivery delivery(AcquiredMessage c) {
+  private Delivery delivery(AcquiredMessage c, State state) {
     Envelope envelope =
         new Envelope(
             Long.toString(c.messageId()),
@@ -287,7 +287,7 @@ public final class BalancerDriver implements Driver {
             c.receivedAt().toInstant(),
             headers(c),
             c.content());
-    return new Delivery(envelope, c.failures(), null, new State(c));
+    return new Delivery(envelope, c.failures(), null, state);
   }
 
   /**
@@ -321,16 +321,47 @@ public final class BalancerDriver implements Driver {
   }
 
   /**
-   * A delivery's driver state: its claim, and whether its message is to be deleted when the batch
-   * completes (the handler answered {@link Result.Ok}).
+   * A delivery's driver state: its claim; whether acquisition deleted its message ({@code deleted},
+   * with lockPartition: then every outcome that keeps the message writes it back, and a success has
+   * nothing left to delete), with what it saw of the key and the message's age then; and whether
+   * the message is to be deleted when the batch completes (not deleted yet, and the handler
+   * answered {@link Result.Ok}).
    */
   private static final class State {
     final AcquiredMessage claim;
+    final boolean deleted;
+    final boolean othersSeen;
+    final Duration ageAtAcquisition;
+    final long acquiredAt = System.nanoTime();
     boolean remove;
 
+    /** A claim whose message is still stored (without lockPartition, or reacquired). */
     State(AcquiredMessage claim) {
       this.claim = claim;
+      this.deleted = false;
+      this.othersSeen = true;
+      this.ageAtAcquisition = Duration.ZERO;
     }
+
+    /** A claim whose message acquisition deleted. */
+    State(DeliveryQueries.Claim c) {
+      this.claim = c.message();
+      this.deleted = true;
+      this.othersSeen = c.othersSeen();
+      this.ageAtAcquisition = c.age();
+    }
+  }
+
+  /**
+   * Writes the message of {@code state} back when acquisition deleted it (see {@link
+   * DeliveryQueries#restore}), with {@code properties} unless null. Returns true when the message
+   * holds {@code properties} afterwards without a further update.
+   */
+  private boolean keep(Tx tx, State state, String properties) throws SQLException {
+    if (!state.deleted) {
+      return false;
+    }
+    return DeliveryQueries.restore(tx.connection(), ctx, state.claim, properties);
   }
 
   private static State state(Delivery d) {
@@ -384,16 +415,19 @@ public final class BalancerDriver implements Driver {
     }
   }
 
-  private Outcome record(Tx tx, State state, Result result) {
+  private Outcome record(Tx tx, State state, Result result) throws SQLException {
     AcquiredMessage c = state.claim;
     if (result instanceof Result.Ok) {
       state.remove = true; // deleted with the rest of the batch in completed()
       return Outcome.HANDLED;
     }
     if (result instanceof Result.Requeue r) {
-      if (r.propertiesJson() != null) {
-        // Checked before anything is sent: an IllegalArgumentException is the handler's failure.
-        String props = Json.object(r.propertiesJson(), "requeue properties", limits);
+      // Checked before anything is sent: an IllegalArgumentException is the handler's failure.
+      String props =
+          r.propertiesJson() == null
+              ? null
+              : Json.object(r.propertiesJson(), "requeue properties", limits);
+      if (!keep(tx, state, props) && props != null) {
         DeliveryQueries.replaceProperties(ctx.dsl(tx), c.messageId(), props);
       }
       return Outcome.HANDLED;
@@ -405,6 +439,7 @@ public final class BalancerDriver implements Driver {
       }
       Duration lease =
           h.lease() == null ? leaseDuration : Balancer.checkPositive("handoff lease", h.lease());
+      keep(tx, state, null);
       DeliveryQueries.lease(ctx.dsl(tx), c, leaseOwner, lease);
       return Outcome.HANDLED;
     }
@@ -415,35 +450,51 @@ public final class BalancerDriver implements Driver {
   }
 
   /**
-   * Deletes the messages of every {@link Result.Ok} delivery of the batch in one statement, then
-   * the bookkeeping of the few keys that need it: a key whose last message this was is deleted, a
-   * key that had failures has them cleared.
+   * The bookkeeping of the batch's {@link Result.Ok} deliveries: the messages acquisition did not
+   * delete are deleted in one statement; then the few keys that need it: a key whose last message
+   * this was is deleted, a key that had failures has them cleared.
    */
   @Override
   public void completed(Tx tx, List<Delivery> handled) throws SQLException {
-    List<AcquiredMessage> done = new ArrayList<>(handled.size());
+    List<State> done = new ArrayList<>(handled.size());
+    int stored = 0;
     for (Delivery d : handled) {
       State s = state(d);
       if (s.remove) {
-        done.add(s.claim);
+        done.add(s);
+        if (!s.deleted) {
+          stored++;
+        }
       }
     }
     if (done.isEmpty()) {
       return;
     }
-    long[] ids = new long[done.size()];
-    for (int i = 0; i < ids.length; i++) {
-      ids[i] = done.get(i).messageId();
-    }
-    Map<Long, DeliveryQueries.Removed> removed =
-        DeliveryQueries.deleteMessages(tx.connection(), ctx, ids);
-    DSLContext dsl = null; // built only for the few keys that need bookkeeping
-    for (AcquiredMessage c : done) {
-      DeliveryQueries.Removed r = removed.get(c.messageId());
-      if (r != null) {
-        metrics.removed(r.endToEnd());
+    Map<Long, DeliveryQueries.Removed> removed = Map.of();
+    if (stored > 0) {
+      long[] ids = new long[stored];
+      int i = 0;
+      for (State s : done) {
+        if (!s.deleted) {
+          ids[i++] = s.claim.messageId();
+        }
       }
-      boolean emptied = r == null || !r.othersSeen();
+      removed = DeliveryQueries.deleteMessages(tx.connection(), ctx, ids);
+    }
+    DSLContext dsl = null; // built only for the few keys that need bookkeeping
+    for (State s : done) {
+      AcquiredMessage c = s.claim;
+      boolean emptied;
+      if (s.deleted) {
+        metrics.removed(s.ageAtAcquisition.plusNanos(System.nanoTime() - s.acquiredAt));
+        emptied = !s.othersSeen;
+      } else {
+        DeliveryQueries.Removed r = removed.get(c.messageId());
+        if (r != null) {
+          metrics.removed(r.endToEnd());
+        }
+        emptied = r == null || !r.othersSeen();
+      }
       if (emptied && DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, c.key())) {
         continue;
       }
@@ -461,8 +512,10 @@ public final class BalancerDriver implements Driver {
    * cursor goes back to just before it, so it is the first key served once it is due again.
    */
   @Override
-  public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) {
-    AcquiredMessage claim = state(delivery).claim;
+  public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) throws SQLException {
+    State state = state(delivery);
+    AcquiredMessage claim = state.claim;
+    keep(tx, state, null);
     DeliveryQueries.postpone(ctx.dsl(tx), claim, failures, delay);
     if (lockPartition && failures == claim.failures()) {
       long before = claim.oldRotation() - 1;
@@ -471,8 +524,10 @@ public final class BalancerDriver implements Driver {
   }
 
   @Override
-  public void park(Tx tx, Delivery delivery, int failures, String reason) {
-    DeliveryQueries.park(ctx.dsl(tx), state(delivery).claim, failures, reason);
+  public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
+    State state = state(delivery);
+    keep(tx, state, null);
+    DeliveryQueries.park(ctx.dsl(tx), state.claim, failures, reason);
   }
 
   /**

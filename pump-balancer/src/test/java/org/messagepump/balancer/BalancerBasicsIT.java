@@ -390,12 +390,10 @@ class BalancerBasicsIT {
   }
 
   /**
-   * Acquisition reads a key's head without a row lock, and reads it again {@code FOR UPDATE} when
-   * the row has a writer or locker it cannot see as committed before (a non-zero xmax): here a
-   * delete and a properties update that rolled back, and a lock that was released. The heads must
-   * still be delivered, once each and in order, with the properties they really have; a head read
-   * without the second look would be taken as current in the stale case this guards (a previous
-   * holder's delete committed after the statement's snapshot).
+   * Acquisition reads a key's head id without a row lock and deletes that row, which decides on its
+   * newest version: here heads with a delete and a properties update that rolled back, and a lock
+   * that was released (each leaves a non-zero xmax). They must still be delivered, once each and in
+   * order, with the properties they really have.
    */
   @Test
   void headsWithAWriterThatRolledBackAreStillDeliveredInOrder(TestDatabase db) throws Exception {
@@ -438,5 +436,88 @@ class BalancerBasicsIT {
     assertThat(seen).containsExactlyInAnyOrder("m1={v=1}", "m2={v=2}", "m3={v=3}");
     assertThat(seen.indexOf("m1={v=1}")).isLessThan(seen.indexOf("m2={v=2}"));
     assertThat(b.messageCount()).isZero();
+  }
+
+  /**
+   * Acquisition deletes the head it delivers (the success bookkeeping up front); every outcome that
+   * keeps the message writes it back. A message that fails after its handler wrote (the write is
+   * rolled back), is Busy, is requeued with new properties and is handed off must come back each
+   * time with its id, content, received_at (to the microsecond) and attempts, still at the head of
+   * its key; its properties change only with the requeue.
+   */
+  @Test
+  void aKeptMessageIsWrittenBackUnchangedAtTheHeadOfItsKey(TestDatabase db) throws Exception {
+    MessageBalancer b = MessageBalancer.create(db.dataSource(), "kept");
+    db.execute("CREATE TABLE kept_side (n int)");
+    long m1 = b.storeMessage("k", bytes("m1"), Map.of("v", 1));
+    long m2 = b.storeMessage("k", bytes("m2"));
+    String stored =
+        "SELECT id || '/' || encode(content, 'hex') || '/' || (extract(epoch FROM received_at)"
+            + " * 1000000)::bigint || '/' || attempts FROM balancer.messages WHERE id = "
+            + m1;
+    String before = db.queryString(stored);
+    List<String> seen = new ArrayList<>();
+    java.util.concurrent.atomic.AtomicInteger calls =
+        new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.atomic.AtomicReference<java.util.UUID> token =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    BalancerDriver driver =
+        b.driver(
+                (m, ctx) -> {
+                  seen.add(
+                      new String(m.content(), StandardCharsets.UTF_8)
+                          + "#"
+                          + m.id()
+                          + "@"
+                          + m.receivedAt()
+                          + m.properties());
+                  if (m.id() != m1) {
+                    return Result.ok();
+                  }
+                  switch (calls.incrementAndGet()) {
+                    case 1 -> {
+                      try (var st = ctx.tx().connection().createStatement()) {
+                        st.execute("INSERT INTO kept_side VALUES (1)");
+                      }
+                      return Result.failed("after a write");
+                    }
+                    case 2 -> {
+                      return Result.busy("not now");
+                    }
+                    case 3 -> {
+                      return Result.requeue(Map.of("v", 2));
+                    }
+                    case 4 -> {
+                      token.set(m.handoffToken());
+                      return Result.handoff(java.time.Duration.ofMinutes(5));
+                    }
+                    default -> throw new AssertionError("m1 delivered after its hand-off");
+                  }
+                })
+            .build();
+    PumpTester tester = Pumps.tester(db.dataSource(), driver);
+    List<Kind> kinds = new ArrayList<>();
+    List<String> rows = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      kinds.add(tester.runOnce().get(0).kind());
+      rows.add(String.valueOf(db.queryString(stored)));
+    }
+    assertThat(kinds).containsExactly(Kind.FAILED, Kind.BUSY, Kind.HANDLED, Kind.HANDLED);
+    assertThat(rows).containsOnly(before);
+    assertThat(db.queryLong("SELECT count(*) FROM kept_side")).as("the failed write").isZero();
+    String first = seen.get(0).substring(0, seen.get(0).indexOf('{'));
+    assertThat(seen)
+        .containsExactly(first + "{v=1}", first + "{v=1}", first + "{v=1}", first + "{v=2}");
+    // Handed off: the key is blocked and m2 waits behind m1.
+    assertThat(tester.runOnce()).isEmpty();
+    var handedOff = b.partitionStats("k").orElseThrow();
+    assertThat(handedOff.leasedMessageId()).isEqualTo(m1);
+    assertThat(b.messageCount()).isEqualTo(2);
+    // Confirmed: m1 is gone and m2 comes next.
+    assertThat(b.confirm(m1, token.get())).isEqualTo(LeaseResult.APPLIED);
+    assertThat(Pumps.step(tester)).isEqualTo(m2);
+    assertThat(b.messageCount()).isZero();
+    assertThat(b.partitionCount()).isZero();
+    db.execute("DROP TABLE kept_side");
   }
 }

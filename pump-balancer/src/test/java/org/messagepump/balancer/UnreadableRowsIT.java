@@ -61,6 +61,15 @@ class UnreadableRowsIT {
         "ALTER TABLE balancer.messages DROP CONSTRAINT IF EXISTS messages_properties_object");
     db.execute("UPDATE balancer.messages SET properties = '[1]' WHERE id = " + notObject);
 
+    // Each delivery of a bad row deletes it and writes it back (acquisition deletes the heads it
+    // delivers): the rows must stay exactly as stored, whatever their columns hold.
+    String asStored =
+        "SELECT string_agg(id || '/' || encode(content, 'hex') || '/' || properties::text || '/'"
+            + " || received_at::text || '/' || attempts, ',' ORDER BY id) FROM balancer.messages"
+            + " WHERE partition_key LIKE 'bad-%' AND partition_group = '"
+            + group
+            + "'";
+    String before = db.queryString(asStored);
     Map<Long, AtomicInteger> handled = new ConcurrentHashMap<>();
     AtomicInteger badSeen = new AtomicInteger();
     BalancerDriver driver =
@@ -103,6 +112,7 @@ class UnreadableRowsIT {
     assertThat(parked.get("bad-time")).contains("cannot be read", "received_at");
     assertThat(parked.get("bad-shape")).contains("cannot be read", "not a JSON object");
     assertThat(b.messageCount()).isEqualTo(3);
+    assertThat(db.queryString(asStored)).as("the bad rows as stored").isEqualTo(before);
     db.execute("DELETE FROM balancer.messages WHERE partition_group = '" + group + "'");
     db.execute("DELETE FROM balancer.partitions WHERE partition_group = '" + group + "'");
   }

@@ -159,6 +159,20 @@ public final class TestDatabase implements AutoCloseable {
   }
 
   /**
+   * Runs a query and returns the first column of its first row as text ({@code null} when that
+   * value is null, or when there is no row).
+   */
+  public String queryString(String sql) {
+    try (Connection c = server.connect(name);
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(sql)) {
+      return rs.next() ? rs.getString(1) : null;
+    } catch (SQLException e) {
+      throw new IllegalStateException("testkit: " + sql + " failed", e);
+    }
+  }
+
+  /**
    * Terminates every backend of this database whose application name is {@code applicationName} and
    * returns how many were terminated.
    */

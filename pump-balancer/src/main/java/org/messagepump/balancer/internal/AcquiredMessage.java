@@ -19,6 +19,8 @@ import java.util.UUID;
  * @param token the hand-off token of this delivery
  * @param problem why the stored row cannot be handed to a handler (names the column, never quotes
  *     its data), or {@code null} when it can
+ * @param stored with a problem: the row's columns as stored, to write it back unchanged; else
+ *     {@code null} (the decoded columns are written back)
  */
 public record AcquiredMessage(
     String group,
@@ -31,4 +33,16 @@ public record AcquiredMessage(
     int attempts,
     int failures,
     UUID token,
-    String problem) {}
+    String problem,
+    Stored stored) {
+
+  /**
+   * A row's columns as the database gave them, for a row that cannot be decoded: written back as
+   * they are when its message is kept.
+   *
+   * @param content the content, or null
+   * @param properties the properties' text, or null
+   * @param receivedAt received_at's text, or null
+   */
+  public record Stored(byte[] content, String properties, String receivedAt) {}
+}

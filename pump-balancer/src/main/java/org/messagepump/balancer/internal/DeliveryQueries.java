@@ -8,10 +8,10 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import org.jooq.CommonTableExpression;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
@@ -34,19 +34,7 @@ public final class DeliveryQueries {
   private static final Field<Long> C_ROTATION = DSL.field(DSL.name("c", "c_rotation"), Long.class);
   private static final Field<Integer> C_FAILURES =
       DSL.field(DSL.name("c", "c_failures"), Integer.class);
-  private static final Field<Long> H_ID = DSL.field(DSL.name("h", "h_id"), Long.class);
-  private static final Field<byte[]> H_CONTENT =
-      DSL.field(DSL.name("h", "h_content"), SQLDataType.BLOB);
-  private static final Field<JSONB> H_PROPERTIES =
-      DSL.field(DSL.name("h", "h_properties"), SQLDataType.JSONB);
-  private static final Field<OffsetDateTime> H_RECEIVED =
-      DSL.field(DSL.name("h", "h_received"), SQLDataType.TIMESTAMPWITHTIMEZONE);
-  private static final Field<Integer> H_ATTEMPTS =
-      DSL.field(DSL.name("h", "h_attempts"), Integer.class);
-  private static final Field<Long> H_RECEIVED_US =
-      DSL.field(DSL.name("h", "h_received_us"), Long.class);
-  private static final Field<Boolean> H_TOUCHED =
-      DSL.field(DSL.name("h", "h_touched"), Boolean.class);
+  private static final Field<Integer> C_PART = DSL.field(DSL.name("c", "c_part"), Integer.class);
 
   private DeliveryQueries() {}
 
@@ -54,11 +42,20 @@ public final class DeliveryQueries {
   public record EmptyKey(String key, long oldRotation) {}
 
   /**
-   * The result of one acquisition statement: claims with a head message, empty keys, how many keys
-   * it returned, and the rotation of the last of them in walk order (meaningless when none).
+   * A key's head message, deleted by the acquisition statement (the success bookkeeping done up
+   * front, as the command queue does): {@code othersSeen} when the statement saw later messages of
+   * the key, {@code age} the message's age by the database clock when it was deleted.
+   */
+  public record Claim(AcquiredMessage message, boolean othersSeen, Duration age) {}
+
+  /**
+   * The result of one acquisition statement: claims (head messages, deleted), empty keys, keys
+   * whose head was gone or replaced by a commit the statement's snapshot did not see ({@code
+   * raced}: locked but not delivered this time), how many keys it returned, and the rotation of the
+   * last of them in walk order (meaningless when none).
    */
   public record Acquired(
-      List<AcquiredMessage> claims, List<EmptyKey> empty, int rows, long lastRotation) {}
+      List<Claim> claims, List<EmptyKey> empty, int raced, int rows, long lastRotation) {}
 
   /** The key-row condition of one key. */
   public static Condition key(String group, String key) {
@@ -94,21 +91,32 @@ public final class DeliveryQueries {
    * The one acquisition statement (with lockPartition): up to {@code max} ready keys of the group,
    * first those whose rotation lies in {@code (a1, a2]}, then — only if these are fewer than {@code
    * max} — those in {@code (b1, b2]}, each range lowest rotation first, locked {@code FOR NO KEY
-   * UPDATE SKIP LOCKED}, each joined to its head message ({@code ORDER BY id LIMIT 1}). A walk from
-   * a cursor passes {@code (cursor, max]} and {@code (min, cursor]}: the keys after the cursor,
-   * then round from the lowest (a new lap), in one statement. Nothing is written: the row lock is
-   * the claim, and the rotation column stays as it is (the caller's cursor moves instead), so a
-   * delivery adds no row version and no index entry to {@code partitions}.
+   * UPDATE SKIP LOCKED}; the head message of each ({@code ORDER BY id LIMIT 1}) is deleted and
+   * returned. A walk from a cursor passes {@code (cursor, max]} and {@code (min, cursor]}: the keys
+   * after the cursor, then round from the lowest (a new lap), in one statement. The key row is not
+   * written: its lock is the claim, and the rotation column stays as it is (the caller's cursor
+   * moves instead), so a delivery adds no row version and no index entry to {@code partitions}.
+   *
+   * <p>The delete is the success bookkeeping done up front, in the pump's transaction: it commits
+   * with the handler's writes, a rollback (or a dead connection) brings the message back, and every
+   * outcome that keeps the message (requeue, hand-off, postponement, parking) writes it back with
+   * its id ({@link #restore}), so its place at the head of its key is kept.
    *
    * <p>The statement is rendered once per {@code max} with bind markers (see {@link Prepared}) and
-   * run through JDBC: the group and the bounds are bound. Rows come back in walk order.
+   * run through JDBC: the group and the bounds are bound. A message whose columns cannot be read
+   * and cannot be kept as they are stored (no raw value could be read either: not seen with the
+   * PostgreSQL driver, which hands out any column as text) fails the acquisition, which rolls back
+   * and deletes nothing.
    */
   public static Acquired acquireLocked(
       Tx tx, Prepared prepared, int max, long a1, long a2, long b1, long b2) throws SQLException {
     String group = prepared.group;
     Connection connection = tx.connection();
-    List<AcquiredMessage> claims = new ArrayList<>();
+    List<Claim> claims = new ArrayList<>();
+    List<Integer> parts = new ArrayList<>();
     List<EmptyKey> empty = new ArrayList<>();
+    int raced = 0;
+    int lastPart = -1;
     long last = Long.MIN_VALUE;
     int rows = 0;
     try (PreparedStatement ps = connection.prepareStatement(prepared.acquire(max))) {
@@ -126,17 +134,63 @@ public final class DeliveryQueries {
           rows++;
           String key = rs.getString(1);
           long rotation = rs.getLong(2);
-          last = rotation;
-          long id = rs.getLong(4);
+          int part = rs.getInt(4);
+          // The walk's last key: the highest rotation of the last range that gave any.
+          if (part > lastPart || (part == lastPart && rotation > last)) {
+            lastPart = part;
+            last = rotation;
+          }
+          rs.getLong(5);
           if (rs.wasNull()) {
             empty.add(new EmptyKey(key, rotation));
             continue;
           }
-          claims.add(Rows.claim(rs, group, key, rotation, id, rs.getInt(3), 5, 9));
+          long id = rs.getLong(6);
+          if (rs.wasNull()) {
+            raced++;
+            continue;
+          }
+          AcquiredMessage m = Rows.claim(rs, group, key, rotation, id, rs.getInt(3), 7, 11);
+          if (m.problem() != null && m.stored() == null) {
+            throw new SQLException(
+                "balancer "
+                    + group
+                    + ": message "
+                    + id
+                    + " cannot be read and could not be kept as stored ("
+                    + m.problem()
+                    + "); the acquisition is rolled back");
+          }
+          claims.add(new Claim(m, rs.getBoolean(13), Rows.ageMicros(rs, 11, 12)));
+          parts.add(part);
         }
       }
     }
-    return new Acquired(claims, empty, rows, last);
+    return new Acquired(walkOrder(claims, parts), empty, raced, rows, last);
+  }
+
+  /**
+   * The claims in walk order: range by range ({@code parts}, parallel to {@code claims}), lowest
+   * rotation first. The statement has no ORDER BY (a sort node at every execution): its rows come
+   * in this order as the plan runs them today, and this keeps it so whatever plan PostgreSQL picks.
+   */
+  private static List<Claim> walkOrder(List<Claim> claims, List<Integer> parts) {
+    if (claims.size() < 2) {
+      return claims;
+    }
+    Integer[] order = new Integer[claims.size()];
+    for (int i = 0; i < order.length; i++) {
+      order[i] = i;
+    }
+    java.util.Arrays.sort(
+        order,
+        java.util.Comparator.comparingInt((Integer i) -> parts.get(i))
+            .thenComparingLong(i -> claims.get(i).message().oldRotation()));
+    List<Claim> sorted = new ArrayList<>(order.length);
+    for (Integer i : order) {
+      sorted.add(claims.get(i));
+    }
+    return sorted;
   }
 
   /**
@@ -210,7 +264,10 @@ public final class DeliveryQueries {
 
   /**
    * The acquisition statement (see {@link #acquireLocked}): the group and the bounds of both ranges
-   * are bind values, {@code max} is written as an integer.
+   * are bind values, {@code max} is written as an integer. Its columns: key, rotation, failures,
+   * range (0 or 1), head id (null: no message), deleted id (null: the head was not there to
+   * delete), content, properties, received_at, attempts, received_at and the clock as microseconds,
+   * and whether later messages of the key were seen.
    */
   public static ResultQuery<?> acquireQuery(DSLContext dsl, Field<String> group, int max) {
     // Each range is its own locking subquery (a locking clause is not allowed on a UNION's
@@ -218,94 +275,100 @@ public final class DeliveryQueries {
     // any of its rows is locked, when the first range already gave max keys.
     Table<?> c =
         DSL.select(DSL.asterisk())
-            .from(range(group, max, "a"))
+            .from(range(group, max, "a", 0))
             .unionAll(
                 DSL.select(DSL.asterisk())
-                    .from(range(DSL.field(DSL.select(DSL.val(""))), max, "b")))
+                    .from(range(DSL.field(DSL.select(DSL.val(""))), max, "b", 1)))
             .limit(DSL.inline(max))
             .asTable("c");
-    // The key's head, read without a lock: the key row's lock is the claim, and every writer of a
-    // key's messages (a delivery deleting its head, a requeue replacing its properties) holds it.
-    // One case needs more: the previous holder committed after this statement's snapshot but
-    // before the key row was locked, so the snapshot still shows the head it deleted (or its old
-    // properties). Such a row has a non-zero xmax (the writer's id; the snapshot does not see
-    // that transaction). So does a row whose deleter rolled back, or that someone locked: then
-    // the head is read again with FOR UPDATE (k), which waits for nothing (the key is ours),
-    // skips a row deleted meanwhile and sees the latest version. A head with xmax 0 has had no
-    // writer or locker since it was inserted: it is current. Before, every head was locked: one
-    // more row lock, and its WAL record, per delivery than the baseline takes (issue 15).
-    Table<?> h =
-        DSL.lateral(
-                headColumns(
-                        DSL.field(
-                                "{0}::text::bigint <> 0",
-                                Boolean.class, DSL.field(DSL.name("xmax")))
-                            .as("h_touched"))
-                    .from(M.T)
-                    .where(M.GROUP.eq(C_GROUP))
-                    .and(M.KEY.eq(C_KEY))
-                    .orderBy(M.ID)
-                    .limit(DSL.inline(1)))
-            .asTable("h");
-    Table<?> k =
-        DSL.lateral(
-                headColumns()
-                    .from(M.T)
-                    .where(M.GROUP.eq(C_GROUP))
-                    .and(M.KEY.eq(C_KEY))
-                    // Only when the unlocked read saw a touched head: a one-time filter on the
-                    // outer row, so the locked read does not run at all otherwise.
-                    .and(DSL.condition(H_TOUCHED))
-                    .orderBy(M.ID)
-                    .limit(DSL.inline(1))
-                    .forUpdate())
-            .asTable("k");
-    return dsl.select(
-            C_KEY,
-            C_ROTATION,
-            C_FAILURES,
-            head(H_ID),
-            head(H_CONTENT),
-            head(H_PROPERTIES),
-            head(H_RECEIVED),
-            head(H_ATTEMPTS),
-            head(H_RECEIVED_US))
-        // No outer ORDER BY (a sort node per delivery): the nested loop keeps the keys' order,
-        // and the caller sorts the claims.
-        .from(c.leftJoin(h).on(DSL.trueCondition()).leftJoin(k).on(DSL.trueCondition()));
+    // The locked keys and the id of each one's head, read without a lock: the key row's lock is
+    // the claim, and every writer of a key's messages holds it. h is read twice below, so
+    // PostgreSQL computes it once: each key is locked once.
+    Field<Long> headId =
+        DSL.field(
+            DSL.select(M.ID)
+                .from(M.T)
+                .where(M.GROUP.eq(C_GROUP))
+                .and(M.KEY.eq(C_KEY))
+                .orderBy(M.ID)
+                .limit(DSL.inline(1)));
+    CommonTableExpression<?> h =
+        DSL.name("h")
+            .as(DSL.select(C_KEY, C_ROTATION, C_FAILURES, C_PART, headId.as("h_id")).from(c));
+    Field<Long> hId = DSL.field(DSL.name("h", "h_id"), Long.class);
+    // The heads, deleted. The delete decides on each row's newest version: a head whose delete
+    // (by the previous holder of the key) committed after this statement's snapshot is not
+    // deleted and not returned (the key is "raced": locked, not delivered this time), a head
+    // whose properties a requeue replaced meanwhile is deleted and returned with the new ones.
+    // Before, the head was read and the message deleted at completion: one statement more per
+    // delivery, and (for a head with a writer the snapshot did not see) a second, locked read.
+    Field<Long> otherId = DSL.field(DSL.name("o", "id"), Long.class);
+    Field<Boolean> others =
+        DSL.field(
+            DSL.exists(
+                DSL.selectOne()
+                    .from(M.T.as("o"))
+                    .where(DSL.field(DSL.name("o", "partition_group")).eq(M.GROUP))
+                    .and(DSL.field(DSL.name("o", "partition_key")).eq(M.KEY))
+                    .and(otherId.gt(M.ID))));
+    CommonTableExpression<?> d =
+        DSL.name("d")
+            .as(
+                dsl.deleteFrom(M.T)
+                    .using(DSL.table(DSL.name("h")))
+                    .where(M.ID.eq(hId))
+                    .returningResult(
+                        M.ID.as("d_id"),
+                        M.CONTENT.as("d_content"),
+                        M.PROPERTIES.as("d_properties"),
+                        M.RECEIVED_AT.as("d_received"),
+                        M.ATTEMPTS.as("d_attempts"),
+                        Rows.micros(M.RECEIVED_AT).as("d_received_us"),
+                        Rows.micros(clock()).as("d_now_us"),
+                        others.as("d_others")));
+    return dsl.with(h)
+        .with(d)
+        .select(
+            hField("c_key"),
+            hField("c_rotation"),
+            hField("c_failures"),
+            hField("c_part"),
+            hId,
+            dField("d_id"),
+            dField("d_content"),
+            dField("d_properties"),
+            dField("d_received"),
+            dField("d_attempts"),
+            dField("d_received_us"),
+            dField("d_now_us"),
+            dField("d_others"))
+        // No ORDER BY (a sort node per delivery): acquireLocked puts the claims in walk order.
+        .from(DSL.table(DSL.name("h")))
+        .leftJoin(DSL.table(DSL.name("d")))
+        .on(dField("d_id").eq(hId));
   }
 
-  /** The head's columns as the acquisition returns them, and {@code extra}. */
-  private static org.jooq.SelectSelectStep<org.jooq.Record> headColumns(Field<?>... extra) {
-    List<Field<?>> fields = new ArrayList<>();
-    fields.add(M.ID.as("h_id"));
-    fields.add(M.CONTENT.as("h_content"));
-    fields.add(M.PROPERTIES.as("h_properties"));
-    fields.add(M.RECEIVED_AT.as("h_received"));
-    fields.add(M.ATTEMPTS.as("h_attempts"));
-    fields.add(Rows.micros(M.RECEIVED_AT).as("h_received_us"));
-    fields.addAll(List.of(extra));
-    return DSL.select(fields);
+  private static Field<Object> hField(String name) {
+    return DSL.field(DSL.name("h", name));
+  }
+
+  private static Field<Object> dField(String name) {
+    return DSL.field(DSL.name("d", name));
   }
 
   /**
-   * The unlocked read's column ({@code h}), or the same column of the locked read ({@code k}, whose
-   * columns have the same names) when the unlocked one saw a touched head.
+   * One range of the walk: ready keys with {@code lower < rotation <= upper}, locked, each row
+   * marked with the range's number {@code part}.
    */
-  private static <T> Field<T> head(Field<T> unlocked) {
-    Field<T> locked = DSL.field(DSL.name("k", unlocked.getName()), unlocked.getDataType());
-    return DSL.when(DSL.condition(H_TOUCHED), locked).otherwise(unlocked);
-  }
-
-  /** One range of the walk: ready keys with {@code lower < rotation <= upper}, locked. */
-  private static Table<?> range(Field<String> group, int max, String alias) {
+  private static Table<?> range(Field<String> group, int max, String alias, int part) {
     Field<Long> lower = DSL.field(DSL.select(DSL.val(0L, SQLDataType.BIGINT)));
     Field<Long> upper = DSL.field(DSL.select(DSL.val(0L, SQLDataType.BIGINT)));
     return DSL.select(
             P.GROUP.as("c_group"),
             P.KEY.as("c_key"),
             P.ROTATION.as("c_rotation"),
-            P.FAILURES.as("c_failures"))
+            P.FAILURES.as("c_failures"),
+            DSL.inline(part).as("c_part"))
         .from(P.T)
         .where(ready(group, null))
         .and(P.ROTATION.gt(lower))
@@ -424,7 +487,8 @@ public final class DeliveryQueries {
         claim.attempts(),
         row.value2(),
         claim.token(),
-        claim.problem());
+        claim.problem(),
+        claim.stored());
   }
 
   /** True when the key has no message at all (committed or ours). */
@@ -558,6 +622,49 @@ public final class DeliveryQueries {
     return dsl.deleteFrom(M.T)
         .where(which)
         .returningResult(M.ID, Rows.micros(M.RECEIVED_AT), Rows.micros(clock()), others);
+  }
+
+  /**
+   * The statement that writes a message deleted by acquisition back (see {@link #restore}). Written
+   * by hand: jOOQ 3.19 renders no {@code OVERRIDING SYSTEM VALUE}, which an identity column {@code
+   * GENERATED ALWAYS} needs to take an id given. Only the table is rendered (into the schema);
+   * every value is a bind marker.
+   */
+  static String renderRestore(DSLContext render) {
+    return "insert into "
+        + render.render(M.T)
+        + " (id, partition_group, partition_key, content, properties, received_at, attempts)"
+        + " overriding system value values (?, ?, ?, ?, cast(? as jsonb), cast(? as timestamptz), ?)"
+        + " on conflict (id) do nothing";
+  }
+
+  /**
+   * Writes a message that acquisition deleted back, in the pump's transaction, with its id (so it
+   * keeps its place at the head of its key), group, key, content, received_at and attempts, and
+   * with {@code properties} (its own unless a requeue replaced them). A row that could not be
+   * decoded is written back as it was stored. Nothing happens when the message is there already (an
+   * earlier write-back of this delivery that was not rolled back). Returns true when it wrote.
+   */
+  public static boolean restore(
+      Connection connection, Schema.Ctx ctx, AcquiredMessage m, String properties)
+      throws SQLException {
+    try (PreparedStatement ps = connection.prepareStatement(ctx.restore())) {
+      ps.setLong(1, m.messageId());
+      ps.setString(2, m.group());
+      ps.setString(3, m.key());
+      AcquiredMessage.Stored raw = m.stored();
+      if (raw != null) {
+        ps.setBytes(4, raw.content());
+        ps.setString(5, properties != null ? properties : raw.properties());
+        ps.setString(6, raw.receivedAt());
+      } else {
+        ps.setBytes(4, m.content());
+        ps.setString(5, properties != null ? properties : m.propertiesJson());
+        ps.setObject(6, m.receivedAt());
+      }
+      ps.setInt(7, m.attempts());
+      return ps.executeUpdate() == 1;
+    }
   }
 
   /** Resets the key's failures after a success. */

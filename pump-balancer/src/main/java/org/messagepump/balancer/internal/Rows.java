@@ -62,7 +62,9 @@ final class Rows {
       // The exception's message may quote the stored value: only its type is kept.
       problem = "its columns cannot be read (" + e.getClass().getSimpleName() + ")";
     }
+    AcquiredMessage.Stored stored = null;
     if (problem != null) {
+      stored = stored(rs, first);
       content = new byte[0];
       properties = "{}";
       received = OffsetDateTime.now();
@@ -78,7 +80,22 @@ final class Rows {
         attempts,
         failures,
         UUID.randomUUID(),
-        problem);
+        problem,
+        stored);
+  }
+
+  /**
+   * Content, properties and received_at of the current row as the database gave them (the two
+   * latter as text, which the PostgreSQL driver hands out for any column), or null when even these
+   * cannot be read.
+   */
+  private static AcquiredMessage.Stored stored(ResultSet rs, int first) {
+    try {
+      return new AcquiredMessage.Stored(
+          rs.getBytes(first), rs.getString(first + 1), rs.getString(first + 2));
+    } catch (SQLException | RuntimeException e) {
+      return null;
+    }
   }
 
   /** What is wrong with the columns of a stored message, or null. Never quotes the data. */

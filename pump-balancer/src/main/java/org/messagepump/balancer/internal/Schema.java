@@ -72,6 +72,7 @@ public final class Schema {
     private final String deleteOne;
     private final String keyLock;
     private final String keyDelete;
+    private final String restore;
 
     private static final java.util.Map<String, Ctx> BY_SCHEMA =
         new java.util.concurrent.ConcurrentHashMap<>();
@@ -101,6 +102,7 @@ public final class Schema {
       String[] keyDeletes = DeliveryQueries.renderKeyDelete(render());
       this.keyLock = keyDeletes[0];
       this.keyDelete = keyDeletes[1];
+      this.restore = DeliveryQueries.renderRestore(render());
     }
 
     /** The schema name. */
@@ -147,6 +149,10 @@ public final class Schema {
 
     String keyDelete() {
       return keyDelete;
+    }
+
+    String restore() {
+      return restore;
     }
   }
 
