@@ -182,6 +182,12 @@ public final class BalancerDriver implements Driver {
       for (DeliveryQueries.Claim c : a.claims()) {
         out.add(delivery(c.message(), new State(c)));
       }
+      if (!a.raced().isEmpty()) {
+        for (DeliveryQueries.Claim c :
+            DeliveryQueries.deleteRacedHeads(tx.connection(), ctx, group, a.raced())) {
+          out.add(delivery(c.message(), new State(c)));
+        }
+      }
       for (DeliveryQueries.EmptyKey e : a.empty()) {
         DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, e.key());
       }
@@ -191,7 +197,7 @@ public final class BalancerDriver implements Driver {
       long last = a.lastRotation();
       boolean wrapped = s != Long.MIN_VALUE && last <= s;
       reached = new Cursor(wrapped ? start.lap() + 1 : start.lap(), last);
-      if (a.rows() < want || (a.empty().isEmpty() && a.raced() == 0)) {
+      if (a.rows() < want || out.size() >= max || a.empty().isEmpty()) {
         break; // both ranges exhausted, or nothing skipped
       }
       if (wrapped) {

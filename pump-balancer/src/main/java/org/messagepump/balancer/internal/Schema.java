@@ -73,6 +73,7 @@ public final class Schema {
     private final String keyLock;
     private final String keyDelete;
     private final String restore;
+    private final String racedHeads;
 
     private static final java.util.Map<String, Ctx> BY_SCHEMA =
         new java.util.concurrent.ConcurrentHashMap<>();
@@ -103,6 +104,7 @@ public final class Schema {
       this.keyLock = keyDeletes[0];
       this.keyDelete = keyDeletes[1];
       this.restore = DeliveryQueries.renderRestore(render());
+      this.racedHeads = DeliveryQueries.renderRacedHeads(render());
     }
 
     /** The schema name. */
@@ -153,6 +155,10 @@ public final class Schema {
 
     String restore() {
       return restore;
+    }
+
+    String racedHeads() {
+      return racedHeads;
     }
   }
 
