@@ -224,7 +224,7 @@ public final class EventDriver implements Driver {
       }
       cursor.set(claim.turn());
       claimed.add(claim.checkpoint().streamId());
-      take(tx, claim.checkpoint(), claim.events(), claim.stored(), deliveries);
+      take(tx, claim.checkpoint(), claim.events(), deliveries);
     }
     if (deliveries.isEmpty()
         && !heldStreamWait.isZero()
@@ -236,7 +236,7 @@ public final class EventDriver implements Driver {
       LockedCheckpoint claim =
           HandlerLock.waiting(tx, heldStreamWait, () -> queries.waitForPending(tx.dsl(), claimed));
       if (claim != null) {
-        take(tx, claim, queries.nextEvents(tx.dsl(), claim, max), claim.checkpoint(), deliveries);
+        take(tx, claim, queries.nextEvents(tx.dsl(), claim, max), deliveries);
       }
     }
     return deliveries;
@@ -251,17 +251,9 @@ public final class EventDriver implements Driver {
     return done;
   }
 
-  /**
-   * Turns a claim into deliveries, or advances an irrelevant stream's checkpoint to its end; {@code
-   * stored} is the checkpoint the row holds now (the claim statement moves it past the events it
-   * read, see {@link PendingClaim}).
-   */
+  /** Turns a claim into deliveries, or advances an irrelevant stream's checkpoint to its end. */
   private void take(
-      Tx tx,
-      LockedCheckpoint claim,
-      List<EventRows.Row> events,
-      long stored,
-      List<Delivery> deliveries)
+      Tx tx, LockedCheckpoint claim, List<EventRows.Row> events, List<Delivery> deliveries)
       throws SQLException {
     if (events.isEmpty()) {
       if (claim.nextOffset() > claim.checkpoint()) {
@@ -272,7 +264,7 @@ public final class EventDriver implements Driver {
       }
       return;
     }
-    StreamRun run = new StreamRun(claim, stored);
+    StreamRun run = new StreamRun(claim);
     long expected = claim.checkpoint();
     String streamId = Long.toString(claim.streamId());
     for (EventRows.Row event : events) {

@@ -30,20 +30,11 @@ public final class StreamRun {
   private long beforeLastMove;
   private boolean brokenBeforeLastMove;
 
-  /** A run starting at a claim's checkpoint, which the row holds. */
+  /** A run starting at a claim's checkpoint. */
   public StreamRun(LockedCheckpoint claim) {
-    this(claim, claim.checkpoint());
-  }
-
-  /**
-   * A run starting at a claim's checkpoint whose row holds {@code stored}: the claim moved it past
-   * the events it read, so a run whose events are all handled has nothing left to write, and any
-   * other end writes the checkpoint back to where the run really got.
-   */
-  public StreamRun(LockedCheckpoint claim, long stored) {
     this.streamId = claim.streamId();
     this.checkpoint = claim.checkpoint();
-    this.stored = stored;
+    this.stored = claim.checkpoint();
   }
 
   /**
