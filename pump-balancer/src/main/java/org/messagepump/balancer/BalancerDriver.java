@@ -463,30 +463,21 @@ public final class BalancerDriver implements Driver {
   @Override
   public void completed(Tx tx, List<Delivery> handled) throws SQLException {
     List<State> done = new ArrayList<>(handled.size());
-    int stored = 0;
     for (Delivery d : handled) {
       State s = state(d);
       if (s.remove) {
         done.add(s);
-        if (!s.deleted) {
-          stored++;
-        }
       }
     }
     if (done.isEmpty()) {
       return;
     }
-    Map<Long, DeliveryQueries.Removed> removed = Map.of();
-    if (stored > 0) {
-      long[] ids = new long[stored];
-      int i = 0;
-      for (State s : done) {
-        if (!s.deleted) {
-          ids[i++] = s.claim.messageId();
-        }
-      }
-      removed = DeliveryQueries.deleteMessages(tx.connection(), ctx, ids);
-    }
+    long[] stored =
+        done.stream().filter(s -> !s.deleted).mapToLong(s -> s.claim.messageId()).toArray();
+    Map<Long, DeliveryQueries.Removed> removed =
+        stored.length == 0
+            ? Map.of()
+            : DeliveryQueries.deleteMessages(tx.connection(), ctx, stored);
     DSLContext dsl = null; // built only for the few keys that need bookkeeping
     for (State s : done) {
       AcquiredMessage c = s.claim;

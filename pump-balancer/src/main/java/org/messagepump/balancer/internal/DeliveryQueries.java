@@ -265,15 +265,7 @@ public final class DeliveryQueries {
    * received_at and the clock as microseconds, and whether a later message of the key exists.
    */
   private static List<Field<?>> deletedColumns() {
-    Field<Long> otherId = DSL.field(DSL.name("o", "id"), Long.class);
-    Field<Boolean> others =
-        DSL.field(
-            DSL.exists(
-                DSL.selectOne()
-                    .from(M.T.as("o"))
-                    .where(DSL.field(DSL.name("o", "partition_group")).eq(M.GROUP))
-                    .and(DSL.field(DSL.name("o", "partition_key")).eq(M.KEY))
-                    .and(otherId.gt(M.ID))));
+    Field<Boolean> others = laterMessageOfKey(DSL.noCondition());
     return List.of(
         M.CONTENT.as("d_content"),
         M.PROPERTIES.as("d_properties"),
@@ -709,20 +701,28 @@ public final class DeliveryQueries {
    * under the key row's lock with a fresh snapshot and keeps the key.
    */
   private static ResultQuery<?> deleteQuery(DSLContext dsl, Condition which, Condition notDeleted) {
-    Field<Long> otherId = DSL.field(DSL.name("o", "id"), Long.class);
-    var others =
-        DSL.field(
-            DSL.exists(
-                DSL.selectOne()
-                    .from(M.T.as("o"))
-                    .where(DSL.field(DSL.name("o", "partition_group")).eq(M.GROUP))
-                    .and(DSL.field(DSL.name("o", "partition_key")).eq(M.KEY))
-                    .and(otherId.gt(M.ID))
-                    .and(notDeleted)));
+    Field<Boolean> others = laterMessageOfKey(notDeleted);
     // The two timestamps as microseconds (Rows.micros): no timestamp parsing per delivery.
     return dsl.deleteFrom(M.T)
         .where(which)
         .returningResult(M.ID, Rows.micros(M.RECEIVED_AT), Rows.micros(clock()), others);
+  }
+
+  /**
+   * Whether the key of the message being deleted has a message after it ({@code o.id > id}) that
+   * also meets {@code extra}: the probe every delete of messages returns, looked for after the
+   * deleted one only (see {@link #deleteQuery(DSLContext, Condition, Condition)}).
+   */
+  private static Field<Boolean> laterMessageOfKey(Condition extra) {
+    Field<Long> otherId = DSL.field(DSL.name("o", "id"), Long.class);
+    return DSL.field(
+        DSL.exists(
+            DSL.selectOne()
+                .from(M.T.as("o"))
+                .where(DSL.field(DSL.name("o", "partition_group")).eq(M.GROUP))
+                .and(DSL.field(DSL.name("o", "partition_key")).eq(M.KEY))
+                .and(otherId.gt(M.ID))
+                .and(extra)));
   }
 
   /**
