@@ -224,7 +224,7 @@ public final class EventDriver implements Driver {
       }
       cursor.set(claim.turn());
       claimed.add(claim.checkpoint().streamId());
-      take(tx, claim.checkpoint(), claim.events(), deliveries);
+      take(tx, claim.checkpoint(), claim.events(), claim.stored(), deliveries);
     }
     if (deliveries.isEmpty()
         && !heldStreamWait.isZero()
@@ -236,7 +236,7 @@ public final class EventDriver implements Driver {
       LockedCheckpoint claim =
           HandlerLock.waiting(tx, heldStreamWait, () -> queries.waitForPending(tx.dsl(), claimed));
       if (claim != null) {
-        take(tx, claim, queries.nextEvents(tx.dsl(), claim, max), deliveries);
+        take(tx, claim, queries.nextEvents(tx.dsl(), claim, max), claim.checkpoint(), deliveries);
       }
     }
     return deliveries;
@@ -251,9 +251,17 @@ public final class EventDriver implements Driver {
     return done;
   }
 
-  /** Turns a claim into deliveries, or advances an irrelevant stream's checkpoint to its end. */
+  /**
+   * Turns a claim into deliveries, or advances an irrelevant stream's checkpoint to its end; {@code
+   * stored} is the checkpoint the row holds now (the claim statement moves it past the events it
+   * read, see {@link PendingClaim}).
+   */
   private void take(
-      Tx tx, LockedCheckpoint claim, List<EventRows.Row> events, List<Delivery> deliveries)
+      Tx tx,
+      LockedCheckpoint claim,
+      List<EventRows.Row> events,
+      long stored,
+      List<Delivery> deliveries)
       throws SQLException {
     if (events.isEmpty()) {
       if (claim.nextOffset() > claim.checkpoint()) {
@@ -264,7 +272,7 @@ public final class EventDriver implements Driver {
       }
       return;
     }
-    StreamRun run = new StreamRun(claim);
+    StreamRun run = new StreamRun(claim, stored);
     long expected = claim.checkpoint();
     String streamId = Long.toString(claim.streamId());
     for (EventRows.Row event : events) {
@@ -331,14 +339,16 @@ public final class EventDriver implements Driver {
           next,
           next);
     }
-    // The row is written once per stream when the batch completes (or before a postponement).
+    // The claim already moved the row past the run; it is written again only when the run ends
+    // elsewhere (at completion, or before a postponement).
     run.moved(step, next, next == expected);
     return Outcome.HANDLED;
   }
 
   /**
-   * Writes each stream's checkpoint once for the whole batch: consecutive events of a stream cost
-   * one update, not one per event.
+   * Writes the checkpoint of each stream whose run did not end where the claim statement put it (a
+   * projection that answered another offset): one update per such stream for the whole batch. A run
+   * whose events were all handled has nothing to write.
    */
   @Override
   public void completed(Tx tx, List<Delivery> handled) throws SQLException {

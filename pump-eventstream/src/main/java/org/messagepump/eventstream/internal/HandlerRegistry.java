@@ -29,12 +29,12 @@ import org.messagepump.core.Tx;
  * a time; the others go on with the rows they know of); operations ({@code reset}, {@code
  * setCheckpoint}, {@code resume}) take it waiting, so they see every row a delivery was creating.
  *
- * <p>Why the horizon misses nothing: a refresh reads {@code xmin} of its statement's snapshot
- * before it scans, and stores it as the next horizon. A transaction whose append the scan did not
- * see was running (or not begun) at that snapshot, so its id is at or above that {@code xmin}, and
- * the next scan ({@code changed_xid >= horizon}) finds the stream. Rows held by a delivery during a
- * refresh cannot be updated without waiting; their streams are kept in {@code deferred} and looked
- * at again by the next refresh.
+ * <p>Why the horizon misses nothing: a refresh reads {@code xmin} of the snapshot its scan uses
+ * (one statement takes the lock, reads the xmin and scans), and stores it as the next horizon. A
+ * transaction whose append the scan did not see was running (or not begun) at that snapshot, so its
+ * id is at or above that {@code xmin}, and the next scan ({@code changed_xid >= horizon}) finds the
+ * stream. Rows held by a delivery during a refresh cannot be updated without waiting; their streams
+ * are kept in {@code deferred} and looked at again by the next refresh.
  */
 public final class HandlerRegistry {
 
@@ -46,8 +46,7 @@ public final class HandlerRegistry {
   private final String endsOfCaughtUp;
   private final String endsOfPending;
   private final String insertRows;
-  private final String lockSql;
-  private final String changedSql;
+  private final String refreshSql;
 
   /** The registry of one handler in the store of {@code tables}. */
   public HandlerRegistry(Tables tables, String handlerKey) {
@@ -78,22 +77,26 @@ public final class HandlerRegistry {
             + " SELECT ?, v.stream_id, 0, v.stream_end"
             + " FROM unnest(?::bigint[], ?::bigint[]) AS v(stream_id, stream_end)"
             + " ON CONFLICT (handler_key, stream_id) DO NOTHING";
-    // The handler row, locked SKIP LOCKED, with this statement's snapshot xmin; when it is not
-    // returned, whether it exists at all (held by another transaction) or must be registered.
-    // Always one row: the exists probe only runs when the lock was not had.
+    // One statement, one snapshot: the handler row, locked SKIP LOCKED, with the snapshot's xmin
+    // (the next horizon) and, when the row was not had, whether it exists at all (held by another
+    // transaction) or must be registered; then, when the lock was had, the streams changed since
+    // its horizon or deferred by the last refresh. The first branch always gives exactly one row
+    // (its changed-stream columns null), the second one row per changed stream. The scan's
+    // snapshot is the one the xmin comes from, so the horizon argument below holds as for two
+    // statements; one round trip instead of two at every refresh of a catch-up.
     String handlersTable = tables.quoted("handlers");
-    this.lockSql =
-        "SELECT l.horizon, l.deferred, pg_snapshot_xmin(pg_current_snapshot())::text::bigint,"
+    this.refreshSql =
+        "WITH l AS (SELECT horizon, deferred FROM "
+            + handlersTable
+            + " WHERE handler_key = ? FOR UPDATE SKIP LOCKED)"
+            + " SELECT l.horizon, l.deferred, pg_snapshot_xmin(pg_current_snapshot())::text::bigint,"
             + " CASE WHEN l.horizon IS NULL THEN EXISTS (SELECT 1 FROM "
             + handlersTable
-            + " WHERE handler_key = ?) ELSE true END"
-            + " FROM (SELECT 1) AS one LEFT JOIN (SELECT horizon, deferred FROM "
-            + handlersTable
-            + " WHERE handler_key = ? FOR UPDATE SKIP LOCKED) AS l ON true";
-    this.changedSql =
-        "SELECT id, next_offset FROM "
+            + " WHERE handler_key = ?) ELSE true END, NULL::bigint, NULL::bigint"
+            + " FROM (SELECT 1) AS one LEFT JOIN l ON true"
+            + " UNION ALL SELECT NULL, NULL, NULL, NULL, s.id, s.next_offset FROM "
             + tables.quoted("streams")
-            + " WHERE changed_xid >= ? OR id = ANY (?::bigint[])";
+            + " AS s, l WHERE s.changed_xid >= l.horizon OR s.id = ANY (l.deferred)";
   }
 
   /** What a {@link #refresh} did. */
@@ -110,40 +113,43 @@ public final class HandlerRegistry {
    * Refreshes the handler's rows when no other transaction is doing it, registering the handler (at
    * {@code start}) when it has no row yet.
    *
-   * <p>The lock and the changed-streams scan run through plain JDBC with fixed texts (like {@link
-   * PendingClaim}): at batch size 1 a refresh comes every {@code REFRESH_EVERY} acquisitions, and
-   * rendering its jOOQ queries cost more client CPU than the statements cost the server
-   * (docs/benchmarks.md, issue 14). Every value is bound.
+   * <p>The lock and the changed-streams scan are one statement run through plain JDBC with a fixed
+   * text (like {@link PendingClaim}): at batch size 1 a refresh comes every {@code REFRESH_EVERY}
+   * acquisitions, and rendering jOOQ queries cost more client CPU than the statements cost the
+   * server, and a second round trip more than both (docs/benchmarks.md, issue 14). Every value is
+   * bound.
    */
   public Refresh refresh(Tx tx, String start) throws SQLException {
     Connection c = tx.connection();
-    long horizon;
-    Long[] deferred;
-    long xmin;
-    try (PreparedStatement ps = c.prepareStatement(lockSql)) {
+    Long horizon = null;
+    Long[] deferred = null;
+    long xmin = 0;
+    boolean exists = false;
+    List<long[]> changed = new ArrayList<>();
+    try (PreparedStatement ps = c.prepareStatement(refreshSql)) {
       ps.setString(1, handlerKey);
       ps.setString(2, handlerKey);
       try (ResultSet rs = ps.executeQuery()) {
-        rs.next(); // always one row
-        // The xmin of this statement's snapshot, which precedes the scan's: the next horizon.
-        xmin = rs.getLong(3);
-        if (rs.getObject(1) == null) {
-          // Held by another transaction (refreshing, registering, an operation), or no row yet.
-          return rs.getBoolean(4) ? Refresh.SKIPPED : register(tx.dsl(), start);
+        while (rs.next()) {
+          long id = rs.getLong(5);
+          if (!rs.wasNull()) {
+            changed.add(new long[] {id, rs.getLong(6)});
+            continue;
+          }
+          // The lock row: the xmin of the statement's snapshot, which the scan shares.
+          xmin = rs.getLong(3);
+          exists = rs.getBoolean(4);
+          long h = rs.getLong(1);
+          if (!rs.wasNull()) {
+            horizon = h;
+            deferred = (Long[]) rs.getArray(2).getArray();
+          }
         }
-        horizon = rs.getLong(1);
-        deferred = (Long[]) rs.getArray(2).getArray();
       }
     }
-    List<long[]> changed = new ArrayList<>();
-    try (PreparedStatement ps = c.prepareStatement(changedSql)) {
-      ps.setLong(1, horizon);
-      ps.setObject(2, deferred);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          changed.add(new long[] {rs.getLong(1), rs.getLong(2)});
-        }
-      }
+    if (horizon == null) {
+      // Held by another transaction (refreshing, registering, an operation), or no row yet.
+      return exists ? Refresh.SKIPPED : register(tx.dsl(), start);
     }
     if (changed.isEmpty() && deferred.length == 0) {
       // Nothing changed since the horizon (as of this snapshot): keeping the old horizon is still

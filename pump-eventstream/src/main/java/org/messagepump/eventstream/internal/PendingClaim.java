@@ -12,12 +12,14 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
 
 /**
- * Claims the handler's next pending stream and reads its next events in one round trip: a CTE locks
- * the first pending, due, unparked checkpoint row after the driver's cursor in turn order, or from
- * the start when there is none after it ({@code FOR UPDATE SKIP LOCKED}), and a lateral subquery
- * reads up to {@code limit} events of the handler's types from its checkpoint, bounded by the
- * stream's type index. A served row keeps its turn; the driver's cursor moves past it (see {@link
- * CheckpointQueries#setOffset}).
+ * Claims the handler's next pending stream, reads its next events and moves its checkpoint past
+ * them, in one round trip: a CTE locks the first pending, due, unparked checkpoint row after the
+ * driver's cursor in turn order, or from the start when there is none after it ({@code FOR UPDATE
+ * SKIP LOCKED}), a lateral subquery reads up to {@code limit} events of the handler's types from
+ * its checkpoint, bounded by the stream's type index, and an update of the locked row sets the
+ * checkpoint after the last of them (the success bookkeeping up front; a run that ends early writes
+ * it back, see {@link StreamRun}). A served row keeps its turn; the driver's cursor moves past it
+ * (see {@link CheckpointQueries#setOffset}).
  *
  * <p>Written by hand and run through plain JDBC with a fixed text per limit (rendered once), like
  * the command claim: building and rendering a jOOQ query per poll, and a second round trip for the
@@ -40,9 +42,11 @@ public final class PendingClaim {
   /**
    * A claimed row with its events (empty when the stream holds none of the handler's types), or no
    * claim ({@code checkpoint} null); {@code turn}: the claimed row's turn (the driver's next
-   * cursor).
+   * cursor); {@code stored}: the checkpoint the row holds after the claim (past the last event
+   * read, or the claim's checkpoint when there was none).
    */
-  public record Claimed(LockedCheckpoint checkpoint, List<EventRows.Row> events, long turn) {}
+  public record Claimed(
+      LockedCheckpoint checkpoint, List<EventRows.Row> events, long turn, long stored) {}
 
   private final String handlerKey;
   private final String[] types;
@@ -90,38 +94,57 @@ public final class PendingClaim {
     return sqlByLimit.computeIfAbsent(
         limit,
         k ->
-            // The walk from the cursor: the first ready row after it, else (a new lap) the first
-            // from the start. The outer LIMIT stops before the second branch runs (and locks)
+            // c, the walk from the cursor: the first ready row after it, else (a new lap) the
+            // first from the start. Its LIMIT stops before the second branch runs (and locks)
             // when the first found a row. Both are ordered scans of the ready index that start at
-            // their bound: no sort, and no walk over rows the cursor has passed.
+            // their bound: no sort, and no walk over rows the cursor has passed. The paused check
+            // is a one-time filter above both (nothing is scanned or locked when it fails).
+            //
+            // e, the claimed stream's next events of the handler's types, in offset order.
+            //
+            // u, the success bookkeeping done up front, as the command queue and the balancer do
+            // it: the checkpoint moves past the last event read, in this statement; it commits
+            // with the handlers' writes, and whatever ends the run early (a failure, Busy, a
+            // projection answering another offset) writes the checkpoint where it really is
+            // before the commit (EventDriver, StreamRun). So a batch whose events are all handled
+            // is BEGIN + this statement and COMMIT: no checkpoint statement of its own.
             //
             // Kept to few plan nodes: perf on the server showed executor start-up (initializing
             // each node and expression, at every execution of the prepared statement) as the
-            // largest part of the claim's cost beyond the baseline's (docs/benchmarks.md). So no
+            // largest part of the claim's cost beyond the baseline's (docs/benchmarks.md). No
             // outer ORDER BY (the lateral scan returns the events in offset order; run() checks),
-            // one paused check, and "anything pending?" is a statement of its own, asked only
-            // when nothing was claimed.
-            "WITH c AS (SELECT * FROM ("
+            // and "anything pending?" is a statement of its own, asked only when nothing was
+            // claimed.
+            "WITH c AS (SELECT * FROM (SELECT * FROM ("
                 + range("turn > ?")
                 + ") AS a UNION ALL SELECT * FROM ("
                 + range("turn <= ?")
-                + ") AS b LIMIT 1)"
+                + ") AS b) AS w"
+                + notPaused
+                + " LIMIT 1),"
+                + " e AS (SELECT ev.* FROM c CROSS JOIN LATERAL (SELECT * FROM "
+                + events
+                + " AS x WHERE x.stream_id = c.stream_id"
+                + " AND x.stream_offset >= c.checkpoint_offset"
+                + " AND x.stream_offset <= (SELECT max(t.latest_offset) FROM "
+                + streamTypes
+                + " AS t WHERE t.stream_id = c.stream_id AND t.type = ANY (?::text[]))"
+                + " AND x.type = ANY (?::text[])"
+                + " ORDER BY x.stream_offset LIMIT "
+                + limit // an int of the code (the pump's batch size), not data
+                + ") AS ev),"
+                + " u AS (UPDATE "
+                + cp
+                + " SET checkpoint_offset = (SELECT max(e.stream_offset) + 1 FROM e), failures = 0,"
+                + " updated_at = clock_timestamp()"
+                + " WHERE handler_key = ? AND stream_id = (SELECT c.stream_id FROM c)"
+                + " AND EXISTS (SELECT 1 FROM e) RETURNING checkpoint_offset)"
                 + " SELECT c.stream_id, c.checkpoint_offset, c.failures, c.stream_end, c.turn,"
+                + " (SELECT u.checkpoint_offset FROM u),"
                 + " e.message_id, e.stream_offset, e.type, e.correlation_id, e.causation_id,"
                 + " e.headers::text, e.payload,"
                 + " (extract(epoch FROM e.recorded_at) * 1000000)::bigint"
-                + " FROM c LEFT JOIN LATERAL (SELECT * FROM "
-                + events
-                + " AS ev WHERE ev.stream_id = c.stream_id"
-                + " AND ev.stream_offset >= c.checkpoint_offset"
-                + " AND ev.stream_offset <= (SELECT max(t.latest_offset) FROM "
-                + streamTypes
-                + " AS t WHERE t.stream_id = c.stream_id AND t.type = ANY (?::text[]))"
-                + " AND ev.type = ANY (?::text[])"
-                + " ORDER BY ev.stream_offset LIMIT "
-                + limit // an int of the code (the pump's batch size), not data
-                + ") AS e ON true"
-                + notPaused);
+                + " FROM c LEFT JOIN e ON true");
   }
 
   /**
@@ -155,11 +178,13 @@ public final class PendingClaim {
         ps.setObject(++i, excluded);
         ps.setLong(++i, cursor);
       }
-      ps.setObject(++i, types);
-      ps.setObject(++i, types);
       ps.setString(++i, handlerKey); // the paused check
+      ps.setObject(++i, types);
+      ps.setObject(++i, types);
+      ps.setString(++i, handlerKey); // the checkpoint update
       LockedCheckpoint claim = null;
       long turn = 0;
+      long stored = -1;
       boolean ordered = true;
       List<EventRows.Row> rows = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {
@@ -167,9 +192,13 @@ public final class PendingClaim {
           if (claim == null) {
             claim = new LockedCheckpoint(rs.getLong(1), rs.getLong(2), rs.getInt(3), rs.getLong(4));
             turn = rs.getLong(5);
+            stored = rs.getLong(6);
+            if (rs.wasNull()) {
+              stored = claim.checkpoint();
+            }
           }
-          if (rs.getObject(6) != null) {
-            EventRows.Row row = EventRows.toRow(rs, 6, claim.streamId());
+          if (rs.getObject(7) != null) {
+            EventRows.Row row = EventRows.toRow(rs, 7, claim.streamId());
             ordered &= rows.isEmpty() || rows.get(rows.size() - 1).offset() < row.offset();
             rows.add(row);
           }
@@ -180,7 +209,20 @@ public final class PendingClaim {
         // offset order.
         rows.sort(java.util.Comparator.comparingLong(EventRows.Row::offset));
       }
-      return new Claimed(claim, rows, turn);
+      if (claim != null && !rows.isEmpty()) {
+        long last = rows.get(rows.size() - 1).offset() + 1;
+        if (stored != last) {
+          // The update and the read disagree: not seen, and nothing to guess from.
+          throw new SQLException(
+              "event claim of stream "
+                  + claim.streamId()
+                  + ": the checkpoint was moved to "
+                  + stored
+                  + " but the last event read is at offset "
+                  + (last - 1));
+        }
+      }
+      return new Claimed(claim, rows, turn, stored);
     }
   }
 }

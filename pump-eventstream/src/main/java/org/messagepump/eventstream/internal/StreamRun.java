@@ -30,16 +30,26 @@ public final class StreamRun {
   private long beforeLastMove;
   private boolean brokenBeforeLastMove;
 
-  /** A run starting at a claim's checkpoint. */
+  /** A run starting at a claim's checkpoint, which the row holds. */
   public StreamRun(LockedCheckpoint claim) {
-    this.streamId = claim.streamId();
-    this.checkpoint = claim.checkpoint();
-    this.stored = claim.checkpoint();
+    this(claim, claim.checkpoint());
   }
 
   /**
-   * The checkpoint as the row holds it now. Handled events move {@link #checkpoint()} in memory;
-   * the row is written once, when the batch completes or before a postponement.
+   * A run starting at a claim's checkpoint whose row holds {@code stored}: the claim moved it past
+   * the events it read, so a run whose events are all handled has nothing left to write, and any
+   * other end writes the checkpoint back to where the run really got.
+   */
+  public StreamRun(LockedCheckpoint claim, long stored) {
+    this.streamId = claim.streamId();
+    this.checkpoint = claim.checkpoint();
+    this.stored = stored;
+  }
+
+  /**
+   * The checkpoint as the row holds it now (after a claim: past the run's last event). Handled
+   * events move {@link #checkpoint()} in memory; the row is written again only when the run ends
+   * anywhere else, when the batch completes or before a postponement.
    */
   public long stored() {
     return stored;
