@@ -5,6 +5,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import javax.sql.DataSource;
@@ -112,6 +113,91 @@ final class BenchCommand implements Callable<Integer> {
       cpu("baseline.skiplocked", p, cpu, rows);
     }
     return b;
+  }
+
+  /** One timed run of the thing a target row measures. */
+  @FunctionalInterface
+  private interface Run<T> {
+    T run() throws Exception;
+  }
+
+  /**
+   * A subject run and the baseline run made just before it: the subject's rate, its ratio to that
+   * baseline, and the CPU per delivery the subject cost (client, server, JIT; see {@link
+   * CpuMeter}).
+   */
+  private record Pair<T>(double baseline, T result, double rate, double[] cpuMicros) {
+    double ratio() {
+      return rate / baseline;
+    }
+  }
+
+  /** How many pairs a target row measures: 3 with --quick, where one run is a second or two. */
+  private int pairs() {
+    return quick ? 3 : 1;
+  }
+
+  /**
+   * Measures a target row as {@link #pairs()} pairs, each a baseline run of {@code workers} workers
+   * over {@code rows} rows and then {@code subject} ({@code prepare} first, untimed), and returns
+   * the pairs sorted by ratio; the row reports the median pair, and its {@code ratios} parameter
+   * the lowest, median and highest. One --quick run of either side moved by about ±0.15 between
+   * runs on a shared two-core machine; a ratio of two runs made back to back, and the median of
+   * three such, drifts much less than a ratio of runs minutes apart. The median pair's baseline
+   * becomes the baseline of {@code workers} for the part's other rows.
+   */
+  private <T> List<Pair<T>> paired(
+      DataSource ds,
+      int workers,
+      int rows,
+      long deliveries,
+      Run<?> prepare,
+      Run<T> subject,
+      java.util.function.ToDoubleFunction<T> rate)
+      throws Exception {
+    List<Pair<T>> pairs = new java.util.ArrayList<>();
+    for (int i = 0; i < pairs(); i++) {
+      double base = BenchBaseline.skipLocked(ds, workers, rows);
+      prepare.run();
+      CpuMeter.Reading cpu = CpuMeter.startTimedRow();
+      T result = subject.run();
+      double[] micros = cpu.perDeliveryMicrosUntil(CpuMeter.now(), deliveries);
+      pairs.add(new Pair<>(base, result, rate.applyAsDouble(result), micros));
+    }
+    pairs.sort(java.util.Comparator.comparingDouble(Pair::ratio));
+    Pair<T> median = pairs.get(pairs.size() / 2);
+    if (!baselines.containsKey(workers)) {
+      baselines.put(workers, median.baseline());
+      report.add(
+          "baseline.skiplocked",
+          params("workers", workers, "rows", rows),
+          median.baseline(),
+          "deliveries/s",
+          null);
+    }
+    return pairs;
+  }
+
+  /**
+   * Reports the median pair of {@code pairs} as row {@code name} (its {@code ratios} parameter:
+   * lowest / median / highest, when there are several) with its CPU rows; returns the median pair.
+   */
+  private <T> Pair<T> reportPaired(String name, Map<String, Object> p, List<Pair<T>> pairs) {
+    Pair<T> median = pairs.get(pairs.size() / 2);
+    Map<String, Object> q = new LinkedHashMap<>(p);
+    if (pairs.size() > 1) {
+      q.put(
+          "ratios",
+          String.format(
+              java.util.Locale.ROOT,
+              "%.2f/%.2f/%.2f",
+              pairs.get(0).ratio(),
+              median.ratio(),
+              pairs.get(pairs.size() - 1).ratio()));
+    }
+    report.add(name, q, median.rate(), "deliveries/s", median.ratio());
+    cpu(name, p, median.cpuMicros());
+    return median;
   }
 
   /**
@@ -232,17 +318,17 @@ final class BenchCommand implements Callable<Integer> {
         null);
     e.clear();
     long appended = e.fill(n, 16);
-    double base = baseline(ds, 4, n);
     // Untimed: one more handler reads the same events first, so the timed catch-up starts with
     // the JIT's profile of exactly this work. Without it, the tier-4 code of the delivery path
     // was still being compiled (and deoptimized) during the --quick row: jit.compile 176-324 us
     // per delivery, against 14 in a full run (docs/benchmarks.md).
     e.catchUp(1, 4, 1, appended);
-    CpuMeter.Reading cpu = CpuMeter.startTimedRow();
-    double one = e.catchUp(1, 4, 1, appended);
+    // Each catch-up is a new handler reading the same events: nothing to prepare between pairs.
+    List<Pair<Double>> ones =
+        paired(ds, 4, n, appended, () -> null, () -> e.catchUp(1, 4, 1, appended), r -> r);
+    double base = baseline(ds, 4, n);
     Map<String, Object> p = params("handlers", 1, "workers", 4, "events", appended, "streams", 16);
-    report.add("events.catchup", p, one, "deliveries/s", one / base);
-    cpu("events.catchup", p, cpu, appended);
+    double one = reportPaired("events.catchup", p, ones).rate();
     double four = e.catchUp(4, 2, 1, appended);
     report.add(
         "events.catchup",
@@ -294,26 +380,20 @@ final class BenchCommand implements Callable<Integer> {
     b.drain("bench-warm-up", w, keys, 8, 1);
     b.fill("bench-warm-up-batch", w, keys, 100);
     b.drain("bench-warm-up-batch", w, keys, 8, 10);
-    double base = baseline(ds, 8, n);
-    b.clear();
-    b.fill("bench", n, keys, 1_000);
-    CpuMeter.Reading cpu = CpuMeter.startTimedRow();
-    BenchBalancer.Drain plain = b.drain("bench", n, keys, 8, 1);
-    Map<String, Object> p = params("workers", 8, "messages", n, "keys", keys);
-    report.add("balancer.drain", p, plain.perSecond(), "deliveries/s", plain.perSecond() / base);
-    cpu("balancer.drain", p, cpu, n);
-    report.add(
-        "balancer.order.violations",
-        params("batchSize", 1),
-        plain.orderViolations(),
-        "count",
-        null);
-    report.add(
-        "balancer.fairness.jain",
-        params("batchSize", 1, "window", "first 10%"),
-        plain.jain(),
-        "index",
-        null);
+    List<Pair<BenchBalancer.Drain>> plain =
+        paired(
+            ds,
+            8,
+            n,
+            n,
+            () -> {
+              b.clear();
+              return b.fill("bench", n, keys, 1_000);
+            },
+            () -> b.drain("bench", n, keys, 8, 1),
+            BenchBalancer.Drain::perSecond);
+    reportPaired("balancer.drain", params("workers", 8, "messages", n, "keys", keys), plain);
+    drainChecks(1, plain);
     b.clear();
     double stored = b.fill("bench-batch", n, keys, 100);
     report.add(
@@ -322,22 +402,46 @@ final class BenchCommand implements Callable<Integer> {
         stored,
         "messages/s",
         null);
-    cpu = CpuMeter.startTimedRow();
-    BenchBalancer.Drain batched = b.drain("bench-batch", n, keys, 8, 10);
-    p = params("workers", 8, "batchSize", 10, "messages", n, "keys", keys);
-    report.add(
-        "balancer.drain.batch", p, batched.perSecond(), "deliveries/s", batched.perSecond() / base);
-    cpu("balancer.drain.batch", p, cpu, n);
+    // The first pair drains the messages the store row just stored.
+    boolean[] filled = {true};
+    List<Pair<BenchBalancer.Drain>> batched =
+        paired(
+            ds,
+            8,
+            n,
+            n,
+            () -> {
+              if (!filled[0]) {
+                b.clear();
+                b.fill("bench-batch", n, keys, 100);
+              }
+              filled[0] = false;
+              return null;
+            },
+            () -> b.drain("bench-batch", n, keys, 8, 10),
+            BenchBalancer.Drain::perSecond);
+    reportPaired(
+        "balancer.drain.batch",
+        params("workers", 8, "batchSize", 10, "messages", n, "keys", keys),
+        batched);
+    drainChecks(10, batched);
+  }
+
+  /**
+   * The order and fairness rows of the drains of {@code pairs}: the order violations of all of them
+   * together, and the lowest Jain's index of any.
+   */
+  private void drainChecks(int batchSize, List<Pair<BenchBalancer.Drain>> pairs) {
     report.add(
         "balancer.order.violations",
-        params("batchSize", 10),
-        batched.orderViolations(),
+        params("batchSize", batchSize),
+        pairs.stream().mapToLong(d -> d.result().orderViolations()).sum(),
         "count",
         null);
     report.add(
         "balancer.fairness.jain",
-        params("batchSize", 10, "window", "first 10%"),
-        batched.jain(),
+        params("batchSize", batchSize, "window", "first 10%"),
+        pairs.stream().mapToDouble(d -> d.result().jain()).min().orElseThrow(),
         "index",
         null);
   }
@@ -347,7 +451,11 @@ final class BenchCommand implements Callable<Integer> {
    * local PostgreSQL processes ({@code cpu.server}); see {@link CpuMeter}.
    */
   private void cpu(String of, Map<String, Object> p, CpuMeter.Reading before, long deliveries) {
-    double[] micros = before.perDeliveryMicrosUntil(CpuMeter.now(), deliveries);
+    cpu(of, p, before.perDeliveryMicrosUntil(CpuMeter.now(), deliveries));
+  }
+
+  /** As above, from CPU figures per delivery already taken. */
+  private void cpu(String of, Map<String, Object> p, double[] micros) {
     Map<String, Object> q = new LinkedHashMap<>();
     q.put("of", of);
     q.putAll(p);
