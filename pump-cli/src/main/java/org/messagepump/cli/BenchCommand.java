@@ -157,6 +157,7 @@ final class BenchCommand implements Callable<Integer> {
       throws Exception {
     List<Pair<T>> pairs = new java.util.ArrayList<>();
     for (int i = 0; i < pairs(); i++) {
+      CpuMeter.startTimedRow(); // as baseline() does: the JIT quiet first
       double base = BenchBaseline.skipLocked(ds, workers, rows);
       prepare.run();
       CpuMeter.Reading cpu = CpuMeter.startTimedRow();
