@@ -73,6 +73,29 @@ public final class DeliveryQueries {
   }
 
   /**
+   * The id of a key's head, its first message: {@code ORDER BY id LIMIT 1} over the key's messages
+   * (ids grow in the order of storing, and a kept message is written back with its own id). Read
+   * from {@code messages} itself when {@code alias} is null (so {@code group} and {@code key} may
+   * be columns of an outer query), else from a scan of it under that alias. Not locked: the key
+   * row's lock is what a claim holds, and every writer of a key's messages holds it too.
+   */
+  private static org.jooq.Select<org.jooq.Record1<Long>> headId(
+      String alias, Field<String> group, Field<String> key) {
+    Table<?> m = alias == null ? M.T : M.T.as(alias);
+    Field<Long> id = alias == null ? M.ID : DSL.field(DSL.name(alias, "id"), Long.class);
+    Field<String> g =
+        alias == null ? M.GROUP : DSL.field(DSL.name(alias, "partition_group"), String.class);
+    Field<String> k =
+        alias == null ? M.KEY : DSL.field(DSL.name(alias, "partition_key"), String.class);
+    return DSL.select(id)
+        .from(m)
+        .where(g.eq(group))
+        .and(k.eq(key))
+        .orderBy(id)
+        .limit(DSL.inline(1));
+  }
+
+  /**
    * Ready keys of a group: the group is not paused ({@link GroupPauses#notPaused}), and the key has
    * no lease, is not parked, is due, and is not among {@code excluded} (when not null) — the keys
    * this acquisition already holds (SKIP LOCKED does not skip rows the transaction itself locks, so
@@ -238,14 +261,7 @@ public final class DeliveryQueries {
   static String renderRacedHeads(DSLContext render) {
     Field<String> group = DSL.val("", SQLDataType.CLOB);
     Field<String> k = DSL.field(DSL.name("k", "k"), String.class);
-    Field<Long> head =
-        DSL.field(
-            DSL.select(DSL.field(DSL.name("x", "id"), Long.class))
-                .from(M.T.as("x"))
-                .where(DSL.field(DSL.name("x", "partition_group"), String.class).eq(group))
-                .and(DSL.field(DSL.name("x", "partition_key"), String.class).eq(k))
-                .orderBy(DSL.field(DSL.name("x", "id")))
-                .limit(DSL.inline(1)));
+    Field<Long> head = DSL.field(headId("x", group, k));
     List<Field<?>> returning = new ArrayList<>();
     returning.add(M.KEY);
     returning.add(M.ID);
@@ -391,14 +407,7 @@ public final class DeliveryQueries {
     // The locked keys and the id of each one's head, read without a lock: the key row's lock is
     // the claim, and every writer of a key's messages holds it. h is read twice below, so
     // PostgreSQL computes it once: each key is locked once.
-    Field<Long> headId =
-        DSL.field(
-            DSL.select(M.ID)
-                .from(M.T)
-                .where(M.GROUP.eq(C_GROUP))
-                .and(M.KEY.eq(C_KEY))
-                .orderBy(M.ID)
-                .limit(DSL.inline(1)));
+    Field<Long> headId = DSL.field(headId(null, C_GROUP, C_KEY));
     CommonTableExpression<?> h =
         DSL.name("h")
             .as(DSL.select(C_KEY, C_ROTATION, C_FAILURES, C_PART, headId.as("h_id")).from(c));
@@ -549,14 +558,7 @@ public final class DeliveryQueries {
       return null;
     }
     if (head) {
-      Long first =
-          dsl.select(M.ID)
-              .from(M.T)
-              .where(M.GROUP.eq(claim.group()))
-              .and(M.KEY.eq(claim.key()))
-              .orderBy(M.ID)
-              .limit(DSL.inline(1))
-              .fetchOne(M.ID);
+      Long first = dsl.fetchValue(headId(null, DSL.val(claim.group()), DSL.val(claim.key())));
       if (first == null || first != claim.messageId()) {
         return null;
       }
