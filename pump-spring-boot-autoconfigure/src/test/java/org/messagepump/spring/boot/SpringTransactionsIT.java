@@ -56,10 +56,7 @@ class SpringTransactionsIT {
 
   @DynamicPropertySource
   static void database(DynamicPropertyRegistry registry) {
-    PostgresServer server = PostgresServer.get();
-    registry.add("spring.datasource.url", () -> server.jdbcUrl(DATABASE));
-    registry.add("spring.datasource.username", server::user);
-    registry.add("spring.datasource.password", server::password);
+    SpringTestDatabase.register(registry, DATABASE);
   }
 
   @Autowired JdbcTemplate jdbc;
@@ -166,14 +163,11 @@ class SpringTransactionsIT {
   @Test
   @Order(20)
   void aShutdownDuringADrainLosesNothingAndLeavesNoTransactionOpen() throws Exception {
-    PostgresServer server = PostgresServer.get();
-    String database = server.createDatabase();
+    String database = PostgresServer.get().createDatabase();
     ConfigurableApplicationContext app =
         new SpringApplicationBuilder(NotesApp.class)
+            .properties(SpringTestDatabase.properties(database))
             .properties(
-                "spring.datasource.url=" + server.jdbcUrl(database),
-                "spring.datasource.username=" + server.user(),
-                "spring.datasource.password=" + server.password(),
                 "spring.sql.init.mode=always",
                 "spring.flyway.enabled=false",
                 "messagepump.migrate=library",
@@ -191,7 +185,7 @@ class SpringTransactionsIT {
     app.close(); // the pumps stop first: in-flight handlers finish within the grace period
     long handled = 0;
     long pending = 0;
-    try (Connection c = server.connect(database)) {
+    try (Connection c = PostgresServer.get().connect(database)) {
       for (String id : ids) {
         boolean written = count(c, "SELECT count(*) FROM notes WHERE id = ?", id) == 1;
         boolean queued =

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.messagepump.spring.boot.SpringTestDatabase;
 import org.messagepump.spring.boot.TransactionalCommandQueue;
 import org.messagepump.spring.boot.jpa.LedgerApp.Post;
 import org.messagepump.spring.boot.jpa.LedgerApp.Via;
@@ -43,10 +44,7 @@ class JpaRepositoriesIT {
 
   @DynamicPropertySource
   static void database(DynamicPropertyRegistry registry) {
-    PostgresServer server = PostgresServer.get();
-    registry.add("spring.datasource.url", () -> server.jdbcUrl(DATABASE));
-    registry.add("spring.datasource.username", server::user);
-    registry.add("spring.datasource.password", server::password);
+    SpringTestDatabase.register(registry, DATABASE);
   }
 
   @Autowired JdbcTemplate jdbc;
