@@ -9,7 +9,6 @@ import org.messagepump.balancer.Balancer;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.console.ConsoleConfig;
 import org.messagepump.console.ConsoleServer;
-import org.messagepump.console.ConsoleServlet;
 import org.messagepump.eventstream.EventStore;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -175,16 +174,13 @@ final class ConsoleCommand implements Callable<Integer> {
 
   private Integer serve(DataSource ds, ConsoleConfig config, String host, int port, PrintWriter out)
       throws InterruptedException {
-    try {
-      new ConsoleServlet(ds, config); // the drivers check the schema names: fail before binding
-    } catch (IllegalArgumentException e) {
-      throw new CliException(e.getMessage(), 2);
-    }
     ConsoleServer server;
     try {
+      // Checks the address and the schema names (the drivers' own rules, when it builds the
+      // servlet) before it binds; each message names what it rejects.
       server = ConsoleServer.start(ds, config, host, port);
     } catch (IllegalArgumentException e) {
-      throw new CliException("--bind " + bind + ": " + e.getMessage(), 2);
+      throw new CliException(e.getMessage(), 2);
     }
     try (server) {
       String url = server.uri().toString();
