@@ -105,14 +105,34 @@ final class BenchCommand implements Callable<Integer> {
   private double baseline(DataSource ds, int workers, int rows) throws Exception {
     Double b = baselines.get(workers);
     if (b == null) {
-      CpuMeter.Reading cpu = CpuMeter.startTimedRow();
-      b = BenchBaseline.skipLocked(ds, workers, rows);
-      baselines.put(workers, b);
-      Map<String, Object> p = params("workers", workers, "rows", rows);
-      report.add("baseline.skiplocked", p, b, "deliveries/s", null);
-      cpu("baseline.skiplocked", p, cpu, rows);
+      Timed<Double> run = timed(rows, () -> BenchBaseline.skipLocked(ds, workers, rows));
+      reportBaseline(workers, rows, run);
+      b = run.result();
     }
     return b;
+  }
+
+  /**
+   * Makes {@code run} the baseline of {@code workers} for the part's other rows, and reports it
+   * with its CPU rows.
+   */
+  private void reportBaseline(int workers, int rows, Timed<Double> run) {
+    baselines.put(workers, run.result());
+    Map<String, Object> p = params("workers", workers, "rows", rows);
+    report.add("baseline.skiplocked", p, run.result(), "deliveries/s", null);
+    cpu("baseline.skiplocked", p, run.cpuMicros());
+  }
+
+  /**
+   * A run's result and the CPU per delivery it cost (client, server, JIT; see {@link CpuMeter}).
+   */
+  private record Timed<T>(T result, double[] cpuMicros) {}
+
+  /** Runs {@code run} of {@code deliveries} deliveries once the JIT is quiet, measuring its CPU. */
+  private static <T> Timed<T> timed(long deliveries, Run<T> run) throws Exception {
+    CpuMeter.Reading cpu = CpuMeter.startTimedRow();
+    T result = run.run();
+    return new Timed<>(result, cpu.perDeliveryMicrosUntil(CpuMeter.now(), deliveries));
   }
 
   /** One timed run of the thing a target row measures. */
@@ -121,14 +141,14 @@ final class BenchCommand implements Callable<Integer> {
     T run() throws Exception;
   }
 
-  /**
-   * A subject run and the baseline run made just before it: the subject's rate, its ratio to that
-   * baseline, and the CPU per delivery the subject cost (client, server, JIT; see {@link
-   * CpuMeter}).
-   */
-  private record Pair<T>(double baseline, T result, double rate, double[] cpuMicros) {
+  /** A subject run, its rate, and the baseline run made just before it. */
+  private record Pair<T>(Timed<Double> baseline, Timed<T> subject, double rate) {
     double ratio() {
-      return rate / baseline;
+      return rate / baseline.result();
+    }
+
+    T result() {
+      return subject.result();
     }
   }
 
@@ -157,24 +177,14 @@ final class BenchCommand implements Callable<Integer> {
       throws Exception {
     List<Pair<T>> pairs = new java.util.ArrayList<>();
     for (int i = 0; i < pairs(); i++) {
-      CpuMeter.startTimedRow(); // as baseline() does: the JIT quiet first
-      double base = BenchBaseline.skipLocked(ds, workers, rows);
+      Timed<Double> base = timed(rows, () -> BenchBaseline.skipLocked(ds, workers, rows));
       prepare.run();
-      CpuMeter.Reading cpu = CpuMeter.startTimedRow();
-      T result = subject.run();
-      double[] micros = cpu.perDeliveryMicrosUntil(CpuMeter.now(), deliveries);
-      pairs.add(new Pair<>(base, result, rate.applyAsDouble(result), micros));
+      Timed<T> run = timed(deliveries, subject);
+      pairs.add(new Pair<>(base, run, rate.applyAsDouble(run.result())));
     }
     pairs.sort(java.util.Comparator.comparingDouble(Pair::ratio));
-    Pair<T> median = pairs.get(pairs.size() / 2);
     if (!baselines.containsKey(workers)) {
-      baselines.put(workers, median.baseline());
-      report.add(
-          "baseline.skiplocked",
-          params("workers", workers, "rows", rows),
-          median.baseline(),
-          "deliveries/s",
-          null);
+      reportBaseline(workers, rows, pairs.get(pairs.size() / 2).baseline());
     }
     return pairs;
   }
@@ -197,7 +207,7 @@ final class BenchCommand implements Callable<Integer> {
               pairs.get(pairs.size() - 1).ratio()));
     }
     report.add(name, q, median.rate(), "deliveries/s", median.ratio());
-    cpu(name, p, median.cpuMicros());
+    cpu(name, p, median.subject().cpuMicros());
     return median;
   }
 
@@ -395,16 +405,8 @@ final class BenchCommand implements Callable<Integer> {
             BenchBalancer.Drain::perSecond);
     reportPaired("balancer.drain", params("workers", 8, "messages", n, "keys", keys), plain);
     drainChecks(1, plain);
-    b.clear();
-    double stored = b.fill("bench-batch", n, keys, 100);
-    report.add(
-        "balancer.store.batch",
-        params("messages", n, "batchSize", 100, "keys", keys),
-        stored,
-        "messages/s",
-        null);
-    // The first pair drains the messages the store row just stored.
-    boolean[] filled = {true};
+    // Each pair's drain takes the messages its fill stored: the fills are the store row.
+    List<Double> stores = new java.util.ArrayList<>();
     List<Pair<BenchBalancer.Drain>> batched =
         paired(
             ds,
@@ -412,15 +414,18 @@ final class BenchCommand implements Callable<Integer> {
             n,
             n,
             () -> {
-              if (!filled[0]) {
-                b.clear();
-                b.fill("bench-batch", n, keys, 100);
-              }
-              filled[0] = false;
-              return null;
+              b.clear();
+              return stores.add(b.fill("bench-batch", n, keys, 100));
             },
             () -> b.drain("bench-batch", n, keys, 8, 10),
             BenchBalancer.Drain::perSecond);
+    stores.sort(null);
+    report.add(
+        "balancer.store.batch",
+        params("messages", n, "batchSize", 100, "keys", keys),
+        stores.get(stores.size() / 2),
+        "messages/s",
+        null);
     reportPaired(
         "balancer.drain.batch",
         params("workers", 8, "batchSize", 10, "messages", n, "keys", keys),
