@@ -110,13 +110,7 @@ public final class DeliveryQueries {
             .and(P.PARKED_AT.isNull())
             .and(P.RESUME_AT.le(clock()));
     if (excluded != null) {
-      // A set (a hashed subplan, evaluated once), not "<> all(cast(? as text[]))", whose cast a
-      // generic plan evaluates again, parsing the whole array, for every row it filters.
-      ready =
-          ready.and(
-              P.KEY.notIn(
-                  DSL.select(DSL.field(DSL.name("x", "k"), String.class))
-                      .from(DSL.unnest(excluded).as("x", "k"))));
+      ready = ready.and(P.KEY.notIn(Schema.keySet(excluded, "x")));
     }
     return ready.and(GroupPauses.notPaused(group));
   }

@@ -185,17 +185,9 @@ public final class StoreQueries {
               dsl.select(P.KEY)
                   .from(P.T)
                   .where(P.GROUP.eq(group))
-                  // The keys as a set to join, not "= any(cast(? as text[]))": with the generic
-                  // plan a connection keeps, that cast was evaluated (the whole array parsed)
-                  // for every row of a sequential scan of the group's keys: 8 ms per batch of
-                  // 100 messages over 1,000 keys in the bench's fill (perf: array_in under
-                  // ExecScan). unnest evaluates it once.
                   .and(
                       P.KEY.in(
-                          DSL.select(DSL.field(DSL.name("w", "k"), String.class))
-                              .from(
-                                  DSL.unnest(DSL.val(missing.toArray(new String[0]), TEXT_ARRAY))
-                                      .as("w", "k"))))
+                          Schema.keySet(DSL.val(missing.toArray(new String[0]), TEXT_ARRAY), "w")))
                   .forKeyShare()
                   .fetch(P.KEY));
       missing.removeIf(locked::contains);
