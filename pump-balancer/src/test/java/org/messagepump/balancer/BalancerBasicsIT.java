@@ -203,70 +203,141 @@ class BalancerBasicsIT {
     DataSource ds = db.dataSource();
     // Many keys and messages, then the plan of the acquisition statement: index scans on the ready
     // index and the message order index, no sequential scan, no sort of a whole key.
-    db.execute(
-        "INSERT INTO balancer.partitions (partition_group, partition_key, rotation)"
-            + " SELECT 'explain', 'k' || i, nextval('balancer.rotation')"
-            + " FROM generate_series(1, 20000) i");
-    db.execute(
-        "INSERT INTO balancer.messages (partition_group, partition_key, content)"
-            + " SELECT 'explain', 'k' || (i % 20000), '\\x00'::bytea"
-            + " FROM generate_series(1, 100000) i");
-    db.execute("ANALYZE balancer.partitions");
-    db.execute("ANALYZE balancer.messages");
+    String plan = acquisitionPlans(db, "balancer", "explain", 20_000, 100_000, 1, 10);
     MessageBalancer b = MessageBalancer.create(ds, "explain");
     BalancerDriver driver = b.driver((m, ctx) -> Result.ok()).build();
-    // The statement the driver runs (the group bound, the limit written), through EXPLAIN, both
-    // as planned for the value and as the generic plan a connection settles on.
-    String sql =
-        new org.messagepump.balancer.internal.DeliveryQueries.Prepared(
-                org.messagepump.balancer.internal.Schema.Ctx.of("balancer"), "explain")
-            .acquire(1);
-    // Per range: the group, the group again (the pause check), the two rotation bounds.
-    assertThat(sql.chars().filter(ch -> ch == '?').count()).isEqualTo(8);
-    String plan;
-    String generic;
-    try (Connection c = ds.getConnection()) {
-      c.setAutoCommit(false);
-      try (var ps = c.prepareStatement("EXPLAIN (ANALYZE, COSTS OFF) " + sql)) {
-        // A walk from the middle of the rotation (a cursor at 10,000): after it, then round.
-        ps.setString(1, "explain");
-        ps.setString(2, "explain");
-        ps.setLong(3, 10_000);
-        ps.setLong(4, Long.MAX_VALUE);
-        ps.setString(5, "explain");
-        ps.setString(6, "explain");
-        ps.setLong(7, Long.MIN_VALUE);
-        ps.setLong(8, 10_000);
-        plan = lines(ps);
-      }
-      try (var st = c.createStatement()) {
-        String numbered = sql;
-        for (int i = 1; i <= 8; i++) {
-          numbered = numbered.replaceFirst("\\?", "\\$" + i);
-        }
-        st.execute(
-            "PREPARE acquire_one(text, text, bigint, bigint, text, text, bigint, bigint) AS "
-                + numbered);
-        st.execute("SET LOCAL plan_cache_mode = force_generic_plan");
-      }
-      try (var ps =
-          c.prepareStatement(
-              "EXPLAIN (COSTS OFF) EXECUTE acquire_one('explain', 'explain', 10000,"
-                  + " 9223372036854775807, 'explain', 'explain', -9223372036854775808, 10000)")) {
-        generic = lines(ps);
-      }
-      c.rollback();
-    }
-    assertThat(generic).contains("partitions_ready").contains("messages_key_order");
-    assertThat(generic).doesNotContain("Seq Scan").doesNotContain("Sort");
-    // The pause check is evaluated once per execution (an InitPlan and a one-time filter), not
-    // once per key row.
-    assertThat(generic).contains("paused_groups_pkey").contains("One-Time Filter");
-    assertThat(plan).contains("partitions_ready").contains("messages_key_order");
-    assertThat(plan).doesNotContain("Seq Scan").doesNotContain("Sort");
     assertThat(Pumps.tester(ds, driver).runOnce())
         .extracting(PumpTester.Result::kind)
         .containsExactly(Kind.HANDLED);
+    assertThat(plan).contains("paused_groups_pkey");
+  }
+
+  @Test
+  void aSmallGroupIsAcquiredThroughTheReadyIndexToo(TestDatabase db) throws Exception {
+    // 100 keys in one page (the bench's drain): with two bounds per range PostgreSQL estimated one
+    // matching key, and its generic plan read all 100 key rows and sorted them at each delivery.
+    // (For a batch of 10 of 100 keys it still does, once per 10 deliveries: it expects 11 ready
+    // keys, nearly the whole limit.)
+    // A schema of its own: this class's other tests leave keys in the default one.
+    Balancer.migrate(db.dataSource(), "balancer_small");
+    acquisitionPlans(db, "balancer_small", "small", 100, 5_000, 1);
+  }
+
+  /**
+   * Stores {@code messages} messages over {@code keys} keys of {@code group} in {@code schema} and
+   * checks the plans of the acquisition statements (a walk from a cursor and a wrapped walk's rest,
+   * for each of {@code batchSizes}), as planned for the values and as the generic plan a connection
+   * settles on: the ready index and the message order index, no sequential scan of the keys, no
+   * sort, the pause check once per execution. Returns the plans.
+   */
+  private static String acquisitionPlans(
+      TestDatabase db, String schema, String group, int keys, int messages, int... batchSizes)
+      throws Exception {
+    db.execute(
+        "INSERT INTO "
+            + schema
+            + ".partitions (partition_group, partition_key, rotation)"
+            + " SELECT '"
+            + group
+            + "', 'k' || i, nextval('"
+            + schema
+            + ".rotation') FROM generate_series(1, "
+            + keys
+            + ") i");
+    db.execute(
+        "INSERT INTO "
+            + schema
+            + ".messages (partition_group, partition_key, content)"
+            + " SELECT '"
+            + group
+            + "', 'k' || (i % "
+            + keys
+            + "), '\\x00'::bytea FROM generate_series(1, "
+            + messages
+            + ") i");
+    db.execute("ANALYZE " + schema + ".partitions");
+    db.execute("ANALYZE " + schema + ".messages");
+    long cursor = keys / 2;
+    var prepared =
+        new org.messagepump.balancer.internal.DeliveryQueries.Prepared(
+            org.messagepump.balancer.internal.Schema.Ctx.of(schema), group);
+    StringBuilder all = new StringBuilder();
+    for (int max : batchSizes) {
+      // A walk from the middle of the rotation: (cursor, MAX], then (MIN, cursor]; one bound each.
+      all.append(
+          checkPlans(
+              db,
+              prepared.acquire(max),
+              "text, text, bigint, text, text, bigint",
+              new Object[] {group, group, cursor, group, group, cursor}));
+      if (keys < 1_000) {
+        // The rest of a walk that wrapped round, rare (only past keys found empty): in a small
+        // group PostgreSQL reads all key rows and sorts them for it, as it did for every walk.
+        continue;
+      }
+      // The rest of a walk that wrapped round: nothing, then (last, cursor].
+      all.append(
+          checkPlans(
+              db,
+              prepared.acquireBounded(max),
+              "text, text, bigint, bigint, text, text, bigint, bigint",
+              new Object[] {
+                group, group, Long.MIN_VALUE, Long.MIN_VALUE, group, group, cursor / 2, cursor
+              }));
+    }
+    return all.toString();
+  }
+
+  /** The plans of {@code sql} for {@code values} (of {@code types}), checked; returned. */
+  private static String checkPlans(TestDatabase db, String sql, String types, Object[] values)
+      throws Exception {
+    assertThat(sql.chars().filter(ch -> ch == '?').count()).isEqualTo(values.length);
+    String plan;
+    String generic;
+    try (Connection c = db.dataSource().getConnection()) {
+      c.setAutoCommit(false);
+      try (var ps = c.prepareStatement("EXPLAIN (ANALYZE, COSTS OFF) " + sql)) {
+        for (int i = 0; i < values.length; i++) {
+          ps.setObject(i + 1, values[i]);
+        }
+        plan = lines(ps);
+      }
+      String numbered = sql;
+      StringBuilder literals = new StringBuilder();
+      for (int i = 1; i <= values.length; i++) {
+        numbered = numbered.replaceFirst("\\?", "\\$" + i);
+        literals.append(i > 1 ? ", " : "").append(sqlLiteral(values[i - 1]));
+      }
+      try (var st = c.createStatement()) {
+        st.execute("PREPARE acquire_plan(" + types + ") AS " + numbered);
+        st.execute("SET LOCAL plan_cache_mode = force_generic_plan");
+      }
+      try (var ps =
+          c.prepareStatement("EXPLAIN (COSTS OFF) EXECUTE acquire_plan(" + literals + ")")) {
+        generic = lines(ps);
+      }
+      c.rollback();
+      try (var st = c.createStatement()) {
+        st.execute("DEALLOCATE acquire_plan");
+      }
+    }
+    for (String p : List.of(generic, plan)) {
+      assertThat(p).contains("partitions_ready").contains("messages_key_order");
+      assertThat(p).doesNotContain("Seq Scan on partitions").doesNotContain("Sort");
+      // The pause check is evaluated once per execution (an InitPlan and a one-time filter), not
+      // once per key row.
+      assertThat(p).contains("One-Time Filter");
+    }
+    return generic + plan;
+  }
+
+  /** A test's own value as an SQL literal: a number, or a string of letters and digits. */
+  private static String sqlLiteral(Object v) {
+    if (v instanceof Long) {
+      return v.toString();
+    }
+    assertThat(v.toString()).matches("[a-z0-9]+");
+    return "'" + v + "'";
   }
 
   @Test
@@ -297,9 +368,15 @@ class BalancerBasicsIT {
                       + " WHERE statement LIKE '%for no key update skip locked%'"
                       + " AND statement NOT LIKE '%pg_prepared_statements%'");
           ResultSet rs = ps.executeQuery()) {
-        assertThat(rs.next()).as("the acquisition is server-prepared").isTrue();
-        assertThat(rs.getLong(1)).isGreaterThanOrEqualTo(15);
-        assertThat(rs.getLong(2)).isLessThanOrEqualTo(5);
+        // Each acquisition statement the connection prepared (after five uses; the rest of a
+        // wrapped walk is another text) is planned five times at most, then runs its generic
+        // plan.
+        long generic = 0;
+        while (rs.next()) {
+          generic += rs.getLong(1);
+          assertThat(rs.getLong(2)).isLessThanOrEqualTo(5);
+        }
+        assertThat(generic).as("the acquisition is server-prepared").isGreaterThanOrEqualTo(15);
       }
       c.rollback();
     }

@@ -152,16 +152,25 @@ public final class DeliveryQueries {
     int lastPart = -1;
     long last = Long.MIN_VALUE;
     int rows = 0;
-    try (PreparedStatement ps = connection.prepareStatement(prepared.acquire(max))) {
-      // Per range: the group, the group again (the pause check), the rotation bounds.
-      ps.setString(1, group);
-      ps.setString(2, group);
-      ps.setLong(3, a1);
-      ps.setLong(4, a2);
-      ps.setString(5, group);
-      ps.setString(6, group);
-      ps.setLong(7, b1);
-      ps.setLong(8, b2);
+    // A walk from a cursor, (cursor, MAX] then (MIN, cursor], needs one bound per range: the open
+    // statement. Only the rest of a walk that wrapped round, (last, cursor], needs both.
+    boolean open = a2 == Long.MAX_VALUE && b1 == Long.MIN_VALUE;
+    try (PreparedStatement ps =
+        connection.prepareStatement(open ? prepared.acquire(max) : prepared.acquireBounded(max))) {
+      // Per range: the group, the group again (the pause check), the rotation bound(s).
+      int i = 0;
+      ps.setString(++i, group);
+      ps.setString(++i, group);
+      ps.setLong(++i, a1);
+      if (!open) {
+        ps.setLong(++i, a2);
+      }
+      ps.setString(++i, group);
+      ps.setString(++i, group);
+      if (!open) {
+        ps.setLong(++i, b1);
+      }
+      ps.setLong(++i, b2);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           rows++;
@@ -320,6 +329,8 @@ public final class DeliveryQueries {
     private final Schema.Ctx ctx;
     private final java.util.Map<Integer, String> acquireByMax =
         new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.Map<Integer, String> boundedByMax =
+        new java.util.concurrent.ConcurrentHashMap<>();
 
     /** The statements of {@code group} in the schema of {@code ctx}. */
     public Prepared(Schema.Ctx ctx, String group) {
@@ -328,19 +339,34 @@ public final class DeliveryQueries {
     }
 
     /**
-     * The acquisition statement for {@code max} keys; parameters 1-2 and 5-6 are the group (each
-     * range's key filter and its pause check), 3-4 and 7-8 the rotation bounds of the two ranges.
-     * {@code max} is written into the text (an integer of the code, never data): with the limit as
-     * a parameter PostgreSQL built a custom plan at every execution (0.38 ms per delivery in the
-     * server log; a bound LIMIT measured 1.67-2.40x slower), while with only the group bound it
-     * settles on one generic plan per connection. A pump uses one {@code max} (its batch size)
-     * nearly always, so there are few texts.
+     * The acquisition statement for {@code max} keys of a walk from a cursor: the keys after it,
+     * then those up to it. Parameters 1-2 and 4-5 are the group (each range's key filter and its
+     * pause check), 3 the first range's lower bound, 6 the second's upper bound. {@code max} is
+     * written into the text (an integer of the code, never data): with the limit as a parameter
+     * PostgreSQL built a custom plan at every execution (0.38 ms per delivery in the server log; a
+     * bound LIMIT measured 1.67-2.40x slower), while with only the group bound it settles on one
+     * generic plan per connection. A pump uses one {@code max} (its batch size) nearly always, so
+     * there are few texts.
+     *
+     * <p>One bound per range, not two: PostgreSQL estimates a range with two bounds on parameters
+     * as half a percent of the keys, so with 100 keys the generic plan read every key row and
+     * sorted them all at each delivery (a sequential scan under the row locks, which keep the sort
+     * from stopping early) instead of reading the ready index from the cursor; a single bound is
+     * estimated as a third, and the index is read.
      */
     public String acquire(int max) {
-      return acquireByMax.computeIfAbsent(max, this::render);
+      return acquireByMax.computeIfAbsent(max, m -> render(m, true));
     }
 
-    private String render(int max) {
+    /**
+     * As {@link #acquire}, with both bounds on each range: parameters 1-2 and 5-6 are the group,
+     * 3-4 and 7-8 the bounds. For the rest of a walk that wrapped round, {@code (last, cursor]}.
+     */
+    public String acquireBounded(int max) {
+      return boundedByMax.computeIfAbsent(max, m -> render(m, false));
+    }
+
+    private String render(int max, boolean open) {
       DSLContext render = ctx.render();
       // The group as a one-row subquery "(select ?)": the planner cannot look at its value, so
       // every plan it makes has the same cost, and after five executions the connection keeps
@@ -348,13 +374,13 @@ public final class DeliveryQueries {
       // cheaper (it expects fewer rows than the LIMIT) and was made again at every execution.
       // The rotation bounds likewise, for the same reason.
       Field<String> groupParam = DSL.field(DSL.select(DSL.val(group)));
-      ResultQuery<?> q = acquireQuery(render, groupParam, max);
-      // The parameters' order, as acquireLocked binds them (text, text, bigint, bigint, twice).
+      ResultQuery<?> q = acquireQuery(render, groupParam, max, open);
+      // The parameters' order, as acquireLocked binds them (text, text, then the bounds, twice).
       String order =
           q.getBindValues().stream()
               .map(v -> v instanceof String ? "t" : v instanceof Long ? "b" : "?")
               .collect(java.util.stream.Collectors.joining());
-      if (!order.equals("ttbbttbb")) {
+      if (!order.equals(open ? "ttbttb" : "ttbbttbb")) {
         throw new IllegalStateException("the acquisition statement's parameters are " + order);
       }
       return render.render(q);
@@ -386,16 +412,17 @@ public final class DeliveryQueries {
    * delete), content, properties, received_at, attempts, received_at and the clock as microseconds,
    * and whether later messages of the key were seen.
    */
-  public static ResultQuery<?> acquireQuery(DSLContext dsl, Field<String> group, int max) {
+  public static ResultQuery<?> acquireQuery(
+      DSLContext dsl, Field<String> group, int max, boolean open) {
     // Each range is its own locking subquery (a locking clause is not allowed on a UNION's
     // branches); the outer LIMIT stops the Append before the second range is read, and so before
     // any of its rows is locked, when the first range already gave max keys.
     Table<?> c =
         DSL.select(DSL.asterisk())
-            .from(range(group, max, "a", 0))
+            .from(range(group, max, "a", 0, true, !open))
             .unionAll(
                 DSL.select(DSL.asterisk())
-                    .from(range(DSL.field(DSL.select(DSL.val(""))), max, "b", 1)))
+                    .from(range(DSL.field(DSL.select(DSL.val(""))), max, "b", 1, !open, true)))
             .limit(DSL.inline(max))
             .asTable("c");
     // The locked keys and the id of each one's head, read without a lock: the key row's lock is
@@ -453,12 +480,19 @@ public final class DeliveryQueries {
   }
 
   /**
-   * One range of the walk: ready keys with {@code lower < rotation <= upper}, locked, each row
-   * marked with the range's number {@code part}.
+   * One range of the walk: ready keys with {@code lower < rotation <= upper} (each bound a
+   * parameter when asked for, else none), locked, each row marked with the range's number {@code
+   * part}.
    */
-  private static Table<?> range(Field<String> group, int max, String alias, int part) {
-    Field<Long> lower = DSL.field(DSL.select(DSL.val(0L, SQLDataType.BIGINT)));
-    Field<Long> upper = DSL.field(DSL.select(DSL.val(0L, SQLDataType.BIGINT)));
+  private static Table<?> range(
+      Field<String> group, int max, String alias, int part, boolean lower, boolean upper) {
+    Condition bounds = DSL.noCondition();
+    if (lower) {
+      bounds = bounds.and(P.ROTATION.gt(DSL.field(DSL.select(DSL.val(0L, SQLDataType.BIGINT)))));
+    }
+    if (upper) {
+      bounds = bounds.and(P.ROTATION.le(DSL.field(DSL.select(DSL.val(0L, SQLDataType.BIGINT)))));
+    }
     return DSL.select(
             P.GROUP.as("c_group"),
             P.KEY.as("c_key"),
@@ -467,8 +501,7 @@ public final class DeliveryQueries {
             DSL.inline(part).as("c_part"))
         .from(P.T)
         .where(ready(group, null))
-        .and(P.ROTATION.gt(lower))
-        .and(P.ROTATION.le(upper))
+        .and(bounds)
         .orderBy(P.ROTATION)
         .limit(DSL.inline(max))
         .forNoKeyUpdate()
