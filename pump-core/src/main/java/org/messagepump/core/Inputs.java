@@ -34,6 +34,44 @@ public final class Inputs {
     return text(argument, value, Limits.MAX_KEY_BYTES);
   }
 
+  /**
+   * A name written into SQL text as an identifier (a schema, a table): lower-case letters, digits
+   * and {@code _}, not starting with a digit, 1 to {@code maxLength} characters. Identifiers cannot
+   * be bind values; a name of this shape needs no quoting care, so it is checked instead.
+   *
+   * @throws NullPointerException when {@code value} is null
+   * @throws IllegalArgumentException naming {@code argument} and the rule otherwise
+   */
+  public static String identifier(String argument, String value, int maxLength) {
+    if (value == null) {
+      throw new NullPointerException(argument + " must not be null");
+    }
+    if (value.length() > maxLength || !IDENTIFIER.matcher(value).matches()) {
+      throw new IllegalArgumentException(
+          argument
+              + " must match [a-z_][a-z0-9_]* with at most "
+              + maxLength
+              + " characters (lower-case letters, digits or _, not starting with a digit)");
+    }
+    return value;
+  }
+
+  /**
+   * A schema name, as {@link #identifier}, and not a PostgreSQL system schema ({@code pg_*}, {@code
+   * information_schema}). Each driver passes its own {@code maxLength}: its NOTIFY channel is named
+   * after the schema and must fit PostgreSQL's 63-byte identifiers.
+   */
+  public static String schema(String argument, String value, int maxLength) {
+    identifier(argument, value, maxLength);
+    if (value.startsWith("pg_") || value.equals("information_schema")) {
+      throw new IllegalArgumentException(argument + " must not be a PostgreSQL system schema");
+    }
+    return value;
+  }
+
+  private static final java.util.regex.Pattern IDENTIFIER =
+      java.util.regex.Pattern.compile("[a-z_][a-z0-9_]*");
+
   /** An optional identifier (correlation id, idempotency key...): null, or as {@link #key}. */
   public static String optionalKey(String argument, String value) {
     return value == null ? null : key(argument, value);

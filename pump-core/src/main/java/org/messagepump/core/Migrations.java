@@ -5,7 +5,6 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.util.Map;
 import java.util.Objects;
-import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.FlywayException;
@@ -35,9 +34,6 @@ public final class Migrations {
    */
   private static final long LOCK_KEY = 0x636d_6471_7565_7565L;
 
-  /** A PostgreSQL identifier needing no quoting care: lower case, at most 63 bytes. */
-  private static final Pattern IDENTIFIER = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
-
   private Migrations() {}
 
   /**
@@ -66,8 +62,9 @@ public final class Migrations {
       String location,
       Map<String, String> placeholders) {
     Objects.requireNonNull(dataSource, "dataSource");
-    identifier("schema", schema);
-    identifier("historyTable", historyTable);
+    // PostgreSQL identifiers have at most 63 bytes.
+    Inputs.schema("schema", schema, 63);
+    Inputs.identifier("historyTable", historyTable, 63);
     if (location == null || location.isBlank()) {
       throw new IllegalArgumentException("location must not be blank");
     }
@@ -101,16 +98,6 @@ public final class Migrations {
       }
     } catch (SQLException e) {
       throw new DatabaseException("migrating schema " + schema, e);
-    }
-  }
-
-  private static void identifier(String argument, String value) {
-    if (value == null) {
-      throw new NullPointerException(argument + " must not be null");
-    }
-    if (!IDENTIFIER.matcher(value).matches()) {
-      throw new IllegalArgumentException(
-          argument + " must be 1-63 lower-case letters, digits or _, not starting with a digit");
     }
   }
 

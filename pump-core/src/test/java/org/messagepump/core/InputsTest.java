@@ -32,6 +32,30 @@ class InputsTest {
   }
 
   @Test
+  void schemaNamesAreLowerCaseIdentifiersWithinTheDriversLimitAndNotSystemSchemas() {
+    assertThat(Inputs.schema("schema", "tenant_1", 40)).isEqualTo("tenant_1");
+    assertThat(Inputs.schema("schema", "_" + "a".repeat(39), 40)).hasSize(40);
+    assertThatThrownBy(() -> Inputs.schema("schema", null, 40))
+        .isInstanceOf(NullPointerException.class)
+        .hasMessageContaining("schema");
+    for (String bad :
+        new String[] {"", "1st", "Upper", "a-b", "a b", "a\0b", "quote\"d", "a".repeat(41)}) {
+      assertThatThrownBy(() -> Inputs.schema("schema", bad, 40))
+          .as(bad)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("schema must match [a-z_][a-z0-9_]* with at most 40 characters");
+    }
+    for (String system : new String[] {"pg_catalog", "pg_temp_3", "information_schema"}) {
+      assertThatThrownBy(() -> Inputs.schema("schema", system, 40))
+          .as(system)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("system schema");
+    }
+    // A table name may start with pg_ (it lives in the caller's schema).
+    assertThat(Inputs.identifier("historyTable", "pg_history", 63)).isEqualTo("pg_history");
+  }
+
+  @Test
   void headersAreCheckedForNullsNulCountAndSize() {
     Map<String, String> withNull = new HashMap<>();
     withNull.put("a", null);

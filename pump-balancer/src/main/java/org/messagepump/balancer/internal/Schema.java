@@ -35,28 +35,15 @@ public final class Schema {
    */
   public static final int MAX_SCHEMA_LENGTH = 63 - "messagepump_".length();
 
-  private static final java.util.regex.Pattern SCHEMA_NAME =
-      java.util.regex.Pattern.compile("[a-z_][a-z0-9_]{0," + (MAX_SCHEMA_LENGTH - 1) + "}");
-
   /**
-   * Checks a schema name: lower-case letters, digits and underscores, not starting with a digit, at
-   * most {@link #MAX_SCHEMA_LENGTH} characters, and not a PostgreSQL system schema.
+   * Checks a schema name ({@link org.messagepump.core.Inputs#schema}): lower-case letters, digits
+   * and underscores, not starting with a digit, at most {@link #MAX_SCHEMA_LENGTH} characters, and
+   * not a PostgreSQL system schema.
    *
    * @throws IllegalArgumentException naming {@code argument} and the rule
    */
   public static String checkSchema(String argument, String schema) {
-    org.messagepump.core.Inputs.key(argument, schema);
-    if (!SCHEMA_NAME.matcher(schema).matches()) {
-      throw new IllegalArgumentException(
-          argument
-              + " must match [a-z_][a-z0-9_]* and have at most "
-              + MAX_SCHEMA_LENGTH
-              + " characters");
-    }
-    if (schema.startsWith("pg_") || schema.equals("information_schema")) {
-      throw new IllegalArgumentException(argument + " must not be a PostgreSQL system schema");
-    }
-    return schema;
+    return org.messagepump.core.Inputs.schema(argument, schema, MAX_SCHEMA_LENGTH);
   }
 
   /**

@@ -25,11 +25,10 @@ public final class CommandTables {
   public static final String HISTORY_TABLE = "commandqueue_flyway_history";
 
   /**
-   * A schema name: a lower-case SQL identifier short enough that the derived NOTIFY channel ({@code
-   * messagepump_commands_<schema>}) stays within PostgreSQL's 63-byte identifier limit.
+   * Longest schema name: the derived NOTIFY channel ({@code messagepump_commands_<schema>}) stays
+   * within PostgreSQL's 63-byte identifier limit.
    */
-  private static final java.util.regex.Pattern SCHEMA_NAME =
-      java.util.regex.Pattern.compile("[a-z_][a-z0-9_]{0,40}");
+  public static final int MAX_SCHEMA_LENGTH = 41;
 
   /** The table names, in the order {@code grantStatements} lists them. */
   public static final java.util.List<String> TABLE_NAMES =
@@ -76,18 +75,12 @@ public final class CommandTables {
   }
 
   /**
-   * Checks a schema name: not null, no NUL, within {@link
-   * org.messagepump.core.Limits#MAX_KEY_BYTES}, and matching {@code [a-z_][a-z0-9_]{0,40}}; else
-   * {@link IllegalArgumentException}.
+   * Checks a schema name ({@link org.messagepump.core.Inputs#schema}): a lower-case identifier of
+   * at most {@value #MAX_SCHEMA_LENGTH} characters, not a PostgreSQL system schema; else {@link
+   * IllegalArgumentException}.
    */
   public static String schemaName(String schema) {
-    org.messagepump.core.Inputs.key("schema", schema);
-    if (!SCHEMA_NAME.matcher(schema).matches()) {
-      throw new IllegalArgumentException(
-          "schema must match [a-z_][a-z0-9_]{0,40} (a lower-case identifier of at most 41"
-              + " characters)");
-    }
-    return schema;
+    return org.messagepump.core.Inputs.schema("schema", schema, MAX_SCHEMA_LENGTH);
   }
 
   /** Column {@code message_id}. */

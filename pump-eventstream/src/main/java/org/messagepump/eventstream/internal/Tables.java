@@ -6,7 +6,6 @@ import static org.jooq.impl.DSL.table;
 
 import java.time.OffsetDateTime;
 import java.util.UUID;
-import java.util.regex.Pattern;
 import org.jooq.Field;
 import org.jooq.Name;
 import org.jooq.SQLDialect;
@@ -29,11 +28,10 @@ public final class Tables {
   static final String DEFAULT_WAKE_CHANNEL = "messagepump_events";
 
   /**
-   * A schema name: lower-case letters, digits and underscores, at most 40 characters, so the NOTIFY
-   * channel derived from it ({@code messagepump_events_<schema>}) stays below PostgreSQL's 63-byte
-   * identifier limit.
+   * Longest schema name: the NOTIFY channel derived from it ({@code messagepump_events_<schema>})
+   * stays below PostgreSQL's 63-byte identifier limit.
    */
-  private static final Pattern SCHEMA_NAME = Pattern.compile("[a-z_][a-z0-9_]{0,39}");
+  public static final int MAX_SCHEMA_LENGTH = 40;
 
   /** The schema. */
   public final String schema;
@@ -68,18 +66,12 @@ public final class Tables {
   }
 
   /**
-   * Validates a schema name: not null, no NUL, and {@code [a-z_][a-z0-9_]{0,39}}. Throws an {@link
+   * Validates a schema name ({@link Inputs#schema}): a lower-case identifier of at most {@value
+   * #MAX_SCHEMA_LENGTH} characters, not a PostgreSQL system schema. Throws an {@link
    * IllegalArgumentException} naming {@code argument} otherwise.
    */
   public static String schemaName(String argument, String schema) {
-    Inputs.key(argument, schema);
-    if (!SCHEMA_NAME.matcher(schema).matches()) {
-      throw new IllegalArgumentException(
-          argument
-              + " must be 1-40 lower-case letters, digits or '_', not starting with a digit: "
-              + (schema.length() > 64 ? schema.substring(0, 64) + "..." : schema));
-    }
-    return schema;
+    return Inputs.schema(argument, schema, MAX_SCHEMA_LENGTH);
   }
 
   /** The NOTIFY channel appends to this schema signal and its event pumps listen on. */
