@@ -45,8 +45,10 @@ public final class Migrations {
    *
    * @param dataSource where to migrate (a pool: the call takes two connections)
    * @param schema the schema: lower-case letters, digits and {@code _}, not starting with a digit,
-   *     at most 63 characters (drivers may be stricter)
-   * @param historyTable Flyway's history table, same rule as {@code schema}
+   *     at most 63 characters (drivers may be stricter), not a PostgreSQL system schema ({@code
+   *     pg_*}, {@code information_schema}); see {@link Inputs#schema}
+   * @param historyTable Flyway's history table, the same rule without the system-schema one ({@link
+   *     Inputs#identifier})
    * @param location where Flyway finds the scripts, e.g. {@code "classpath:db/commandqueue"}
    * @param placeholders placeholder values for the scripts; null means none
    * @return the number of migrations this call applied (0 when the schema was up to date)
