@@ -211,26 +211,66 @@ final class BenchCommand implements Callable<Integer> {
     return median;
   }
 
+  /** Deliveries of each workload in one round of the untimed warm-up ({@link #warmUp}). */
+  private int warmUpSize() {
+    return size(10_000, 10_000);
+  }
+
   /**
-   * Size of the untimed warm-up before each part: the JIT compiles the pump's and the baseline's
-   * hot paths before anything is measured, so no figure includes interpreter time (the plain JDBC
-   * baseline warms up much faster than the pump, which would bias the first ratios). The same with
-   * --quick: 5,000 left the JIT compiling through the timed drains (docs/benchmarks.md).
+   * The untimed warm-up before a part's timed rows, so that no timed figure includes the JIT
+   * compiling: {@code round} (each of the part's workloads once, its baseline included, {@link
+   * #warmUpSize} deliveries each) is run at least twice, then again until a round during which the
+   * JIT compiled for less than {@value #SETTLED_JIT_SHARE} of its time, at most {@link
+   * #maxWarmUpRounds} rounds. A fixed warm-up did not settle on a two-core machine: with 20,000
+   * deliveries the JIT still compiled the balancer's delivery path at tier 4 during the first timed
+   * drain (compiler time 92 us per delivery against 1 for the baseline beside it), because the
+   * tier-4 thresholds grow with the compiler's queue on a busy machine. The plain JDBC baseline
+   * settles in the first round; the pump, with far more code, later. Reported as a row {@code
+   * warmup} (the rounds taken and the JIT's share of each round, in percent).
    */
-  private int warmUp() {
-    return size(20_000, 20_000);
+  private void warmUp(String part, Run<?> round) throws Exception {
+    List<String> shares = new java.util.ArrayList<>();
+    double share;
+    do {
+      CpuMeter.Reading before = CpuMeter.startTimedRow();
+      long start = System.nanoTime();
+      round.run();
+      long wall = System.nanoTime() - start;
+      long jit = CpuMeter.now().jitNanos() - before.jitNanos();
+      share = before.jitNanos() < 0 ? 0 : (double) jit / wall;
+      shares.add(String.format(java.util.Locale.ROOT, "%.1f", share * 100));
+    } while (shares.size() < maxWarmUpRounds()
+        && (shares.size() < 2 || share >= SETTLED_JIT_SHARE));
+    report.add(
+        "warmup",
+        params("part", part, "rounds", shares.size(), "jitPercent", String.join("/", shares)),
+        share * 100,
+        "% jit",
+        null);
+  }
+
+  /** The JIT's share of a warm-up round's time below which the JIT counts as settled. */
+  private static final double SETTLED_JIT_SHARE = 0.02;
+
+  private int maxWarmUpRounds() {
+    return 6;
   }
 
   private void commands(DataSource ds) throws Exception {
     BenchCommands c = new BenchCommands(ds);
     int n = size(50_000, 5_000);
     c.clear();
-    int w = warmUp();
-    BenchBaseline.skipLocked(ds, 8, w);
-    c.fill(w);
-    c.drain(8, 1, w);
-    c.fill(w);
-    c.drain(8, 10, w);
+    int w = warmUpSize();
+    warmUp(
+        "commands",
+        () -> {
+          BenchBaseline.skipLocked(ds, 8, w);
+          c.clear();
+          c.fill(w);
+          c.drain(8, 1, w);
+          c.fill(w);
+          return c.drain(8, 10, w);
+        });
     for (int workers : new int[] {1, 4, 8}) {
       double base = baseline(ds, workers, n);
       // A fresh table, as the baseline's is: the warm-up's 40,000 deletes leave dead index entries
@@ -315,11 +355,16 @@ final class BenchCommand implements Callable<Integer> {
     BenchEvents e = new BenchEvents(ds);
     int n = size(50_000, 5_000);
     e.clear();
-    int w = warmUp();
-    BenchBaseline.skipLocked(ds, 4, w);
-    long warm = e.fill(w, 16);
-    e.catchUp(1, 4, 50, warm);
-    e.catchUp(1, 4, 1, warm);
+    int w = warmUpSize();
+    warmUp(
+        "events",
+        () -> {
+          BenchBaseline.skipLocked(ds, 4, w);
+          e.clear();
+          long warm = e.fill(w, 16);
+          e.catchUp(1, 4, 50, warm);
+          return e.catchUp(1, 4, 1, warm);
+        });
     e.clear();
     report.add(
         "events.append",
@@ -386,11 +431,17 @@ final class BenchCommand implements Callable<Integer> {
     BenchBalancer b = new BenchBalancer(ds);
     int n = size(50_000, 5_000);
     int keys = Math.max(10, Math.min(1_000, n / 50));
-    int w = warmUp();
-    b.fill("bench-warm-up", w, keys, 1_000);
-    b.drain("bench-warm-up", w, keys, 8, 1);
-    b.fill("bench-warm-up-batch", w, keys, 100);
-    b.drain("bench-warm-up-batch", w, keys, 8, 10);
+    int w = warmUpSize();
+    warmUp(
+        "balancer",
+        () -> {
+          BenchBaseline.skipLocked(ds, 8, w);
+          b.clear();
+          b.fill("bench-warm-up", w, keys, 1_000);
+          b.drain("bench-warm-up", w, keys, 8, 1);
+          b.fill("bench-warm-up-batch", w, keys, 100);
+          return b.drain("bench-warm-up-batch", w, keys, 8, 10);
+        });
     List<Pair<BenchBalancer.Drain>> plain =
         paired(
             ds,

@@ -53,6 +53,10 @@ class BenchCommandIT {
       } else if (name.startsWith("cpu.") || name.startsWith("jit.")) {
         // CPU time from /proc counts in 10 ms ticks: a drain of 100 deliveries may show none.
         assertThat(row.path("value").asDouble()).as(row.toString()).isNotNegative();
+      } else if (name.equals("warmup")) {
+        // At least two rounds, at most six, however busy the JIT still was.
+        assertThat(row.path("value").asDouble()).as(row.toString()).isNotNegative();
+        assertThat(row.path("params").path("rounds").asInt()).as(row.toString()).isBetween(2, 6);
       } else if (!name.startsWith("heap")) {
         assertThat(row.path("value").asDouble()).as(row.toString()).isPositive();
       }
@@ -83,7 +87,8 @@ class BenchCommandIT {
             "balancer.order.violations",
             "balancer.fairness.jain",
             "cpu.client",
-            "jit.compile");
+            "jit.compile",
+            "warmup");
     assertThat(out.toString()).contains("ratio");
   }
 }
