@@ -107,10 +107,11 @@ public final class EventDriver implements Driver {
 
   /**
    * The turn of the row this driver claimed last: the next claim takes the first ready row after
-   * it, or starts a new lap. Shared by the pump's workers, so they take consecutive rows; a race
-   * between two of them only makes one claim start a little earlier in the lap.
+   * it, or starts a new lap ({@link Long#MIN_VALUE}: from the start). Shared by the pump's workers,
+   * so they take consecutive rows; a race between two of them only makes one claim start a little
+   * earlier in the lap.
    */
-  private final AtomicLong cursor = new AtomicLong();
+  private final AtomicLong cursor = new AtomicLong(Long.MIN_VALUE);
 
   private final HandlerLock handlerLock;
   private final Counter conflicts;
@@ -220,6 +221,9 @@ public final class EventDriver implements Driver {
         }
       }
       if (claim.checkpoint() == null) {
+        // The walk went round and found nothing free: the next one starts from the start, one
+        // statement for an idle poll instead of two.
+        cursor.set(claim.turn());
         break;
       }
       cursor.set(claim.turn());

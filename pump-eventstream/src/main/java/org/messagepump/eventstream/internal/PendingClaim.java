@@ -13,13 +13,14 @@ import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
 
 /**
  * Claims the handler's next pending stream, reads its next events and moves its checkpoint past
- * them, in one round trip: a CTE locks the first pending, due, unparked checkpoint row after the
- * driver's cursor in turn order, or from the start when there is none after it ({@code FOR UPDATE
- * SKIP LOCKED}), a lateral subquery reads up to {@code limit} events of the handler's types from
- * its checkpoint, bounded by the stream's type index, and an update of the locked row sets the
- * checkpoint after the last of them (the success bookkeeping up front; a run that ends early writes
- * it back, see {@link StreamRun}). A served row keeps its turn; the driver's cursor moves past it
- * (see {@link CheckpointQueries#setOffset}).
+ * them, in one round trip (two when the walk goes round): a CTE locks the first pending, due,
+ * unparked checkpoint row after the driver's cursor in turn order ({@code FOR UPDATE SKIP LOCKED};
+ * when there is none after it, the same statement runs again from the start), a lateral subquery
+ * reads up to {@code limit} events of the handler's types from its checkpoint, bounded by the
+ * stream's type index, and an update of the locked row sets the checkpoint after the last of them
+ * (the success bookkeeping up front; a run that ends early writes it back, see {@link StreamRun}).
+ * A served row keeps its turn; the driver's cursor moves past it (see {@link
+ * CheckpointQueries#setOffset}).
  *
  * <p>Written by hand and run through plain JDBC with a fixed text per limit (rendered once), like
  * the command claim: building and rendering a jOOQ query per poll, and a second round trip for the
@@ -42,8 +43,9 @@ public final class PendingClaim {
   /**
    * A claimed row with its events (empty when the stream holds none of the handler's types), or no
    * claim ({@code checkpoint} null); {@code turn}: the claimed row's turn (the driver's next
-   * cursor); {@code stored}: the checkpoint the row holds after the claim (past the last event
-   * read, or the claim's checkpoint when there was none).
+   * cursor), {@link Long#MIN_VALUE} when nothing was claimed; {@code stored}: the checkpoint the
+   * row holds after the claim (past the last event read, or the claim's checkpoint when there was
+   * none).
    */
   public record Claimed(
       LockedCheckpoint checkpoint, List<EventRows.Row> events, long turn, long stored) {}
@@ -94,11 +96,17 @@ public final class PendingClaim {
     return sqlByLimit.computeIfAbsent(
         limit,
         k ->
-            // c, the walk from the cursor: the first ready row after it, else (a new lap) the
-            // first from the start. Its LIMIT stops before the second branch runs (and locks)
-            // when the first found a row. Both are ordered scans of the ready index that start at
-            // their bound: no sort, and no walk over rows the cursor has passed. The paused check
-            // is a one-time filter above both (nothing is scanned or locked when it fails).
+            // c, one step of the walk from the cursor: the first ready row after it. One range,
+            // one bound: run() sends the same statement again from the start (a new lap) when
+            // nothing is after the cursor. An ordered scan of the ready index that starts at the
+            // bound: no sort, and no walk over rows the cursor has passed. The paused check is a
+            // one-time filter above it (nothing is scanned or locked when it fails).
+            //
+            // Until 2026-12-01 both ranges of the walk (after the cursor, then from the start)
+            // were branches of one UNION ALL: one round trip per lap fewer, but the second
+            // branch's nodes were set up and shut down at every execution although it ran about
+            // once per lap; measured with pgbench at batch size 1 on 16 streams, the server spent
+            // about a fifth more per claim (docs/benchmarks.md).
             //
             // e, the claimed stream's next events of the handler's types, in offset order.
             //
@@ -115,13 +123,11 @@ public final class PendingClaim {
             // outer ORDER BY (the lateral scan returns the events in offset order; run() checks),
             // and "anything pending?" is a statement of its own, asked only when nothing was
             // claimed.
-            "WITH c AS (SELECT * FROM (SELECT * FROM ("
+            "WITH c AS (SELECT * FROM ("
                 + range("turn > ?")
-                + ") AS a UNION ALL SELECT * FROM ("
-                + range("turn <= ?")
-                + ") AS b) AS w"
+                + ") AS a"
                 + notPaused
-                + " LIMIT 1),"
+                + "),"
                 + " e AS (SELECT ev.* FROM c CROSS JOIN LATERAL (SELECT * FROM "
                 + events
                 + " AS x WHERE x.stream_id = c.stream_id"
@@ -163,27 +169,37 @@ public final class PendingClaim {
   }
 
   /**
-   * Claims and reads: the first ready row whose turn is after {@code cursor}, else the first from
-   * the start; the result's checkpoint is null when no ready row is free.
+   * Claims and reads: the first ready row whose turn is after {@code cursor}, else (a new lap) the
+   * first from the start, a second statement; the result's checkpoint is null when no ready row is
+   * free. Its {@code turn} is the claimed row's; when nothing was claimed, {@link Long#MIN_VALUE}:
+   * the walk went round, so the caller's next walk may start from the start (one statement for an
+   * idle handler's poll, not two).
    */
   public Claimed run(Connection c, Collection<Long> exclude, long cursor, int limit)
+      throws SQLException {
+    Claimed claimed = step(c, exclude, cursor, limit);
+    if (claimed.checkpoint() == null && cursor != Long.MIN_VALUE) {
+      claimed = step(c, exclude, Long.MIN_VALUE, limit);
+    }
+    return claimed;
+  }
+
+  /** One statement of the walk: the first ready row after {@code cursor}, claimed and read. */
+  private Claimed step(Connection c, Collection<Long> exclude, long cursor, int limit)
       throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(sql(limit))) {
       // Arrays bound with setObject (pgjdbc encodes Long[] and String[] itself): createArrayOf
       // looks the element type up by name at every call, a visible cost per delivery.
-      Long[] excluded = exclude.toArray(new Long[0]);
       int i = 0;
-      for (int range = 0; range < 2; range++) {
-        ps.setString(++i, handlerKey);
-        ps.setObject(++i, excluded);
-        ps.setLong(++i, cursor);
-      }
+      ps.setString(++i, handlerKey);
+      ps.setObject(++i, exclude.toArray(new Long[0]));
+      ps.setLong(++i, cursor);
       ps.setString(++i, handlerKey); // the paused check
       ps.setObject(++i, types);
       ps.setObject(++i, types);
       ps.setString(++i, handlerKey); // the checkpoint update
       LockedCheckpoint claim = null;
-      long turn = 0;
+      long turn = Long.MIN_VALUE;
       long stored = -1;
       boolean ordered = true;
       List<EventRows.Row> rows = new ArrayList<>();
