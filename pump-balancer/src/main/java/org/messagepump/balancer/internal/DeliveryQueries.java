@@ -327,10 +327,6 @@ public final class DeliveryQueries {
   public static final class Prepared {
     final String group;
     private final Schema.Ctx ctx;
-    private final java.util.Map<Integer, String> acquireByMax =
-        new java.util.concurrent.ConcurrentHashMap<>();
-    private final java.util.Map<Integer, String> boundedByMax =
-        new java.util.concurrent.ConcurrentHashMap<>();
 
     /** The statements of {@code group} in the schema of {@code ctx}. */
     public Prepared(Schema.Ctx ctx, String group) {
@@ -353,9 +349,14 @@ public final class DeliveryQueries {
      * sorted them all at each delivery (a sequential scan under the row locks, which keep the sort
      * from stopping early) instead of reading the ready index from the cursor; a single bound is
      * estimated as a third, and the index is read.
+     *
+     * <p>The texts are kept per schema ({@link Schema.Ctx#acquireText}), not per driver: they do
+     * not depend on the group, which is bound. A batch of 10 asks for every {@code max} from 1 to
+     * 10 over time, and each new driver rendering its own through jOOQ was a burst of rendering
+     * (and of JIT compilation) at its start (docs/benchmarks.md).
      */
     public String acquire(int max) {
-      return acquireByMax.computeIfAbsent(max, m -> render(m, true));
+      return ctx.acquireText(max, true, DeliveryQueries::renderAcquire);
     }
 
     /**
@@ -363,28 +364,29 @@ public final class DeliveryQueries {
      * 3-4 and 7-8 the bounds. For the rest of a walk that wrapped round, {@code (last, cursor]}.
      */
     public String acquireBounded(int max) {
-      return boundedByMax.computeIfAbsent(max, m -> render(m, false));
+      return ctx.acquireText(max, false, DeliveryQueries::renderAcquire);
     }
+  }
 
-    private String render(int max, boolean open) {
-      DSLContext render = ctx.render();
-      // The group as a one-row subquery "(select ?)": the planner cannot look at its value, so
-      // every plan it makes has the same cost, and after five executions the connection keeps
-      // the generic plan. With a plain "= ?" the custom plan of a group with few keys looked
-      // cheaper (it expects fewer rows than the LIMIT) and was made again at every execution.
-      // The rotation bounds likewise, for the same reason.
-      Field<String> groupParam = DSL.field(DSL.select(DSL.val(group)));
-      ResultQuery<?> q = acquireQuery(render, groupParam, max, open);
-      // The parameters' order, as acquireLocked binds them (text, text, then the bounds, twice).
-      String order =
-          q.getBindValues().stream()
-              .map(v -> v instanceof String ? "t" : v instanceof Long ? "b" : "?")
-              .collect(java.util.stream.Collectors.joining());
-      if (!order.equals(open ? "ttbttb" : "ttbbttbb")) {
-        throw new IllegalStateException("the acquisition statement's parameters are " + order);
-      }
-      return render.render(q);
+  /** The text of the acquisition statement for {@code max} keys (see {@link Prepared#acquire}). */
+  static String renderAcquire(Schema.Ctx ctx, int max, boolean open) {
+    DSLContext render = ctx.render();
+    // The group as a one-row subquery "(select ?)": the planner cannot look at its value, so
+    // every plan it makes has the same cost, and after five executions the connection keeps
+    // the generic plan. With a plain "= ?" the custom plan of a group with few keys looked
+    // cheaper (it expects fewer rows than the LIMIT) and was made again at every execution.
+    // The rotation bounds likewise, for the same reason.
+    Field<String> groupParam = DSL.field(DSL.select(DSL.val("")));
+    ResultQuery<?> q = acquireQuery(render, groupParam, max, open);
+    // The parameters' order, as acquireLocked binds them (text, text, then the bounds, twice).
+    String order =
+        q.getBindValues().stream()
+            .map(v -> v instanceof String ? "t" : v instanceof Long ? "b" : "?")
+            .collect(java.util.stream.Collectors.joining());
+    if (!order.equals(open ? "ttbttb" : "ttbbttbb")) {
+      throw new IllegalStateException("the acquisition statement's parameters are " + order);
     }
+    return render.render(q);
   }
 
   private static final org.jooq.DataType<Long[]> LONG_ARRAY = SQLDataType.BIGINT.array();

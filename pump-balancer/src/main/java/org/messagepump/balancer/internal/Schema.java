@@ -61,6 +61,10 @@ public final class Schema {
     private final String keyDelete;
     private final String restore;
     private final String racedHeads;
+    private final java.util.Map<Integer, String> acquireOpen =
+        new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.Map<Integer, String> acquireBounded =
+        new java.util.concurrent.ConcurrentHashMap<>();
 
     private static final java.util.Map<String, Ctx> BY_SCHEMA =
         new java.util.concurrent.ConcurrentHashMap<>();
@@ -122,6 +126,21 @@ public final class Schema {
     /** A jOOQ context without connection, to render statements once. */
     public DSLContext render() {
       return DSL.using(SQLDialect.POSTGRES, settings);
+    }
+
+    /** How an acquisition statement's text is rendered: for this schema, a max and a walk kind. */
+    @FunctionalInterface
+    interface AcquireRenderer {
+      String render(Ctx ctx, int max, boolean open);
+    }
+
+    /**
+     * The acquisition statement's text for {@code max} keys, {@code open} (one bound per range) or
+     * bounded, rendered once per schema by {@code renderer} (see DeliveryQueries.Prepared).
+     */
+    String acquireText(int max, boolean open, AcquireRenderer renderer) {
+      return (open ? acquireOpen : acquireBounded)
+          .computeIfAbsent(max, m -> renderer.render(this, m, open));
     }
 
     String deleteMany() {
