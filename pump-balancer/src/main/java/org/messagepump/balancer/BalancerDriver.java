@@ -47,6 +47,15 @@ public final class BalancerDriver implements Driver {
   /** Default interval between reaper runs of one driver: 1 second. */
   public static final Duration DEFAULT_REAP_INTERVAL = Duration.ofSeconds(1);
 
+  /**
+   * Default number of consecutive messages of one key a batch may take: 1, one message per key per
+   * turn (as balancer-core).
+   */
+  public static final int DEFAULT_MESSAGES_PER_TURN = 1;
+
+  /** The largest {@code messagesPerTurn}. */
+  public static final int MAX_MESSAGES_PER_TURN = 1000;
+
   /** Default number of expired leases after which a key is parked: unlimited. */
   public static final int DEFAULT_MAX_ATTEMPTS = MessagePump.UNLIMITED_FAILURES;
 
@@ -81,6 +90,7 @@ public final class BalancerDriver implements Driver {
   private final String group;
   private final BalancedHandler handler;
   private final boolean lockPartition;
+  private final int messagesPerTurn;
   private final Duration leaseDuration;
   private final Duration reapInterval;
   private final int maxAttempts;
@@ -107,6 +117,7 @@ public final class BalancerDriver implements Driver {
     this.prepared = new DeliveryQueries.Prepared(ctx, group);
     this.handler = b.handler;
     this.lockPartition = b.lockPartition;
+    this.messagesPerTurn = b.messagesPerTurn;
     this.leaseDuration = b.leaseDuration;
     this.reapInterval = b.reapInterval;
     this.maxAttempts = b.maxAttempts;
@@ -131,6 +142,13 @@ public final class BalancerDriver implements Driver {
   /** True when at most one message per key is in flight. */
   public boolean lockPartition() {
     return lockPartition;
+  }
+
+  /**
+   * The most consecutive messages of one key a batch takes (see {@link Builder#messagesPerTurn}).
+   */
+  public int messagesPerTurn() {
+    return messagesPerTurn;
   }
 
   /** The default lease of a hand-off. */
@@ -178,14 +196,19 @@ public final class BalancerDriver implements Driver {
     for (int round = 0; round < MAX_ROUNDS && out.size() < max; round++) {
       int want = max - out.size();
       DeliveryQueries.Acquired a =
-          DeliveryQueries.acquireLocked(tx, prepared, want, a1, a2, b1, b2);
+          DeliveryQueries.acquireLocked(tx, prepared, want, messagesPerTurn, a1, a2, b1, b2);
+      // The claims of one key come one after the other, in id order: one run.
+      Run run = null;
       for (DeliveryQueries.Claim c : a.claims()) {
-        out.add(delivery(c.message(), new State(c)));
+        if (run == null || !run.key.equals(c.message().key())) {
+          run = new Run(c.message().key());
+        }
+        out.add(delivery(c.message(), new State(c, run)));
       }
       if (!a.raced().isEmpty()) {
         for (DeliveryQueries.Claim c :
             DeliveryQueries.deleteRacedHeads(tx.connection(), ctx, group, a.raced())) {
-          out.add(delivery(c.message(), new State(c)));
+          out.add(delivery(c.message(), new State(c, new Run(c.message().key()))));
         }
       }
       for (DeliveryQueries.EmptyKey e : a.empty()) {
@@ -339,7 +362,17 @@ public final class BalancerDriver implements Driver {
     final boolean othersSeen;
     final Duration ageAtAcquisition;
     final long acquiredAt = System.nanoTime();
+
+    /** The messages of its key this batch took with it (one, or a run), or null (not deleted). */
+    final Run run;
+
+    /** The first of its run: the one the key's failure count belongs to. */
+    final boolean first;
+
     boolean remove;
+
+    /** Not handled because an earlier message of its run was not: only written back. */
+    boolean skipped;
 
     /** A claim whose message is still stored (without lockPartition, or reacquired). */
     State(AcquiredMessage claim) {
@@ -347,14 +380,43 @@ public final class BalancerDriver implements Driver {
       this.deleted = false;
       this.othersSeen = true;
       this.ageAtAcquisition = Duration.ZERO;
+      this.run = null;
+      this.first = true;
     }
 
-    /** A claim whose message acquisition deleted. */
-    State(DeliveryQueries.Claim c) {
+    /** A claim whose message acquisition deleted, the next of {@code run}. */
+    State(DeliveryQueries.Claim c, Run run) {
       this.claim = c.message();
       this.deleted = true;
       this.othersSeen = c.othersSeen();
       this.ageAtAcquisition = c.age();
+      this.run = run;
+      this.first = run.size++ == 0;
+    }
+  }
+
+  /**
+   * The consecutive messages of one key that one acquisition took (see {@link
+   * Builder#messagesPerTurn}; a run of one otherwise), handled in order. Once one of them is not
+   * handled with {@link Result.Ok} (requeued, handed off, Busy, failed, or a success the pump
+   * undid), the rest are not handled: they are written back as they were, and the key's state is
+   * what that one outcome made it.
+   */
+  private static final class Run {
+    final String key;
+    int size;
+
+    /** The rest of the run is not handled. */
+    boolean stopped;
+
+    /**
+     * An outcome of the run wrote the key's row (postponed, parked, leased): the successes of the
+     * run leave the key alone at completion (no failure reset, no empty-key delete).
+     */
+    boolean keyWritten;
+
+    Run(String key) {
+      this.key = key;
     }
   }
 
@@ -381,6 +443,14 @@ public final class BalancerDriver implements Driver {
   public Outcome handle(Tx tx, Delivery delivery) throws Exception {
     State state = state(delivery);
     AcquiredMessage c = state.claim;
+    if (state.run != null && (state.run.stopped || (!state.first && c.failures() > 0))) {
+      // Later messages of a key wait for the earlier ones. A key with failures counted gets one
+      // message per turn until a success clears them, so that a failure is always counted on top
+      // of the key's own count (a success earlier in the run would have reset it).
+      state.skipped = true;
+      state.run.stopped = true;
+      return Outcome.busy("an earlier message of its key was not handled in this batch");
+    }
     if (c.problem() != null) {
       metrics.handled(BalancerMetrics.UNDECODABLE, 0);
       throw new UndecodableMessageException(
@@ -427,6 +497,9 @@ public final class BalancerDriver implements Driver {
       state.remove = true; // deleted with the rest of the batch in completed()
       return Outcome.HANDLED;
     }
+    if (state.run != null) {
+      state.run.stopped = true; // kept: the key's later messages wait for it
+    }
     if (result instanceof Result.Requeue r) {
       // Checked before anything is sent: an IllegalArgumentException is the handler's failure.
       String props =
@@ -447,6 +520,9 @@ public final class BalancerDriver implements Driver {
           h.lease() == null ? leaseDuration : Balancer.checkPositive("handoff lease", h.lease());
       keep(tx, state, null);
       DeliveryQueries.lease(ctx.dsl(tx), c, leaseOwner, lease);
+      if (state.run != null) {
+        state.run.keyWritten = true;
+      }
       return Outcome.HANDLED;
     }
     if (result instanceof Result.Busy b) {
@@ -484,6 +560,11 @@ public final class BalancerDriver implements Driver {
       boolean emptied;
       if (s.deleted) {
         metrics.removed(s.ageAtAcquisition.plusNanos(System.nanoTime() - s.acquiredAt));
+        if (s.run.keyWritten) {
+          continue; // a later message of the run set the key's state (and is stored again)
+        }
+        // Only the last message of a run can be without a later one, and only the first can
+        // have failures to clear (a key with failures has runs of one).
         emptied = !s.othersSeen;
       } else {
         DeliveryQueries.Removed r = removed.get(c.messageId());
@@ -513,6 +594,9 @@ public final class BalancerDriver implements Driver {
     State state = state(delivery);
     AcquiredMessage claim = state.claim;
     keep(tx, state, null);
+    if (stopRun(state)) {
+      return; // a later message of a run that stopped before it: written back, nothing else
+    }
     DeliveryQueries.postpone(ctx.dsl(tx), claim, failures, delay);
     if (lockPartition && failures == claim.failures()) {
       long before = claim.oldRotation() - 1;
@@ -524,7 +608,28 @@ public final class BalancerDriver implements Driver {
   public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
     State state = state(delivery);
     keep(tx, state, null);
+    if (stopRun(state)) {
+      return;
+    }
     DeliveryQueries.park(ctx.dsl(tx), state.claim, failures, reason);
+  }
+
+  /**
+   * Before a postponement or parking of {@code state}'s key: stops its run (the rest is written
+   * back) and notes that the key's row is written. True when the delivery was skipped (a later
+   * message of a run that had stopped): it must not touch the key.
+   */
+  private static boolean stopRun(State state) {
+    state.remove = false; // a success the pump undid: the message is stored again
+    if (state.run == null) {
+      return false;
+    }
+    if (state.skipped) {
+      return true;
+    }
+    state.run.stopped = true;
+    state.run.keyWritten = true;
+    return false;
   }
 
   /**
@@ -553,6 +658,7 @@ public final class BalancerDriver implements Driver {
     private final MessageBalancer balancer;
     private final BalancedHandler handler;
     private boolean lockPartition = DEFAULT_LOCK_PARTITION;
+    private int messagesPerTurn = DEFAULT_MESSAGES_PER_TURN;
     private Duration leaseDuration = DEFAULT_LEASE_DURATION;
     private Duration reapInterval = DEFAULT_REAP_INTERVAL;
     private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
@@ -570,6 +676,29 @@ public final class BalancerDriver implements Driver {
      */
     public Builder lockPartition(boolean lockPartition) {
       this.lockPartition = lockPartition;
+      return this;
+    }
+
+    /**
+     * Up to how many consecutive messages of one key a batch takes in the key's turn (1 to {@value
+     * #MAX_MESSAGES_PER_TURN}; default 1, one message per key per turn as balancer-core). With the
+     * pump's {@code batchSize} N above 1, a batch walks the ready keys as always and takes up to
+     * this many messages of each, up to N in all: fewer keys per transaction, so fewer key rows
+     * locked and looked up per message. The messages of a key are handled in order; once one is not
+     * {@link Result.Ok}, the rest are written back untouched and wait for the key's next turn. A
+     * key with failures counted gets one message per turn. Fairness holds per turn: a key waits for
+     * at most one turn of every other ready key, and a turn is now up to this many messages. Needs
+     * {@code lockPartition(true)}.
+     */
+    public Builder messagesPerTurn(int messagesPerTurn) {
+      if (messagesPerTurn < 1 || messagesPerTurn > MAX_MESSAGES_PER_TURN) {
+        throw new IllegalArgumentException(
+            "messagesPerTurn must be between 1 and "
+                + MAX_MESSAGES_PER_TURN
+                + ": "
+                + messagesPerTurn);
+      }
+      this.messagesPerTurn = messagesPerTurn;
       return this;
     }
 
@@ -612,6 +741,12 @@ public final class BalancerDriver implements Driver {
     /** The driver. */
     public BalancerDriver build() {
       Objects.requireNonNull(handler, "handler");
+      if (messagesPerTurn > 1 && !lockPartition) {
+        throw new IllegalArgumentException(
+            "messagesPerTurn("
+                + messagesPerTurn
+                + ") needs lockPartition(true): without it a key's messages are not kept in order");
+      }
       return new BalancerDriver(this);
     }
 

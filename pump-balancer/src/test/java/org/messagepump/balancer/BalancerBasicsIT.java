@@ -270,6 +270,15 @@ class BalancerBasicsIT {
               prepared.acquire(max),
               "text, text, bigint, text, text, bigint",
               new Object[] {group, group, cursor, group, group, cursor}));
+      if (max > 1) {
+        // Runs: up to 5 consecutive messages of each key (messagesPerTurn).
+        all.append(
+            checkPlans(
+                db,
+                prepared.acquire(max, 5),
+                "text, text, bigint, text, text, bigint",
+                new Object[] {group, group, cursor, group, group, cursor}));
+      }
       if (keys < 1_000) {
         // The rest of a walk that wrapped round, rare (only past keys found empty): in a small
         // group PostgreSQL reads all key rows and sorts them for it, as it did for every walk.
@@ -279,7 +288,7 @@ class BalancerBasicsIT {
       all.append(
           checkPlans(
               db,
-              prepared.acquireBounded(max),
+              prepared.acquireBounded(max, 1),
               "text, text, bigint, bigint, text, text, bigint, bigint",
               new Object[] {
                 group, group, Long.MIN_VALUE, Long.MIN_VALUE, group, group, cursor / 2, cursor
@@ -323,6 +332,9 @@ class BalancerBasicsIT {
     }
     for (String p : List.of(generic, plan)) {
       assertThat(p).contains("partitions_ready").contains("messages_key_order");
+      // Each message is deleted by its row address, not through the primary key, and no probe
+      // per message looks for a later one (the key's scan reads one more).
+      assertThat(p).contains("Tid Scan").doesNotContain("messages_pkey");
       assertThat(p).doesNotContain("Seq Scan on partitions").doesNotContain("Sort");
       // The pause check is evaluated once per execution (an InitPlan and a one-time filter), not
       // once per key row.

@@ -63,6 +63,15 @@ final class BenchBalancer {
   /** Drains the group with {@code workers} workers; measures order and fairness on the way. */
   Drain drain(String group, int n, int keys, int workers, int batchSize)
       throws InterruptedException {
+    return drain(group, n, keys, workers, batchSize, 1);
+  }
+
+  /**
+   * As {@link #drain(String, int, int, int, int)}, with up to {@code messagesPerTurn} consecutive
+   * messages of one key per batch.
+   */
+  Drain drain(String group, int n, int keys, int workers, int batchSize, int messagesPerTurn)
+      throws InterruptedException {
     MessageBalancer balancer = MessageBalancer.create(ds, group);
     Map<String, Long> last = new ConcurrentHashMap<>();
     AtomicLong violations = new AtomicLong();
@@ -88,6 +97,7 @@ final class BenchBalancer {
                           }
                           return Result.ok();
                         })
+                    .messagesPerTurn(messagesPerTurn)
                     .build())
             .workers(workers)
             .batchSize(batchSize)

@@ -152,6 +152,12 @@ final class BenchCommand implements Callable<Integer> {
     }
   }
 
+  /**
+   * Consecutive messages of one key per batch in the balancer's run drain (messagesPerTurn): half
+   * the batch of 10, so a batch holds two keys.
+   */
+  private static final int RUN = 5;
+
   /** How many pairs a target row measures: 3 with --quick, where one run is a second or two. */
   private int pairs() {
     return quick ? 3 : 1;
@@ -440,7 +446,9 @@ final class BenchCommand implements Callable<Integer> {
           b.fill("bench-warm-up", w, keys, 1_000);
           b.drain("bench-warm-up", w, keys, 8, 1);
           b.fill("bench-warm-up-batch", w, keys, 100);
-          return b.drain("bench-warm-up-batch", w, keys, 8, 10);
+          b.drain("bench-warm-up-batch", w, keys, 8, 10);
+          b.fill("bench-warm-up-runs", w, keys, 100);
+          return b.drain("bench-warm-up-runs", w, keys, 8, 10, RUN);
         });
     List<Pair<BenchBalancer.Drain>> plain =
         paired(
@@ -455,7 +463,7 @@ final class BenchCommand implements Callable<Integer> {
             () -> b.drain("bench", n, keys, 8, 1),
             BenchBalancer.Drain::perSecond);
     reportPaired("balancer.drain", params("workers", 8, "messages", n, "keys", keys), plain);
-    drainChecks(1, plain);
+    drainChecks(1, 1, plain);
     // The batch drain takes as many messages as the batch-1 drain in a full run, five times as
     // many with --quick: with 5,000 it lasted 0.11-0.17 s, so the pump's start and the last
     // keys' tail were a large part of it, and the three pairs of one run spread from 2.6 to 4.7;
@@ -486,23 +494,48 @@ final class BenchCommand implements Callable<Integer> {
         "balancer.drain.batch",
         params("workers", 8, "batchSize", 10, "messages", nb, "keys", keys),
         batched);
-    drainChecks(10, batched);
+    drainChecks(10, 1, batched);
+    // The same drain taking runs: up to RUN consecutive messages of one key per batch.
+    List<Pair<BenchBalancer.Drain>> runs =
+        paired(
+            ds,
+            8,
+            n,
+            nb,
+            () -> {
+              b.clear();
+              return b.fill("bench-runs", nb, keys, 100);
+            },
+            () -> b.drain("bench-runs", nb, keys, 8, 10, RUN),
+            BenchBalancer.Drain::perSecond);
+    reportPaired(
+        "balancer.drain.batch",
+        params("workers", 8, "batchSize", 10, "messagesPerTurn", RUN, "messages", nb, "keys", keys),
+        runs);
+    drainChecks(10, RUN, runs);
   }
 
   /**
    * The order and fairness rows of the drains of {@code pairs}: the order violations of all of them
    * together, and the lowest Jain's index of any.
    */
-  private void drainChecks(int batchSize, List<Pair<BenchBalancer.Drain>> pairs) {
+  private void drainChecks(
+      int batchSize, int messagesPerTurn, List<Pair<BenchBalancer.Drain>> pairs) {
+    Map<String, Object> p = params("batchSize", batchSize);
+    if (messagesPerTurn > 1) {
+      p.put("messagesPerTurn", messagesPerTurn);
+    }
     report.add(
         "balancer.order.violations",
-        params("batchSize", batchSize),
+        p,
         pairs.stream().mapToLong(d -> d.result().orderViolations()).sum(),
         "count",
         null);
+    Map<String, Object> q = new LinkedHashMap<>(p);
+    q.put("window", "first 10%");
     report.add(
         "balancer.fairness.jain",
-        params("batchSize", batchSize, "window", "first 10%"),
+        q,
         pairs.stream().mapToDouble(d -> d.result().jain()).min().orElseThrow(),
         "index",
         null);

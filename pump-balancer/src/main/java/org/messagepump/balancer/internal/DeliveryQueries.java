@@ -143,12 +143,29 @@ public final class DeliveryQueries {
    */
   public static Acquired acquireLocked(
       Tx tx, Prepared prepared, int max, long a1, long a2, long b1, long b2) throws SQLException {
+    return acquireLocked(tx, prepared, max, 1, a1, a2, b1, b2);
+  }
+
+  /**
+   * As {@link #acquireLocked(Tx, Prepared, int, long, long, long, long)}, taking up to {@code
+   * perKey} consecutive messages of each key (a run), up to {@code max} messages in all: the claims
+   * of one key come in id order, one after the other. A run is all or nothing: when the statement
+   * could not delete every message it chose for a key (a raced key, see {@link RacedKey}), the ones
+   * it did delete are written back at once, so that a later message is never delivered while an
+   * earlier one is still stored, and the key is raced.
+   */
+  public static Acquired acquireLocked(
+      Tx tx, Prepared prepared, int max, int perKey, long a1, long a2, long b1, long b2)
+      throws SQLException {
     String group = prepared.group;
     Connection connection = tx.connection();
     List<Claim> claims = new ArrayList<>();
     List<Integer> parts = new ArrayList<>();
     List<EmptyKey> empty = new ArrayList<>();
     List<RacedKey> raced = new ArrayList<>();
+    // Keys of a run whose message was chosen but not deleted (raced), and the claims of those keys
+    // that were deleted, to be written back.
+    java.util.Set<String> racedKeys = new java.util.HashSet<>();
     int lastPart = -1;
     long last = Long.MIN_VALUE;
     int rows = 0;
@@ -156,7 +173,8 @@ public final class DeliveryQueries {
     // statement. Only the rest of a walk that wrapped round, (last, cursor], needs both.
     boolean open = a2 == Long.MAX_VALUE && b1 == Long.MIN_VALUE;
     try (PreparedStatement ps =
-        connection.prepareStatement(open ? prepared.acquire(max) : prepared.acquireBounded(max))) {
+        connection.prepareStatement(
+            open ? prepared.acquire(max, perKey) : prepared.acquireBounded(max, perKey))) {
       // Per range: the group, the group again (the pause check), the rotation bound(s).
       int i = 0;
       ps.setString(++i, group);
@@ -189,11 +207,24 @@ public final class DeliveryQueries {
           }
           long id = rs.getLong(6);
           if (rs.wasNull()) {
-            raced.add(new RacedKey(key, rotation, rs.getInt(3)));
+            if (racedKeys.add(key)) {
+              raced.add(new RacedKey(key, rotation, rs.getInt(3)));
+            }
             continue;
           }
           claims.add(claim(rs, group, key, rotation, id, rs.getInt(3), 7));
           parts.add(part);
+        }
+      }
+    }
+    if (!racedKeys.isEmpty() && perKey > 1) {
+      // Only a run can have part of its messages deleted: write those back (a rare path).
+      for (int k = claims.size() - 1; k >= 0; k--) {
+        Claim c = claims.get(k);
+        if (racedKeys.contains(c.message().key())) {
+          restore(connection, prepared.ctx, c.message(), null);
+          claims.remove(k);
+          parts.remove(k);
         }
       }
     }
@@ -311,7 +342,8 @@ public final class DeliveryQueries {
     java.util.Arrays.sort(
         order,
         java.util.Comparator.comparingInt((Integer i) -> parts.get(i))
-            .thenComparingLong(i -> claims.get(i).message().oldRotation()));
+            .thenComparingLong(i -> claims.get(i).message().oldRotation())
+            .thenComparingLong(i -> claims.get(i).message().messageId()));
     List<Claim> sorted = new ArrayList<>(order.length);
     for (Integer i : order) {
       sorted.add(claims.get(i));
@@ -356,20 +388,29 @@ public final class DeliveryQueries {
      * (and of JIT compilation) at its start (docs/benchmarks.md).
      */
     public String acquire(int max) {
-      return ctx.acquireText(max, true, DeliveryQueries::renderAcquire);
+      return acquire(max, 1);
     }
 
     /**
-     * As {@link #acquire}, with both bounds on each range: parameters 1-2 and 5-6 are the group,
-     * 3-4 and 7-8 the bounds. For the rest of a walk that wrapped round, {@code (last, cursor]}.
+     * As {@link #acquire(int)}, taking up to {@code perKey} consecutive messages of each key (a
+     * run, see {@link #acquireLocked}), up to {@code max} messages in all.
      */
-    public String acquireBounded(int max) {
-      return ctx.acquireText(max, false, DeliveryQueries::renderAcquire);
+    public String acquire(int max, int perKey) {
+      return ctx.acquireText(max, true, Math.min(perKey, max), DeliveryQueries::renderAcquire);
+    }
+
+    /**
+     * As {@link #acquire(int, int)}, with both bounds on each range: parameters 1-2 and 5-6 are the
+     * group, 3-4 and 7-8 the bounds. For the rest of a walk that wrapped round, {@code (last,
+     * cursor]}.
+     */
+    public String acquireBounded(int max, int perKey) {
+      return ctx.acquireText(max, false, Math.min(perKey, max), DeliveryQueries::renderAcquire);
     }
   }
 
   /** The text of the acquisition statement for {@code max} keys (see {@link Prepared#acquire}). */
-  static String renderAcquire(Schema.Ctx ctx, int max, boolean open) {
+  static String renderAcquire(Schema.Ctx ctx, int max, boolean open, int perKey) {
     DSLContext render = ctx.render();
     // The group as a one-row subquery "(select ?)": the planner cannot look at its value, so
     // every plan it makes has the same cost, and after five executions the connection keeps
@@ -377,7 +418,7 @@ public final class DeliveryQueries {
     // cheaper (it expects fewer rows than the LIMIT) and was made again at every execution.
     // The rotation bounds likewise, for the same reason.
     Field<String> groupParam = DSL.field(DSL.select(DSL.val("")));
-    ResultQuery<?> q = acquireQuery(render, groupParam, max, open);
+    ResultQuery<?> q = acquireQuery(render, groupParam, max, open, perKey);
     // The parameters' order, as acquireLocked binds them (text, text, then the bounds, twice).
     String order =
         q.getBindValues().stream()
@@ -416,6 +457,16 @@ public final class DeliveryQueries {
    */
   public static ResultQuery<?> acquireQuery(
       DSLContext dsl, Field<String> group, int max, boolean open) {
+    return acquireQuery(dsl, group, max, open, 1);
+  }
+
+  /**
+   * As {@link #acquireQuery(DSLContext, Field, int, boolean)}, with up to {@code perKey}
+   * consecutive messages of each key: one row per message (a key's rows in no particular order),
+   * {@code max} rows in all. The rows of one key share its columns.
+   */
+  public static ResultQuery<?> acquireQuery(
+      DSLContext dsl, Field<String> group, int max, boolean open, int perKey) {
     // Each range is its own locking subquery (a locking clause is not allowed on a UNION's
     // branches); the outer LIMIT stops the Append before the second range is read, and so before
     // any of its rows is locked, when the first range already gave max keys.
@@ -427,29 +478,89 @@ public final class DeliveryQueries {
                     .from(range(DSL.field(DSL.select(DSL.val(""))), max, "b", 1, !open, true)))
             .limit(DSL.inline(max))
             .asTable("c");
-    // The locked keys and the id of each one's head, read without a lock: the key row's lock is
-    // the claim, and every writer of a key's messages holds it. h is read twice below, so
-    // PostgreSQL computes it once: each key is locked once.
-    Field<Long> headId = DSL.field(headId(null, C_GROUP, C_KEY));
+    // h: the locked keys, and the first perKey messages of each (its head, or a run), read without
+    // a lock: the key row's lock is the claim, and every writer of a key's messages holds it. A
+    // lateral scan of the key's index range, at most max rows in all. The join pulls the keys one
+    // at a time, so they are locked as they are reached: once max rows are there, no further key
+    // is read or locked (a key locked and left unused would be skipped by every other worker until
+    // this commits). A key without messages is one row with no id (an empty key). h is read twice
+    // below, so PostgreSQL computes it once: each key is locked once.
+    //
+    // The scan reads one message more than it takes (perKey + 1): whether a message has a later
+    // one of its key (h_more) comes from the same scan. Each message is then deleted by its row
+    // address (ctid, a TID scan). Until 2026-12-01 the head was one scalar subquery, each delete
+    // went through the primary key, and a probe per deleted message looked for a later one: two
+    // index descents per message more; pg_stat_statements on a PostgreSQL 15 server, bench
+    // --quick, batches of 10: 213 -> 143 us per statement (docs/benchmarks.md). The ctid and the
+    // ids are read with the statement's snapshot, which keeps those rows from being pruned until
+    // it ends; a row another transaction deleted (or wrote back, as a new row) meanwhile is not
+    // deleted here, and its key is raced.
+    // How many messages of a key: perKey (an integer of the code, not data), and one for a key
+    // with failures counted, so that a failure is always counted on the key's own count (a success
+    // earlier in the run would have reset it).
+    Field<Integer> take =
+        perKey == 1
+            ? DSL.inline(1)
+            : DSL.when(C_FAILURES.gt(DSL.inline(0)), DSL.inline(1)).otherwise(DSL.inline(perKey));
+    Field<Long> iId = DSL.field(DSL.name("i", "i_id"), Long.class);
+    Field<Object> iCtid = DSL.field(DSL.name("i", "i_ctid"));
+    Table<?> scan =
+        DSL.select(M.ID.as("i_id"), DSL.field("{0}.ctid", M.T).as("i_ctid"))
+            .from(M.T)
+            .where(M.GROUP.eq(C_GROUP))
+            .and(M.KEY.eq(C_KEY))
+            .orderBy(M.ID)
+            .limit(take.add(DSL.inline(1)))
+            .asTable("i");
+    Field<Integer> rn = DSL.field(DSL.name("w", "w_n"), Integer.class);
+    Field<Long> next = DSL.field(DSL.name("w", "w_next"), Long.class);
+    Table<?> numbered =
+        DSL.select(
+                iId.as("w_id"),
+                iCtid.as("w_ctid"),
+                DSL.rowNumber().over(DSL.orderBy(iId)).as("w_n"),
+                DSL.lead(iId).over(DSL.orderBy(iId)).as("w_next"))
+            .from(scan)
+            .asTable("w");
+    Table<?> run =
+        DSL.lateral(
+            DSL.select(
+                    DSL.field(DSL.name("w", "w_id")).as("h_id"),
+                    DSL.field(DSL.name("w", "w_ctid")).as("h_ctid"),
+                    DSL.field(next.isNotNull()).as("h_more"))
+                .from(numbered)
+                .where(rn.le(take))
+                .asTable("hd"));
     CommonTableExpression<?> h =
         DSL.name("h")
-            .as(DSL.select(C_KEY, C_ROTATION, C_FAILURES, C_PART, headId.as("h_id")).from(c));
+            .as(
+                DSL.select(
+                        C_KEY,
+                        C_ROTATION,
+                        C_FAILURES,
+                        C_PART,
+                        DSL.field(DSL.name("hd", "h_id")).as("h_id"),
+                        DSL.field(DSL.name("hd", "h_ctid")).as("h_ctid"),
+                        DSL.field(DSL.name("hd", "h_more")).as("h_more"))
+                    .from(c.leftJoin(run).on(DSL.trueCondition()))
+                    .limit(DSL.inline(max)));
     Field<Long> hId = DSL.field(DSL.name("h", "h_id"), Long.class);
-    // The heads, deleted. The delete decides on each row's newest version: a head whose delete
-    // (by the previous holder of the key) committed after this statement's snapshot is not
-    // deleted and not returned (the key is "raced": deleteRacedHeads takes it), a head
-    // whose properties a requeue replaced meanwhile is deleted and returned with the new ones.
-    // Before, the head was read and the message deleted at completion: one statement more per
-    // delivery, and (for a head with a writer the snapshot did not see) a second, locked read.
+    // The messages of h, deleted. The delete decides on each row's newest version: a message that
+    // the previous holder of the key deleted, wrote back or updated, committed after this
+    // statement's snapshot, is not deleted and not returned (its ctid no longer names a live
+    // version; the key is "raced": deleteRacedHeads takes it). Before 2026-12-01 the head was read
+    // and the message deleted at completion: one statement more per delivery, and (for a head
+    // with a writer the snapshot did not see) a second, locked read.
     List<Field<?>> deleted = new ArrayList<>();
     deleted.add(M.ID.as("d_id"));
     deleted.addAll(deletedColumns());
+    deleted.remove(deleted.size() - 1); // d_others: the run's scan says it (h_more)
     CommonTableExpression<?> d =
         DSL.name("d")
             .as(
                 dsl.deleteFrom(M.T)
                     .using(DSL.table(DSL.name("h")))
-                    .where(M.ID.eq(hId))
+                    .where(DSL.condition("{0}.ctid = {1}", M.T, hField("h_ctid")))
                     .returningResult(deleted));
     return dsl.with(h)
         .with(d)
@@ -466,7 +577,7 @@ public final class DeliveryQueries {
             dField("d_attempts"),
             dField("d_received_us"),
             dField("d_now_us"),
-            dField("d_others"))
+            hField("h_more"))
         // No ORDER BY (a sort node per delivery): acquireLocked puts the claims in walk order.
         .from(DSL.table(DSL.name("h")))
         .leftJoin(DSL.table(DSL.name("d")))

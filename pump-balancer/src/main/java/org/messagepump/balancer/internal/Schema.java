@@ -61,9 +61,9 @@ public final class Schema {
     private final String keyDelete;
     private final String restore;
     private final String racedHeads;
-    private final java.util.Map<Integer, String> acquireOpen =
+    private final java.util.Map<Long, String> acquireOpen =
         new java.util.concurrent.ConcurrentHashMap<>();
-    private final java.util.Map<Integer, String> acquireBounded =
+    private final java.util.Map<Long, String> acquireBounded =
         new java.util.concurrent.ConcurrentHashMap<>();
 
     private static final java.util.Map<String, Ctx> BY_SCHEMA =
@@ -128,19 +128,24 @@ public final class Schema {
       return DSL.using(SQLDialect.POSTGRES, settings);
     }
 
-    /** How an acquisition statement's text is rendered: for this schema, a max and a walk kind. */
+    /**
+     * How an acquisition statement's text is rendered: for this schema, a max, a walk kind and the
+     * most messages of one key it takes.
+     */
     @FunctionalInterface
     interface AcquireRenderer {
-      String render(Ctx ctx, int max, boolean open);
+      String render(Ctx ctx, int max, boolean open, int perKey);
     }
 
     /**
-     * The acquisition statement's text for {@code max} keys, {@code open} (one bound per range) or
-     * bounded, rendered once per schema by {@code renderer} (see DeliveryQueries.Prepared).
+     * The acquisition statement's text for {@code max} deliveries, {@code open} (one bound per
+     * range) or bounded, up to {@code perKey} consecutive messages of each key, rendered once per
+     * schema by {@code renderer} (see DeliveryQueries.Prepared).
      */
-    String acquireText(int max, boolean open, AcquireRenderer renderer) {
+    String acquireText(int max, boolean open, int perKey, AcquireRenderer renderer) {
       return (open ? acquireOpen : acquireBounded)
-          .computeIfAbsent(max, m -> renderer.render(this, m, open));
+          .computeIfAbsent(
+              ((long) max << 32) | perKey, m -> renderer.render(this, max, open, perKey));
     }
 
     String deleteMany() {
