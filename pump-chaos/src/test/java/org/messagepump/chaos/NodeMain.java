@@ -13,10 +13,10 @@ import org.messagepump.core.spi.Driver;
 import org.messagepump.eventstream.EventStore;
 
 /**
- * A pump node in its own JVM: {@code NodeMain <commands|events|balancer> <jdbcUrl> <user>
- * <password> <node> <workers>}. It runs one pump whose handler records every delivery in the {@link
- * Ledger} inside the delivery's transaction, writes the mark {@code ready:<node>} once started, and
- * exits when its standard input closes.
+ * A pump node in its own JVM: {@code NodeMain <commands|events|balancer|balancer-runs> <jdbcUrl>
+ * <user> <password> <node> <workers>}. It runs one pump whose handler records every delivery in the
+ * {@link Ledger} inside the delivery's transaction, writes the mark {@code ready:<node>} once
+ * started, and exits when its standard input closes.
  */
 public final class NodeMain {
 
@@ -44,6 +44,8 @@ public final class NodeMain {
             .name(node)
             .driver(driver)
             .workers(workers)
+            // balancer-runs: several consecutive messages of a key per batch (messagesPerTurn 5).
+            .batchSize(kind.equals("balancer-runs") ? 10 : 1)
             .pollInterval(Duration.ofMillis(100))
             .backoff(Duration.ofMillis(50), Duration.ofSeconds(1))
             .shutdownGrace(Duration.ofSeconds(5))

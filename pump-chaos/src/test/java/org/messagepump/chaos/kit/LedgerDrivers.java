@@ -22,11 +22,12 @@ public final class LedgerDrivers {
   private LedgerDrivers() {}
 
   /**
-   * A driver of {@code kind} ({@code commands}, {@code events} or {@code balancer}) on {@code ds}
-   * whose deliveries are recorded as {@code node}. Events are read under {@code handlerKey};
-   * balancer messages (whose content is their sequence number, a long) come from {@code group}, and
-   * when {@code handoffEvery} is positive every message whose sequence number is a multiple of it
-   * is handed off (its token written to {@code chaos.handoffs}) instead of done.
+   * A driver of {@code kind} ({@code commands}, {@code events}, {@code balancer} or {@code
+   * balancer-runs}: batches of runs) on {@code ds} whose deliveries are recorded as {@code node}.
+   * Events are read under {@code handlerKey}; balancer messages (whose content is their sequence
+   * number, a long) come from {@code group}, and when {@code handoffEvery} is positive every
+   * message whose sequence number is a multiple of it is handed off (its token written to {@code
+   * chaos.handoffs}) instead of done.
    */
   public static Driver create(
       String kind, DataSource ds, String node, String handlerKey, String group, int handoffEvery) {
@@ -59,6 +60,7 @@ public final class LedgerDrivers {
                         ctx.offset()))
             .build();
       case "balancer":
+      case "balancer-runs":
         return MessageBalancer.create(ds, group)
             .driver(
                 (m, ctx) -> {
@@ -84,10 +86,12 @@ public final class LedgerDrivers {
                   }
                   return Result.handoff();
                 })
+            // balancer-runs: batches of runs (NodeMain gives its pump batches of 10).
+            .messagesPerTurn(kind.equals("balancer-runs") ? 5 : 1)
             .build();
       default:
         throw new IllegalArgumentException(
-            "kind must be commands, events or balancer, not " + kind);
+            "kind must be commands, events, balancer or balancer-runs, not " + kind);
     }
   }
 }
