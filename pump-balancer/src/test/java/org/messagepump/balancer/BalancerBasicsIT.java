@@ -270,6 +270,15 @@ class BalancerBasicsIT {
               prepared.acquire(max),
               "text, text, bigint, text, text, bigint",
               new Object[] {group, group, cursor, group, group, cursor}));
+      if (max == 1) {
+        // A batch of one walks one range per statement: the keys after the cursor.
+        all.append(
+            checkPlans(
+                db,
+                prepared.acquireAfter(max, 1),
+                "text, text, bigint",
+                new Object[] {group, group, cursor}));
+      }
       if (max > 1) {
         // Runs: up to 5 consecutive messages of each key (messagesPerTurn).
         all.append(

@@ -38,6 +38,18 @@ public final class DeliveryQueries {
 
   private DeliveryQueries() {}
 
+  /** A walk from a cursor in one statement: {@code (a1, MAX]}, then {@code (MIN, b2]}. */
+  static final int WALK_OPEN = 0;
+
+  /** The rest of a walk that wrapped round: {@code (a1, a2]}, then {@code (b1, b2]}. */
+  static final int WALK_BOUNDED = 1;
+
+  /**
+   * One range: {@code (a1, MAX]}. For batches of one: the walk's second range is sent as a
+   * statement of its own (the same text from the start) only when the first found nothing.
+   */
+  static final int WALK_AFTER = 2;
+
   /** A key acquisition found without a message (to be deleted if it is really empty). */
   public record EmptyKey(String key, long oldRotation) {}
 
@@ -170,25 +182,30 @@ public final class DeliveryQueries {
     long last = Long.MIN_VALUE;
     int rows = 0;
     // A walk from a cursor, (cursor, MAX] then (MIN, cursor], needs one bound per range: the open
-    // statement. Only the rest of a walk that wrapped round, (last, cursor], needs both.
+    // statement; without its second range (MIN, MIN], one range. Only the rest of a walk that
+    // wrapped round, (last, cursor], needs both bounds.
     boolean open = a2 == Long.MAX_VALUE && b1 == Long.MIN_VALUE;
+    int walk = !open ? WALK_BOUNDED : b2 == Long.MIN_VALUE ? WALK_AFTER : WALK_OPEN;
     try (PreparedStatement ps =
         connection.prepareStatement(
-            open ? prepared.acquire(max, perKey) : prepared.acquireBounded(max, perKey))) {
+            prepared.ctx.acquireText(
+                max, walk, Math.min(perKey, max), DeliveryQueries::renderAcquire))) {
       // Per range: the group, the group again (the pause check), the rotation bound(s).
       int i = 0;
       ps.setString(++i, group);
       ps.setString(++i, group);
       ps.setLong(++i, a1);
-      if (!open) {
+      if (walk == WALK_BOUNDED) {
         ps.setLong(++i, a2);
       }
-      ps.setString(++i, group);
-      ps.setString(++i, group);
-      if (!open) {
-        ps.setLong(++i, b1);
+      if (walk != WALK_AFTER) {
+        ps.setString(++i, group);
+        ps.setString(++i, group);
+        if (walk == WALK_BOUNDED) {
+          ps.setLong(++i, b1);
+        }
+        ps.setLong(++i, b2);
       }
-      ps.setLong(++i, b2);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           rows++;
@@ -396,7 +413,16 @@ public final class DeliveryQueries {
      * run, see {@link #acquireLocked}), up to {@code max} messages in all.
      */
     public String acquire(int max, int perKey) {
-      return ctx.acquireText(max, true, Math.min(perKey, max), DeliveryQueries::renderAcquire);
+      return ctx.acquireText(max, WALK_OPEN, Math.min(perKey, max), DeliveryQueries::renderAcquire);
+    }
+
+    /**
+     * As {@link #acquire(int, int)}, with the first range only: parameters 1-2 are the group, 3 its
+     * lower bound.
+     */
+    public String acquireAfter(int max, int perKey) {
+      return ctx.acquireText(
+          max, WALK_AFTER, Math.min(perKey, max), DeliveryQueries::renderAcquire);
     }
 
     /**
@@ -405,12 +431,13 @@ public final class DeliveryQueries {
      * cursor]}.
      */
     public String acquireBounded(int max, int perKey) {
-      return ctx.acquireText(max, false, Math.min(perKey, max), DeliveryQueries::renderAcquire);
+      return ctx.acquireText(
+          max, WALK_BOUNDED, Math.min(perKey, max), DeliveryQueries::renderAcquire);
     }
   }
 
   /** The text of the acquisition statement for {@code max} keys (see {@link Prepared#acquire}). */
-  static String renderAcquire(Schema.Ctx ctx, int max, boolean open, int perKey) {
+  static String renderAcquire(Schema.Ctx ctx, int max, int walk, int perKey) {
     DSLContext render = ctx.render();
     // The group as a one-row subquery "(select ?)": the planner cannot look at its value, so
     // every plan it makes has the same cost, and after five executions the connection keeps
@@ -418,13 +445,14 @@ public final class DeliveryQueries {
     // cheaper (it expects fewer rows than the LIMIT) and was made again at every execution.
     // The rotation bounds likewise, for the same reason.
     Field<String> groupParam = DSL.field(DSL.select(DSL.val("")));
-    ResultQuery<?> q = acquireQuery(render, groupParam, max, open, perKey);
+    ResultQuery<?> q = acquireQuery(render, groupParam, max, walk, perKey);
     // The parameters' order, as acquireLocked binds them (text, text, then the bounds, twice).
     String order =
         q.getBindValues().stream()
             .map(v -> v instanceof String ? "t" : v instanceof Long ? "b" : "?")
             .collect(java.util.stream.Collectors.joining());
-    if (!order.equals(open ? "ttbttb" : "ttbbttbb")) {
+    String expected = walk == WALK_OPEN ? "ttbttb" : walk == WALK_BOUNDED ? "ttbbttbb" : "ttb";
+    if (!order.equals(expected)) {
       throw new IllegalStateException("the acquisition statement's parameters are " + order);
     }
     return render.render(q);
@@ -457,7 +485,7 @@ public final class DeliveryQueries {
    */
   public static ResultQuery<?> acquireQuery(
       DSLContext dsl, Field<String> group, int max, boolean open) {
-    return acquireQuery(dsl, group, max, open, 1);
+    return acquireQuery(dsl, group, max, open ? WALK_OPEN : WALK_BOUNDED, 1);
   }
 
   /**
@@ -466,18 +494,24 @@ public final class DeliveryQueries {
    * {@code max} rows in all. The rows of one key share its columns.
    */
   public static ResultQuery<?> acquireQuery(
-      DSLContext dsl, Field<String> group, int max, boolean open, int perKey) {
+      DSLContext dsl, Field<String> group, int max, int walk, int perKey) {
     // Each range is its own locking subquery (a locking clause is not allowed on a UNION's
     // branches); the outer LIMIT stops the Append before the second range is read, and so before
     // any of its rows is locked, when the first range already gave max keys.
+    boolean open = walk != WALK_BOUNDED;
     Table<?> c =
-        DSL.select(DSL.asterisk())
-            .from(range(group, max, "a", 0, true, !open))
-            .unionAll(
-                DSL.select(DSL.asterisk())
-                    .from(range(DSL.field(DSL.select(DSL.val(""))), max, "b", 1, !open, true)))
-            .limit(DSL.inline(max))
-            .asTable("c");
+        walk == WALK_AFTER
+            ? DSL.select(DSL.asterisk())
+                .from(range(group, max, "a", 0, true, false))
+                .limit(DSL.inline(max))
+                .asTable("c")
+            : DSL.select(DSL.asterisk())
+                .from(range(group, max, "a", 0, true, !open))
+                .unionAll(
+                    DSL.select(DSL.asterisk())
+                        .from(range(DSL.field(DSL.select(DSL.val(""))), max, "b", 1, !open, true)))
+                .limit(DSL.inline(max))
+                .asTable("c");
     // h: the locked keys, and the first perKey messages of each (its head, or a run), read without
     // a lock: the key row's lock is the claim, and every writer of a key's messages holds it. A
     // lateral scan of the key's index range, at most max rows in all. The join pulls the keys one

@@ -61,9 +61,7 @@ public final class Schema {
     private final String keyDelete;
     private final String restore;
     private final String racedHeads;
-    private final java.util.Map<Long, String> acquireOpen =
-        new java.util.concurrent.ConcurrentHashMap<>();
-    private final java.util.Map<Long, String> acquireBounded =
+    private final java.util.Map<Long, String> acquireTexts =
         new java.util.concurrent.ConcurrentHashMap<>();
 
     private static final java.util.Map<String, Ctx> BY_SCHEMA =
@@ -129,23 +127,23 @@ public final class Schema {
     }
 
     /**
-     * How an acquisition statement's text is rendered: for this schema, a max, a walk kind and the
-     * most messages of one key it takes.
+     * How an acquisition statement's text is rendered: for this schema, a max, a walk kind
+     * (DeliveryQueries.WALK_*) and the most messages of one key it takes.
      */
     @FunctionalInterface
     interface AcquireRenderer {
-      String render(Ctx ctx, int max, boolean open, int perKey);
+      String render(Ctx ctx, int max, int walk, int perKey);
     }
 
     /**
-     * The acquisition statement's text for {@code max} deliveries, {@code open} (one bound per
-     * range) or bounded, up to {@code perKey} consecutive messages of each key, rendered once per
-     * schema by {@code renderer} (see DeliveryQueries.Prepared).
+     * The acquisition statement's text for {@code max} deliveries, a walk of kind {@code walk}, up
+     * to {@code perKey} consecutive messages of each key, rendered once per schema by {@code
+     * renderer} (see DeliveryQueries.Prepared).
      */
-    String acquireText(int max, boolean open, int perKey, AcquireRenderer renderer) {
-      return (open ? acquireOpen : acquireBounded)
-          .computeIfAbsent(
-              ((long) max << 32) | perKey, m -> renderer.render(this, max, open, perKey));
+    String acquireText(int max, int walk, int perKey, AcquireRenderer renderer) {
+      return acquireTexts.computeIfAbsent(
+          ((long) walk << 48) | ((long) max << 24) | perKey,
+          k -> renderer.render(this, max, walk, perKey));
     }
 
     String deleteMany() {
