@@ -381,9 +381,6 @@ public final class BalancerDriver implements Driver {
     /** The messages of its key this batch took with it (one, or a run), or null (not deleted). */
     final Run run;
 
-    /** The first of its run: the one the key's failure count belongs to. */
-    final boolean first;
-
     boolean remove;
 
     /** Not handled because an earlier message of its run was not: only written back. */
@@ -396,17 +393,15 @@ public final class BalancerDriver implements Driver {
       this.othersSeen = true;
       this.ageAtAcquisition = Duration.ZERO;
       this.run = null;
-      this.first = true;
     }
 
-    /** A claim whose message acquisition deleted, the next of {@code run}. */
+    /** A claim whose message acquisition deleted, one of {@code run}. */
     State(DeliveryQueries.Claim c, Run run) {
       this.claim = c.message();
       this.deleted = true;
       this.othersSeen = c.othersSeen();
       this.ageAtAcquisition = c.age();
       this.run = run;
-      this.first = run.size++ == 0;
     }
   }
 
@@ -419,7 +414,6 @@ public final class BalancerDriver implements Driver {
    */
   private static final class Run {
     final String key;
-    int size;
 
     /** The rest of the run is not handled. */
     boolean stopped;
@@ -458,12 +452,10 @@ public final class BalancerDriver implements Driver {
   public Outcome handle(Tx tx, Delivery delivery) throws Exception {
     State state = state(delivery);
     AcquiredMessage c = state.claim;
-    if (state.run != null && (state.run.stopped || (!state.first && c.failures() > 0))) {
-      // Later messages of a key wait for the earlier ones. A key with failures counted gets one
-      // message per turn until a success clears them, so that a failure is always counted on top
-      // of the key's own count (a success earlier in the run would have reset it).
+    if (state.run != null && state.run.stopped) {
+      // Later messages of a key wait for the earlier ones. (A key with failures counted is given
+      // runs of one by the acquisition statement itself.)
       state.skipped = true;
-      state.run.stopped = true;
       return Outcome.busy("an earlier message of its key was not handled in this batch");
     }
     if (c.problem() != null) {

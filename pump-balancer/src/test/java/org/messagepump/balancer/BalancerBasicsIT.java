@@ -267,7 +267,7 @@ class BalancerBasicsIT {
       all.append(
           checkPlans(
               db,
-              prepared.acquire(max),
+              prepared.acquire(max, 1),
               "text, text, bigint, text, text, bigint",
               new Object[] {group, group, cursor, group, group, cursor}));
       if (max == 1) {

@@ -471,18 +471,7 @@ final class BenchCommand implements Callable<Integer> {
     int nb = size(50_000, 25_000);
     // Each pair's drain takes the messages its fill stored: the fills are the store row.
     List<Double> stores = new java.util.ArrayList<>();
-    List<Pair<BenchBalancer.Drain>> batched =
-        paired(
-            ds,
-            8,
-            n,
-            nb,
-            () -> {
-              b.clear();
-              return stores.add(b.fill("bench-batch", nb, keys, 100));
-            },
-            () -> b.drain("bench-batch", nb, keys, 8, 10),
-            BenchBalancer.Drain::perSecond);
+    batchDrain(ds, b, n, nb, keys, 1, stores);
     stores.sort(null);
     report.add(
         "balancer.store.batch",
@@ -490,29 +479,44 @@ final class BenchCommand implements Callable<Integer> {
         stores.get(stores.size() / 2),
         "messages/s",
         null);
-    reportPaired(
-        "balancer.drain.batch",
-        params("workers", 8, "batchSize", 10, "messages", nb, "keys", keys),
-        batched);
-    drainChecks(10, 1, batched);
     // The same drain taking runs: up to RUN consecutive messages of one key per batch.
-    List<Pair<BenchBalancer.Drain>> runs =
+    batchDrain(ds, b, n, nb, keys, RUN, new java.util.ArrayList<>());
+  }
+
+  /**
+   * The {@code balancer.drain.batch} row (batches of 10) with up to {@code messagesPerTurn}
+   * messages of a key per batch, measured in pairs, and its order and fairness rows; each pair's
+   * fill rate is added to {@code stores}.
+   */
+  private void batchDrain(
+      DataSource ds,
+      BenchBalancer b,
+      int baselineRows,
+      int nb,
+      int keys,
+      int messagesPerTurn,
+      List<Double> stores)
+      throws Exception {
+    String group = messagesPerTurn == 1 ? "bench-batch" : "bench-runs";
+    List<Pair<BenchBalancer.Drain>> pairs =
         paired(
             ds,
             8,
-            n,
+            baselineRows,
             nb,
             () -> {
               b.clear();
-              return b.fill("bench-runs", nb, keys, 100);
+              return stores.add(b.fill(group, nb, keys, 100));
             },
-            () -> b.drain("bench-runs", nb, keys, 8, 10, RUN),
+            () -> b.drain(group, nb, keys, 8, 10, messagesPerTurn),
             BenchBalancer.Drain::perSecond);
-    reportPaired(
-        "balancer.drain.batch",
-        params("workers", 8, "batchSize", 10, "messagesPerTurn", RUN, "messages", nb, "keys", keys),
-        runs);
-    drainChecks(10, RUN, runs);
+    Map<String, Object> p = params("workers", 8, "batchSize", 10);
+    if (messagesPerTurn > 1) {
+      p.put("messagesPerTurn", messagesPerTurn);
+    }
+    p.putAll(params("messages", nb, "keys", keys));
+    reportPaired("balancer.drain.batch", p, pairs);
+    drainChecks(10, messagesPerTurn, pairs);
   }
 
   /**

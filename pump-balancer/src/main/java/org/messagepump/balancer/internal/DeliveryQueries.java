@@ -153,18 +153,12 @@ public final class DeliveryQueries {
    * PostgreSQL driver, which hands out any column as text) fails the acquisition, which rolls back
    * and deletes nothing.
    */
-  public static Acquired acquireLocked(
-      Tx tx, Prepared prepared, int max, long a1, long a2, long b1, long b2) throws SQLException {
-    return acquireLocked(tx, prepared, max, 1, a1, a2, b1, b2);
-  }
-
   /**
-   * As {@link #acquireLocked(Tx, Prepared, int, long, long, long, long)}, taking up to {@code
-   * perKey} consecutive messages of each key (a run), up to {@code max} messages in all: the claims
-   * of one key come in id order, one after the other. A run is all or nothing: when the statement
-   * could not delete every message it chose for a key (a raced key, see {@link RacedKey}), the ones
-   * it did delete are written back at once, so that a later message is never delivered while an
-   * earlier one is still stored, and the key is raced.
+   * Taking up to {@code perKey} consecutive messages of each key (a run), up to {@code max}
+   * messages in all: the claims of one key come in id order, one after the other. A run is all or
+   * nothing: when the statement could not delete every message it chose for a key (a raced key, see
+   * {@link RacedKey}), the ones it did delete are written back at once, so that a later message is
+   * never delivered while an earlier one is still stored, and the key is raced.
    */
   public static Acquired acquireLocked(
       Tx tx, Prepared prepared, int max, int perKey, long a1, long a2, long b1, long b2)
@@ -186,10 +180,7 @@ public final class DeliveryQueries {
     // wrapped round, (last, cursor], needs both bounds.
     boolean open = a2 == Long.MAX_VALUE && b1 == Long.MIN_VALUE;
     int walk = !open ? WALK_BOUNDED : b2 == Long.MIN_VALUE ? WALK_AFTER : WALK_OPEN;
-    try (PreparedStatement ps =
-        connection.prepareStatement(
-            prepared.ctx.acquireText(
-                max, walk, Math.min(perKey, max), DeliveryQueries::renderAcquire))) {
+    try (PreparedStatement ps = connection.prepareStatement(prepared.text(max, walk, perKey))) {
       // Per range: the group, the group again (the pause check), the rotation bound(s).
       int i = 0;
       ps.setString(++i, group);
@@ -316,7 +307,7 @@ public final class DeliveryQueries {
     List<Field<?>> returning = new ArrayList<>();
     returning.add(M.KEY);
     returning.add(M.ID);
-    returning.addAll(deletedColumns());
+    returning.addAll(deletedColumns(true));
     return render.render(
         render
             .deleteFrom(M.T)
@@ -329,18 +320,22 @@ public final class DeliveryQueries {
 
   /**
    * What a delete of heads returns after the id: content, properties, received_at, attempts,
-   * received_at and the clock as microseconds, and whether a later message of the key exists.
+   * received_at and the clock as microseconds, and, with {@code probe}, whether a later message of
+   * the key exists (a probe per deleted message; the acquisition statement reads it from its scan
+   * of the key instead).
    */
-  private static List<Field<?>> deletedColumns() {
-    Field<Boolean> others = laterMessageOfKey(DSL.noCondition());
-    return List.of(
-        M.CONTENT.as("d_content"),
-        M.PROPERTIES.as("d_properties"),
-        M.RECEIVED_AT.as("d_received"),
-        M.ATTEMPTS.as("d_attempts"),
-        Rows.micros(M.RECEIVED_AT).as("d_received_us"),
-        Rows.micros(clock()).as("d_now_us"),
-        others.as("d_others"));
+  private static List<Field<?>> deletedColumns(boolean probe) {
+    List<Field<?>> columns = new ArrayList<>();
+    columns.add(M.CONTENT.as("d_content"));
+    columns.add(M.PROPERTIES.as("d_properties"));
+    columns.add(M.RECEIVED_AT.as("d_received"));
+    columns.add(M.ATTEMPTS.as("d_attempts"));
+    columns.add(Rows.micros(M.RECEIVED_AT).as("d_received_us"));
+    columns.add(Rows.micros(clock()).as("d_now_us"));
+    if (probe) {
+      columns.add(laterMessageOfKey(DSL.noCondition()).as("d_others"));
+    }
+    return columns;
   }
 
   /**
@@ -404,16 +399,13 @@ public final class DeliveryQueries {
      * 10 over time, and each new driver rendering its own through jOOQ was a burst of rendering
      * (and of JIT compilation) at its start (docs/benchmarks.md).
      */
-    public String acquire(int max) {
-      return acquire(max, 1);
+    public String acquire(int max, int perKey) {
+      return text(max, WALK_OPEN, perKey);
     }
 
-    /**
-     * As {@link #acquire(int)}, taking up to {@code perKey} consecutive messages of each key (a
-     * run, see {@link #acquireLocked}), up to {@code max} messages in all.
-     */
-    public String acquire(int max, int perKey) {
-      return ctx.acquireText(max, WALK_OPEN, Math.min(perKey, max), DeliveryQueries::renderAcquire);
+    /** The text of a walk of kind {@code walk} (see {@link #acquire}), rendered once per schema. */
+    String text(int max, int walk, int perKey) {
+      return ctx.acquireText(max, walk, Math.min(perKey, max), DeliveryQueries::renderAcquire);
     }
 
     /**
@@ -421,8 +413,7 @@ public final class DeliveryQueries {
      * lower bound.
      */
     public String acquireAfter(int max, int perKey) {
-      return ctx.acquireText(
-          max, WALK_AFTER, Math.min(perKey, max), DeliveryQueries::renderAcquire);
+      return text(max, WALK_AFTER, perKey);
     }
 
     /**
@@ -431,12 +422,11 @@ public final class DeliveryQueries {
      * cursor]}.
      */
     public String acquireBounded(int max, int perKey) {
-      return ctx.acquireText(
-          max, WALK_BOUNDED, Math.min(perKey, max), DeliveryQueries::renderAcquire);
+      return text(max, WALK_BOUNDED, perKey);
     }
   }
 
-  /** The text of the acquisition statement for {@code max} keys (see {@link Prepared#acquire}). */
+  /** The text of the acquisition statement (see {@link #acquireQuery} and {@link Prepared}). */
   static String renderAcquire(Schema.Ctx ctx, int max, int walk, int perKey) {
     DSLContext render = ctx.render();
     // The group as a one-row subquery "(select ?)": the planner cannot look at its value, so
@@ -477,21 +467,13 @@ public final class DeliveryQueries {
   }
 
   /**
-   * The acquisition statement (see {@link #acquireLocked}): the group and the bounds of both ranges
-   * are bind values, {@code max} is written as an integer. Its columns: key, rotation, failures,
-   * range (0 or 1), head id (null: no message), deleted id (null: the head was not there to
-   * delete), content, properties, received_at, attempts, received_at and the clock as microseconds,
-   * and whether later messages of the key were seen.
-   */
-  public static ResultQuery<?> acquireQuery(
-      DSLContext dsl, Field<String> group, int max, boolean open) {
-    return acquireQuery(dsl, group, max, open ? WALK_OPEN : WALK_BOUNDED, 1);
-  }
-
-  /**
-   * As {@link #acquireQuery(DSLContext, Field, int, boolean)}, with up to {@code perKey}
-   * consecutive messages of each key: one row per message (a key's rows in no particular order),
-   * {@code max} rows in all. The rows of one key share its columns.
+   * The acquisition statement (see {@link #acquireLocked}) of a walk of kind {@code walk}, up to
+   * {@code perKey} consecutive messages of each key, {@code max} rows in all: the group and the
+   * bounds of the ranges are bind values, {@code max} and {@code perKey} are written as integers.
+   * One row per message (a key's rows in no particular order, sharing its columns): key, rotation,
+   * failures, range (0 or 1), message id (null: the key has no message), deleted id (null: it was
+   * not there to delete), content, properties, received_at, attempts, received_at and the clock as
+   * microseconds, and whether a later message of the key was seen.
    */
   public static ResultQuery<?> acquireQuery(
       DSLContext dsl, Field<String> group, int max, int walk, int perKey) {
@@ -587,8 +569,7 @@ public final class DeliveryQueries {
     // with a writer the snapshot did not see) a second, locked read.
     List<Field<?>> deleted = new ArrayList<>();
     deleted.add(M.ID.as("d_id"));
-    deleted.addAll(deletedColumns());
-    deleted.remove(deleted.size() - 1); // d_others: the run's scan says it (h_more)
+    deleted.addAll(deletedColumns(false)); // no d_others: the key's scan says it (h_more)
     CommonTableExpression<?> d =
         DSL.name("d")
             .as(
