@@ -510,10 +510,8 @@ final class BenchCommand implements Callable<Integer> {
             },
             () -> b.drain(group, nb, keys, 8, 10, messagesPerTurn),
             BenchBalancer.Drain::perSecond);
-    Map<String, Object> p = params("workers", 8, "batchSize", 10);
-    if (messagesPerTurn > 1) {
-      p.put("messagesPerTurn", messagesPerTurn);
-    }
+    Map<String, Object> p = params("workers", 8);
+    p.putAll(batchParams(10, messagesPerTurn));
     p.putAll(params("messages", nb, "keys", keys));
     reportPaired("balancer.drain.batch", p, pairs);
     drainChecks(10, messagesPerTurn, pairs);
@@ -525,10 +523,7 @@ final class BenchCommand implements Callable<Integer> {
    */
   private void drainChecks(
       int batchSize, int messagesPerTurn, List<Pair<BenchBalancer.Drain>> pairs) {
-    Map<String, Object> p = params("batchSize", batchSize);
-    if (messagesPerTurn > 1) {
-      p.put("messagesPerTurn", messagesPerTurn);
-    }
+    Map<String, Object> p = batchParams(batchSize, messagesPerTurn);
     report.add(
         "balancer.order.violations",
         p,
@@ -567,6 +562,15 @@ final class BenchCommand implements Callable<Integer> {
     if (micros[2] >= 0) {
       report.add("jit.compile", q, micros[2], "us/delivery", null);
     }
+  }
+
+  /** The batch size, and the messages per turn when a drain takes runs (above 1). */
+  private static Map<String, Object> batchParams(int batchSize, int messagesPerTurn) {
+    Map<String, Object> p = params("batchSize", batchSize);
+    if (messagesPerTurn > 1) {
+      p.put("messagesPerTurn", messagesPerTurn);
+    }
+    return p;
   }
 
   private static Map<String, Object> params(Object... kv) {

@@ -136,29 +136,29 @@ public final class DeliveryQueries {
    * The one acquisition statement (with lockPartition): up to {@code max} ready keys of the group,
    * first those whose rotation lies in {@code (a1, a2]}, then — only if these are fewer than {@code
    * max} — those in {@code (b1, b2]}, each range lowest rotation first, locked {@code FOR NO KEY
-   * UPDATE SKIP LOCKED}; the head message of each ({@code ORDER BY id LIMIT 1}) is deleted and
-   * returned. A walk from a cursor passes {@code (cursor, max]} and {@code (min, cursor]}: the keys
-   * after the cursor, then round from the lowest (a new lap), in one statement. The key row is not
-   * written: its lock is the claim, and the rotation column stays as it is (the caller's cursor
-   * moves instead), so a delivery adds no row version and no index entry to {@code partitions}.
+   * UPDATE SKIP LOCKED}; the first {@code perKey} messages of each (its head, or a run) are deleted
+   * and returned, up to {@code max} messages in all. A walk from a cursor passes {@code (cursor,
+   * max]} and {@code (min, cursor]}: the keys after the cursor, then round from the lowest (a new
+   * lap), in one statement; a batch of one passes {@code (min, min]} as the second range and gets
+   * the first range alone ({@link #WALK_AFTER}). The key row is not written: its lock is the claim,
+   * and the rotation column stays as it is (the caller's cursor moves instead), so a delivery adds
+   * no row version and no index entry to {@code partitions}.
+   *
+   * <p>The claims of one key come in id order, one after the other. A run is all or nothing: when
+   * the statement could not delete every message it chose for a key (a raced key, see {@link
+   * RacedKey}), the ones it did delete are written back at once, so that a later message is never
+   * delivered while an earlier one is still stored, and the key is raced.
    *
    * <p>The delete is the success bookkeeping done up front, in the pump's transaction: it commits
    * with the handler's writes, a rollback (or a dead connection) brings the message back, and every
    * outcome that keeps the message (requeue, hand-off, postponement, parking) writes it back with
    * its id ({@link #restore}), so its place at the head of its key is kept.
    *
-   * <p>The statement is rendered once per {@code max} with bind markers (see {@link Prepared}) and
-   * run through JDBC: the group and the bounds are bound. A message whose columns cannot be read
-   * and cannot be kept as they are stored (no raw value could be read either: not seen with the
-   * PostgreSQL driver, which hands out any column as text) fails the acquisition, which rolls back
-   * and deletes nothing.
-   */
-  /**
-   * Taking up to {@code perKey} consecutive messages of each key (a run), up to {@code max}
-   * messages in all: the claims of one key come in id order, one after the other. A run is all or
-   * nothing: when the statement could not delete every message it chose for a key (a raced key, see
-   * {@link RacedKey}), the ones it did delete are written back at once, so that a later message is
-   * never delivered while an earlier one is still stored, and the key is raced.
+   * <p>The statement is rendered once per {@code max}, walk and {@code perKey} with bind markers
+   * (see {@link Prepared}) and run through JDBC: the group and the bounds are bound. A message
+   * whose columns cannot be read and cannot be kept as they are stored (no raw value could be read
+   * either: not seen with the PostgreSQL driver, which hands out any column as text) fails the
+   * acquisition, which rolls back and deletes nothing.
    */
   public static Acquired acquireLocked(
       Tx tx, Prepared prepared, int max, int perKey, long a1, long a2, long b1, long b2)
