@@ -1,43 +1,53 @@
 package org.messagepump.eventstream;
 
-import static org.jooq.impl.DSL.field;
-import static org.jooq.impl.DSL.select;
-
+import java.sql.SQLException;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.List;
-import java.util.function.Function;
+import java.util.Objects;
 import javax.sql.DataSource;
 import org.jooq.Condition;
-import org.jooq.DSLContext;
 import org.jooq.Record;
 import org.jooq.Record1;
+import org.messagepump.core.DatabaseException;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Transactions;
-import org.messagepump.eventstream.internal.HandlerRegistry;
+import org.messagepump.core.Tx;
+import org.messagepump.eventstream.internal.CheckpointOperations;
 import org.messagepump.eventstream.internal.Tables;
 
 /**
- * Operations on the handlers' checkpoints, each in its own transaction: lag per stream, parked
- * streams and resuming them, replaying a handler from offset 0, moving one checkpoint. Obtained
- * from {@link EventStore#handlers()}. Operations on a checkpoint that a delivery holds wait for it.
+ * Operations on the handlers' checkpoints: lag per stream, parked streams and resuming them,
+ * replaying a handler from offset 0, moving one checkpoint. Obtained from {@link
+ * EventStore#handlers()}. Reads run in a transaction of their own.
  *
- * <p>{@link #reset}, {@link #setCheckpoint}, {@link #resume} and {@link #resumeAll} are
- * linearizable with deliveries: each first takes the handler's row lock, which every transaction
- * creating a checkpoint row of the handler holds until it ends (including a delivery that created
- * the row of the stream it is handling), then updates the rows, waiting for any a delivery holds.
- * So they take effect after every delivery that overlapped them, and never miss a row.
+ * <p>The operations that change checkpoints ({@link #reset}, {@link #setCheckpoint}, {@link
+ * #resume}, {@link #resumeAll}) come in two forms with one code path: in the caller's transaction
+ * ({@code reset(tx, key)}, as {@link EventStore#append(Tx, List)} is), or in a transaction of their
+ * own ({@code reset(key)}). Either way they are linearizable with deliveries: each first takes the
+ * handler's lock (its row in {@code handlers}, which every transaction creating a checkpoint row of
+ * the handler holds until it ends, including a delivery that created the row of the stream it is
+ * handling), then updates the checkpoint rows, waiting for any a delivery holds. So they take
+ * effect after every delivery that overlapped them and never miss a row; and they hold those locks
+ * until the transaction ends, so no delivery of the handler on a changed row commits before it.
+ * That is what makes a rebuild exact: {@code reset(tx, key)}, then empty the read model, in one
+ * transaction (docs/eventstream.md, "Rebuilding a read model").
+ *
+ * <p>The transaction must be READ COMMITTED (PostgreSQL's default): each statement must see what
+ * the deliveries it waited for committed. Bad input is an {@link IllegalArgumentException} (a
+ * {@link NullPointerException} for a required null) before anything is written, and the caller's
+ * transaction survives it.
  */
 public final class EventHandlers {
 
   private final DataSource dataSource;
-  private final Tables tables;
+  private final CheckpointOperations operations;
   private final Tables.Checkpoints cp;
   private final Tables.Streams streams;
 
   EventHandlers(DataSource dataSource, Tables tables) {
     this.dataSource = dataSource;
-    this.tables = tables;
+    this.operations = new CheckpointOperations(tables);
     this.cp = tables.checkpoints;
     this.streams = tables.streams;
   }
@@ -110,135 +120,174 @@ public final class EventHandlers {
   }
 
   /**
-   * Resumes a parked stream for a handler: failures reset, due now, from the same checkpoint (the
-   * event that failed comes first). Returns false when it was not parked.
+   * Resumes a parked stream for a handler, in a transaction of its own: failures reset, due now,
+   * from the same checkpoint (the event that failed comes first). Returns false when it was not
+   * parked. See {@link #resume(Tx, String, long)}.
    */
   public boolean resume(String handlerKey, long streamId) {
     requireKey(handlerKey);
-    return resumeWhere(handlerKey, cp.handlerKey.eq(handlerKey).and(cp.streamId.eq(streamId))) == 1;
-  }
-
-  /** Resumes every stream parked for {@code handlerKey}; returns how many. */
-  public int resumeAll(String handlerKey) {
-    requireKey(handlerKey);
-    return resumeWhere(handlerKey, cp.handlerKey.eq(handlerKey));
-  }
-
-  private int resumeWhere(String handlerKey, Condition condition) {
-    return locked(
-        handlerKey,
-        "resuming parked streams of handler '" + handlerKey + "'",
-        dsl ->
-            dsl.update(cp.table)
-                .setNull(cp.parkedAt)
-                .setNull(cp.parkedReason)
-                .set(cp.failures, 0)
-                .set(cp.resumeAt, Tables.clockTimestamp())
-                .set(cp.updatedAt, Tables.clockTimestamp())
-                .where(condition)
-                .and(cp.parkedAt.isNotNull())
-                .execute());
-  }
-
-  /** Runs {@code work} in a new transaction holding the handler row's lock (see the class doc). */
-  private <T> T locked(String handlerKey, String what, Function<DSLContext, T> work) {
     return Transactions.inNew(
-        dataSource,
-        what,
-        tx -> {
-          DSLContext dsl = tx.dsl();
-          HandlerRegistry registry = new HandlerRegistry(tables, handlerKey);
-          boolean placeholder = registry.lock(dsl);
-          T result = work.apply(dsl);
-          registry.unlock(dsl, placeholder);
-          return result;
-        });
+        dataSource, resuming(handlerKey), tx -> resume(tx, handlerKey, streamId));
   }
 
   /**
-   * Replays every stream for {@code handlerKey} from offset 0: checkpoints to 0, failures reset,
-   * parked streams resumed. Returns how many checkpoints were reset.
+   * Resumes a parked stream for a handler in the caller's transaction {@code tx} (not committed
+   * here), holding the handler's lock until it ends (see the class doc). Returns false when it was
+   * not parked.
+   *
+   * @throws NullPointerException when {@code tx} or the key is null; nothing is sent
+   * @throws IllegalArgumentException for a bad key, or a {@code tx} with autocommit on or not in a
+   *     READ COMMITTED transaction; nothing is written and the transaction stays usable
+   */
+  public boolean resume(Tx tx, String handlerKey, long streamId) {
+    joinable(tx, handlerKey);
+    return Transactions.inCaller(
+            tx, resuming(handlerKey), t -> operations.resume(t.dsl(), handlerKey, streamId))
+        == 1;
+  }
+
+  /** Resumes every stream parked for {@code handlerKey} in a transaction of its own; how many. */
+  public int resumeAll(String handlerKey) {
+    requireKey(handlerKey);
+    return Transactions.inNew(dataSource, resuming(handlerKey), tx -> resumeAll(tx, handlerKey));
+  }
+
+  /**
+   * Resumes every stream parked for {@code handlerKey} in the caller's transaction {@code tx} (not
+   * committed here), holding the handler's lock until it ends; returns how many.
+   *
+   * @throws NullPointerException when {@code tx} or the key is null; nothing is sent
+   * @throws IllegalArgumentException as {@link #resume(Tx, String, long)}
+   */
+  public int resumeAll(Tx tx, String handlerKey) {
+    joinable(tx, handlerKey);
+    return Transactions.inCaller(
+        tx, resuming(handlerKey), t -> operations.resume(t.dsl(), handlerKey, null));
+  }
+
+  private static String resuming(String handlerKey) {
+    return "resuming parked streams of handler '" + handlerKey + "'";
+  }
+
+  /**
+   * Replays every stream for {@code handlerKey} from offset 0, in a transaction of its own:
+   * checkpoints to 0, failures reset, parked streams resumed. Returns how many checkpoints were
+   * reset. To clear a read model in the same transaction, use {@link #reset(Tx, String)}.
    */
   public int reset(String handlerKey) {
     requireKey(handlerKey);
-    return locked(
-        handlerKey,
-        "resetting handler '" + handlerKey + "'",
-        dsl ->
-            dsl.update(cp.table)
-                .set(cp.offset, 0L)
-                .set(cp.turn, Tables.nextTurn())
-                .set(cp.failures, 0)
-                .setNull(cp.parkedAt)
-                .setNull(cp.parkedReason)
-                .set(cp.resumeAt, Tables.clockTimestamp())
-                .set(cp.updatedAt, Tables.clockTimestamp())
-                .where(cp.handlerKey.eq(handlerKey))
-                .execute());
+    return Transactions.inNew(dataSource, resetting(handlerKey), tx -> reset(tx, handlerKey));
+  }
+
+  /**
+   * Replays every stream for {@code handlerKey} from offset 0 in the caller's transaction {@code
+   * tx} (not committed here): checkpoints to 0, failures reset, parked streams resumed. Returns how
+   * many checkpoints were reset.
+   *
+   * <p>It waits for every delivery of the handler in flight, and from then until {@code tx} ends no
+   * delivery of the handler commits: so the caller's writes after it in {@code tx} (emptying the
+   * read model the handler writes) and the reset take effect together, and every event is applied
+   * once to the emptied read model. Write the read model after this call, not before: a delivery in
+   * flight holds its checkpoint while it waits for rows the caller would already hold.
+   *
+   * @throws NullPointerException when {@code tx} or the key is null; nothing is sent
+   * @throws IllegalArgumentException for a bad key, or a {@code tx} with autocommit on or not in a
+   *     READ COMMITTED transaction; nothing is written and the transaction stays usable
+   */
+  public int reset(Tx tx, String handlerKey) {
+    joinable(tx, handlerKey);
+    return Transactions.inCaller(
+        tx, resetting(handlerKey), t -> operations.reset(t.dsl(), handlerKey));
+  }
+
+  private static String resetting(String handlerKey) {
+    return "resetting handler '" + handlerKey + "'";
   }
 
   /**
    * Moves one checkpoint to {@code newOffset} (backwards replays, forwards skips) if it is at
-   * {@code expectedOffset} (an untracked stream counts as 0). Failures are reset.
+   * {@code expectedOffset} (an untracked stream counts as 0), in a transaction of its own. Failures
+   * are reset. See {@link #setCheckpoint(Tx, String, long, long, long)}.
    *
    * @throws CheckpointConflictException when the checkpoint is elsewhere; nothing is changed
    * @throws IllegalArgumentException for a negative offset or an unknown stream
    */
   public void setCheckpoint(String handlerKey, long streamId, long expectedOffset, long newOffset) {
     requireKey(handlerKey);
+    requireOffsets(expectedOffset, newOffset);
+    Transactions.inNew(
+        dataSource,
+        setting(handlerKey, streamId),
+        tx -> {
+          setCheckpoint(tx, handlerKey, streamId, expectedOffset, newOffset);
+          return null;
+        });
+  }
+
+  /**
+   * Moves one checkpoint to {@code newOffset} if it is at {@code expectedOffset} (an untracked
+   * stream counts as 0), in the caller's transaction {@code tx} (not committed here), holding the
+   * handler's lock until it ends: the delivery in flight on the stream is waited for, and none
+   * commits on it until {@code tx} ends. Failures are reset.
+   *
+   * @throws CheckpointConflictException when the checkpoint is elsewhere; nothing is written and
+   *     the transaction stays usable (the handler's lock stays held until it ends)
+   * @throws NullPointerException when {@code tx} or the key is null; nothing is sent
+   * @throws IllegalArgumentException for a bad key or a negative offset (nothing is sent), an
+   *     unknown stream, or a {@code tx} with autocommit on or not in a READ COMMITTED transaction;
+   *     nothing is written and the transaction stays usable
+   */
+  public void setCheckpoint(
+      Tx tx, String handlerKey, long streamId, long expectedOffset, long newOffset) {
+    joinable(tx, handlerKey);
+    requireOffsets(expectedOffset, newOffset);
+    long found =
+        Transactions.inCaller(
+            tx,
+            setting(handlerKey, streamId),
+            t -> {
+              // Streams are never deleted: checked once, before the handler is locked.
+              if (!operations.streamExists(t.dsl(), streamId)) {
+                throw new IllegalArgumentException("stream " + streamId + " does not exist");
+              }
+              return operations.setCheckpoint(
+                  t.dsl(), handlerKey, streamId, expectedOffset, newOffset);
+            });
+    if (found != expectedOffset) {
+      throw new CheckpointConflictException(handlerKey, streamId, expectedOffset, found);
+    }
+  }
+
+  private static String setting(String handlerKey, long streamId) {
+    return "setting the checkpoint of handler '" + handlerKey + "' on stream " + streamId;
+  }
+
+  private static void requireOffsets(long expectedOffset, long newOffset) {
     if (expectedOffset < 0 || newOffset < 0) {
       throw new IllegalArgumentException(
           "offsets must not be negative: expected " + expectedOffset + ", new " + newOffset);
     }
-    locked(
-        handlerKey,
-        "setting the checkpoint of handler '" + handlerKey + "' on stream " + streamId,
-        dsl -> {
-          Long current = lockCheckpoint(dsl, handlerKey, streamId);
-          if (current == null) {
-            track(dsl, handlerKey, streamId);
-            current = lockCheckpoint(dsl, handlerKey, streamId);
-          }
-          if (current != expectedOffset) {
-            throw new CheckpointConflictException(handlerKey, streamId, expectedOffset, current);
-          }
-          return dsl.update(cp.table)
-              .set(cp.offset, newOffset)
-              .set(cp.failures, 0)
-              .set(cp.turn, Tables.nextTurn())
-              .set(
-                  cp.streamEnd,
-                  field(
-                      select(streams.nextOffset)
-                          .from(streams.table)
-                          .where(streams.id.eq(cp.streamId))))
-              .set(cp.updatedAt, Tables.clockTimestamp())
-              .where(cp.handlerKey.eq(handlerKey))
-              .and(cp.streamId.eq(streamId))
-              .execute();
-        });
   }
 
-  private Long lockCheckpoint(DSLContext dsl, String handlerKey, long streamId) {
-    Record1<Long> r =
-        dsl.select(cp.offset)
-            .from(cp.table)
-            .where(cp.handlerKey.eq(handlerKey))
-            .and(cp.streamId.eq(streamId))
-            .forUpdate()
-            .fetchOne();
-    return r == null ? null : r.value1();
-  }
-
-  private void track(DSLContext dsl, String handlerKey, long streamId) {
-    if (!dsl.fetchExists(dsl.selectOne().from(streams.table).where(streams.id.eq(streamId)))) {
-      throw new IllegalArgumentException("stream " + streamId + " does not exist");
+  /**
+   * Checks what can be checked without the database before an operation joins {@code tx}: the
+   * transaction is one (autocommit off: the handler's lock must outlive the statement), the key is
+   * valid.
+   */
+  private static void joinable(Tx tx, String handlerKey) {
+    Objects.requireNonNull(tx, "tx must not be null");
+    requireKey(handlerKey);
+    boolean autoCommit;
+    try {
+      autoCommit = tx.connection().getAutoCommit();
+    } catch (SQLException e) {
+      throw new DatabaseException("reading the connection's autocommit mode", e);
     }
-    // This transaction holds the handler row: no delivery is creating rows of the handler.
-    dsl.insertInto(cp.table, cp.handlerKey, cp.streamId)
-        .values(handlerKey, streamId)
-        .onConflictDoNothing()
-        .execute();
+    if (autoCommit) {
+      throw new IllegalArgumentException(
+          "tx must be an open transaction (autocommit off): the handler's lock is held until it"
+              + " ends");
+    }
   }
 
   private List<org.jooq.Field<?>> checkpointColumns() {

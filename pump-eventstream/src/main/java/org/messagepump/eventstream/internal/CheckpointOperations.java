@@ -1,0 +1,178 @@
+package org.messagepump.eventstream.internal;
+
+import static org.jooq.impl.DSL.field;
+import static org.jooq.impl.DSL.function;
+import static org.jooq.impl.DSL.select;
+import static org.jooq.impl.DSL.val;
+
+import java.util.function.Function;
+import org.jooq.Condition;
+import org.jooq.DSLContext;
+import org.jooq.Record1;
+import org.jooq.impl.SQLDataType;
+
+/**
+ * The operations that change a handler's checkpoints (replay from 0, move one checkpoint, resume
+ * parked streams), in a transaction someone else commits: the public API's own transaction, or the
+ * caller's.
+ *
+ * <p>Which locks a delivery holds, and so what an operation waits for: a delivery holds the
+ * checkpoint row of its stream ({@code FOR UPDATE}, taken {@code SKIP LOCKED} by the claim) until
+ * its transaction ends; a delivery whose acquisition registered the handler or refreshed its rows
+ * also holds the handler row ({@code FOR UPDATE SKIP LOCKED}) and, when it registered, the
+ * registration advisory lock. Every statement that creates a checkpoint row runs under the handler
+ * row's lock. An operation takes, waiting and in this order, the registration lock, the handler
+ * row, and then the checkpoint rows it changes (an {@code UPDATE}, which waits for a row a delivery
+ * holds and then applies to the row as that delivery left it). Holding them until its transaction
+ * ends, it has waited for every delivery in flight on those rows and for every transaction creating
+ * a row of the handler, and until then no delivery claims those rows (the claim skips them) and no
+ * row of the handler is created (refreshes skip the handler row).
+ *
+ * <p>No deadlock with acquisition: acquisition never waits for the handler row or the registration
+ * lock (it skips or tries), and the one checkpoint row it waits for (when every pending stream is
+ * held) it waits for under a lock timeout. An operation takes the handler row before any checkpoint
+ * row of the handler, so two operations on one handler queue on the handler row.
+ *
+ * <p>The statements rely on READ COMMITTED (each sees what was committed before it started, so the
+ * rows made by the transactions it waited for): a transaction with a snapshot of its own
+ * (REPEATABLE READ, SERIALIZABLE) would miss them, and is refused before anything is locked.
+ */
+public final class CheckpointOperations {
+
+  private static final String READ_COMMITTED = "read committed";
+
+  private final Tables tables;
+  private final Tables.Checkpoints cp;
+  private final Tables.Streams streams;
+
+  /** The operations on the checkpoints of the store in {@code tables}. */
+  public CheckpointOperations(Tables tables) {
+    this.tables = tables;
+    this.cp = tables.checkpoints;
+    this.streams = tables.streams;
+  }
+
+  /**
+   * Replays every stream for {@code handlerKey} from offset 0: checkpoints to 0 (a new turn),
+   * failures reset, parked streams resumed, due now. Returns how many rows were reset.
+   */
+  public int reset(DSLContext dsl, String handlerKey) {
+    return locked(
+        dsl,
+        handlerKey,
+        d ->
+            d.update(cp.table)
+                .set(cp.offset, 0L)
+                .set(cp.turn, Tables.nextTurn())
+                .set(cp.failures, 0)
+                .setNull(cp.parkedAt)
+                .setNull(cp.parkedReason)
+                .set(cp.resumeAt, Tables.clockTimestamp())
+                .set(cp.updatedAt, Tables.clockTimestamp())
+                .where(cp.handlerKey.eq(handlerKey))
+                .execute());
+  }
+
+  /**
+   * Resumes the handler's parked streams ({@code streamId} null: every one): failures reset, due
+   * now, from the same checkpoint. Returns how many.
+   */
+  public int resume(DSLContext dsl, String handlerKey, Long streamId) {
+    Condition which = cp.handlerKey.eq(handlerKey);
+    if (streamId != null) {
+      which = which.and(cp.streamId.eq(streamId));
+    }
+    Condition condition = which;
+    return locked(
+        dsl,
+        handlerKey,
+        d ->
+            d.update(cp.table)
+                .setNull(cp.parkedAt)
+                .setNull(cp.parkedReason)
+                .set(cp.failures, 0)
+                .set(cp.resumeAt, Tables.clockTimestamp())
+                .set(cp.updatedAt, Tables.clockTimestamp())
+                .where(condition)
+                .and(cp.parkedAt.isNotNull())
+                .execute());
+  }
+
+  /** True when stream {@code streamId} exists (committed, or created in this transaction). */
+  public boolean streamExists(DSLContext dsl, long streamId) {
+    return dsl.fetchExists(dsl.selectOne().from(streams.table).where(streams.id.eq(streamId)));
+  }
+
+  /**
+   * Moves the handler's checkpoint of an existing stream to {@code newOffset} if it is at {@code
+   * expectedOffset} (an untracked stream counts as 0; its row is created), failures reset. Returns
+   * the offset it found: when that is not {@code expectedOffset}, nothing was written.
+   */
+  public long setCheckpoint(
+      DSLContext dsl, String handlerKey, long streamId, long expectedOffset, long newOffset) {
+    return locked(
+        dsl,
+        handlerKey,
+        d -> {
+          Record1<Long> row =
+              d.select(cp.offset)
+                  .from(cp.table)
+                  .where(cp.handlerKey.eq(handlerKey))
+                  .and(cp.streamId.eq(streamId))
+                  .forUpdate()
+                  .fetchOne();
+          long current = row == null ? 0 : row.value1();
+          if (current != expectedOffset) {
+            return current;
+          }
+          if (row == null) {
+            // This transaction holds the handler row: no delivery is creating rows of the handler.
+            d.insertInto(cp.table, cp.handlerKey, cp.streamId)
+                .values(handlerKey, streamId)
+                .onConflictDoNothing()
+                .execute();
+          }
+          d.update(cp.table)
+              .set(cp.offset, newOffset)
+              .set(cp.failures, 0)
+              .set(cp.turn, Tables.nextTurn())
+              .set(
+                  cp.streamEnd,
+                  field(
+                      select(streams.nextOffset)
+                          .from(streams.table)
+                          .where(streams.id.eq(cp.streamId))))
+              .set(cp.updatedAt, Tables.clockTimestamp())
+              .where(cp.handlerKey.eq(handlerKey))
+              .and(cp.streamId.eq(streamId))
+              .execute();
+          return current;
+        });
+  }
+
+  /**
+   * Runs {@code work} holding the handler's lock (see the class doc) in the transaction of {@code
+   * dsl}; the lock is held until that transaction ends. A placeholder handler row made for the lock
+   * is removed again before returning, so a handler that has never run still registers at its own
+   * start position.
+   */
+  private <T> T locked(DSLContext dsl, String handlerKey, Function<DSLContext, T> work) {
+    requireReadCommitted(dsl);
+    HandlerRegistry registry = new HandlerRegistry(tables, handlerKey);
+    boolean placeholder = registry.lock(dsl);
+    T result = work.apply(dsl);
+    registry.unlock(dsl, placeholder);
+    return result;
+  }
+
+  private static void requireReadCommitted(DSLContext dsl) {
+    String isolation =
+        dsl.select(function("current_setting", SQLDataType.VARCHAR, val("transaction_isolation")))
+            .fetchOne()
+            .value1();
+    if (!READ_COMMITTED.equals(isolation)) {
+      throw new IllegalArgumentException(
+          "the transaction must be READ COMMITTED for a checkpoint operation, not " + isolation);
+    }
+  }
+}
