@@ -3,6 +3,8 @@ package org.messagepump.cli;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.concurrent.Callable;
+import org.messagepump.core.Transactions;
+import org.messagepump.core.Tx;
 import org.messagepump.eventstream.Checkpoint;
 import org.messagepump.eventstream.EventHandlers;
 import picocli.CommandLine.Command;
@@ -69,7 +71,11 @@ final class CheckpointsCommand implements Runnable {
   @Command(
       name = "reset",
       mixinStandardHelpOptions = true,
-      description = "Replay a handler from offset 0 on every stream.")
+      description = {
+        "Replay a handler from offset 0 on every stream.",
+        "With --truncate, a rebuild: the reset and the emptying of the handler's read model"
+            + " tables commit together, so every event is applied once to the emptied tables."
+      })
   static final class Reset implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
@@ -80,17 +86,46 @@ final class CheckpointsCommand implements Runnable {
         description = "The handler key.")
     String handler;
 
+    @Option(
+        names = "--truncate",
+        paramLabel = "TABLE",
+        description =
+            "Also empty this table (the read model the handler writes), in the reset's"
+                + " transaction, after the reset. Repeatable; a name as SQL reads it"
+                + " ([schema.]table, search_path applies).")
+    List<String> truncate = List.of();
+
     @Spec CommandSpec spec;
 
     @Override
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-        int n = Stores.events(database.dataSource()).handlers().reset(handler);
-        spec.commandLine()
-            .getOut()
-            .printf("reset %s on %d stream%s%n", handler, n, n == 1 ? "" : "s");
+        EventHandlers handlers = Stores.events(database.dataSource()).handlers();
+        int n =
+            Transactions.inNew(
+                database.dataSource(),
+                "resetting handler '" + handler + "'",
+                tx -> {
+                  ReadModelTables tables = ReadModelTables.resolve(tx, truncate);
+                  int reset = reset(handlers, tx);
+                  tables.truncate(tx);
+                  return reset;
+                });
+        PrintWriter out = spec.commandLine().getOut();
+        out.printf("reset %s on %d stream%s%n", handler, n, n == 1 ? "" : "s");
+        if (!truncate.isEmpty()) {
+          out.printf("emptied %s in the same transaction%n", String.join(", ", truncate));
+        }
       }
       return 0;
+    }
+
+    private int reset(EventHandlers handlers, Tx tx) {
+      try {
+        return handlers.reset(tx, handler);
+      } catch (IllegalArgumentException e) {
+        throw new CliException(e.getMessage(), 2);
+      }
     }
   }
 

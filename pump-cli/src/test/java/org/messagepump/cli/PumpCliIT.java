@@ -310,6 +310,71 @@ class PumpCliIT {
   }
 
   @Test
+  @Order(5)
+  void resetWithTruncateEmptiesTheReadModelInTheResetsTransaction() {
+    String key = "cli-rebuild";
+    db.execute("CREATE TABLE cli_rebuild_view (stream_id bigint, n bigint)");
+    db.execute("CREATE VIEW cli_rebuild_shown AS SELECT * FROM cli_rebuild_view");
+    db.execute("CREATE SCHEMA \"Cli Rebuild\"");
+    db.execute("CREATE TABLE \"Cli Rebuild\".\"Other\" (n bigint)");
+    long stream = db.queryLong("SELECT min(id) FROM eventstream.streams");
+    String checkpoint =
+        "SELECT checkpoint_offset FROM eventstream.handler_checkpoints WHERE handler_key = '"
+            + key
+            + "' AND stream_id = "
+            + stream;
+    Result set =
+        runOnDb(
+            "checkpoints",
+            "set",
+            "--handler",
+            key,
+            "--stream",
+            Long.toString(stream),
+            "--expected",
+            "0",
+            "--offset",
+            "1");
+    assertThat(set.code()).as(set.err()).isZero();
+    db.execute("INSERT INTO cli_rebuild_view VALUES (1, 1), (2, 1)");
+    db.execute("INSERT INTO \"Cli Rebuild\".\"Other\" VALUES (1)");
+
+    // A name that is no table fails before anything is reset or emptied: exit 2.
+    for (String bad : List.of("no_such_table", "cli_rebuild_shown", "a.b.c.d", " ")) {
+      Result r =
+          runOnDb(
+              "checkpoints",
+              "reset",
+              "--handler",
+              key,
+              "--truncate",
+              "cli_rebuild_view",
+              "--truncate",
+              bad);
+      assertThat(r.code()).as(bad + ": " + r.err()).isEqualTo(2);
+      assertThat(r.err()).contains("--truncate");
+      assertThat(db.queryLong(checkpoint)).isOne();
+      assertThat(db.queryLong("SELECT count(*) FROM cli_rebuild_view")).isEqualTo(2);
+    }
+
+    Result rebuilt =
+        runOnDb(
+            "checkpoints",
+            "reset",
+            "--handler",
+            key,
+            "--truncate",
+            "cli_rebuild_view",
+            "--truncate",
+            "\"Cli Rebuild\".\"Other\"");
+    assertThat(rebuilt.code()).as(rebuilt.err()).isZero();
+    assertThat(rebuilt.out()).contains("reset " + key + " on 1 stream", "emptied");
+    assertThat(db.queryLong(checkpoint)).isZero();
+    assertThat(db.queryLong("SELECT count(*) FROM cli_rebuild_view")).isZero();
+    assertThat(db.queryLong("SELECT count(*) FROM \"Cli Rebuild\".\"Other\"")).isZero();
+  }
+
+  @Test
   @Order(6)
   void balancerOperationsChangeWhatTheySay() {
     Result stats = runOnDb("balancer", "stats");
