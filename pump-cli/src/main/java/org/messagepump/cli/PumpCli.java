@@ -86,12 +86,40 @@ public final class PumpCli implements Runnable {
     spec.commandLine().usage(spec.commandLine().getOut());
   }
 
-  /** The version from the jar manifest, or "development". */
+  /**
+   * The version and commit the CLI was built from, from {@code git.properties} written by the
+   * build. A build from a source tree without git has no commit, and takes the version from Maven's
+   * {@code pom.properties} in the jar.
+   */
   static final class Version implements CommandLine.IVersionProvider {
     @Override
     public String[] getVersion() {
-      String v = PumpCli.class.getPackage().getImplementationVersion();
-      return new String[] {"messagepump " + (v == null ? "development" : v)};
+      String version =
+          read(
+              "git.properties",
+              "git.build.version",
+              read(
+                  "/META-INF/maven/org.messagepump/pump-cli/pom.properties",
+                  "version",
+                  "development"));
+      String commit = read("git.properties", "git.commit.id.abbrev", null);
+      return new String[] {
+        "messagepump " + version + (commit == null ? "" : " (commit " + commit + ")")
+      };
+    }
+
+    private static String read(String resource, String key, String fallback) {
+      try (java.io.InputStream in = PumpCli.class.getResourceAsStream(resource)) {
+        if (in == null) {
+          return fallback;
+        }
+        java.util.Properties p = new java.util.Properties();
+        p.load(in);
+        String v = p.getProperty(key);
+        return v == null || v.isBlank() ? fallback : v.trim();
+      } catch (java.io.IOException e) {
+        return fallback;
+      }
     }
   }
 }

@@ -52,6 +52,23 @@ class PumpCliIT {
 
   @Test
   @Order(1)
+  void versionNamesTheProjectVersionAndTheCommit() throws Exception {
+    Result r = run("--version");
+    assertThat(r.code()).isZero();
+    String commit =
+        new String(
+                new ProcessBuilder("git", "rev-parse", "--short=7", "HEAD")
+                    .start()
+                    .getInputStream()
+                    .readAllBytes(),
+                java.nio.charset.StandardCharsets.UTF_8)
+            .trim();
+    assertThat(r.out().trim())
+        .matches("messagepump \\d+\\.\\d+\\.\\d+(-SNAPSHOT)? \\(commit " + commit + "\\)");
+  }
+
+  @Test
+  @Order(1)
   void migrateCreatesEverySchemaAndIsIdempotent() {
     Result r = runOnDb("migrate");
     assertThat(r.code()).as(r.err()).isZero();
