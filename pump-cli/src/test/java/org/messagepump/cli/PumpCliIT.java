@@ -55,16 +55,16 @@ class PumpCliIT {
   void versionNamesTheProjectVersionAndTheCommit() throws Exception {
     Result r = run("--version");
     assertThat(r.code()).isZero();
+    Process git = new ProcessBuilder("git", "rev-parse", "--short=7", "HEAD").start();
     String commit =
-        new String(
-                new ProcessBuilder("git", "rev-parse", "--short=7", "HEAD")
-                    .start()
-                    .getInputStream()
-                    .readAllBytes(),
-                java.nio.charset.StandardCharsets.UTF_8)
+        new String(git.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8)
             .trim();
-    assertThat(r.out().trim())
-        .matches("messagepump \\d+\\.\\d+\\.\\d+(-SNAPSHOT)? \\(commit " + commit + "\\)");
+    String version = "messagepump \\d+\\.\\d+\\.\\d+(-SNAPSHOT)?";
+    if (git.waitFor() == 0) {
+      assertThat(r.out().trim()).matches(version + " \\(commit " + commit + "\\)");
+    } else { // built from a source tree without git: no commit to name
+      assertThat(r.out().trim()).matches(version);
+    }
   }
 
   @Test
