@@ -87,24 +87,16 @@ public final class PumpCli implements Runnable {
   }
 
   /**
-   * The version and commit the CLI was built from, from {@code git.properties} written by the
-   * build. A build from a source tree without git has no commit, and takes the version from Maven's
-   * {@code pom.properties} in the jar.
+   * The version and commit the CLI was built from, from {@code version.properties} written by the
+   * build. A build outside a git clone names no commit.
    */
   static final class Version implements CommandLine.IVersionProvider {
     @Override
     public String[] getVersion() {
-      String version =
-          read(
-              "git.properties",
-              "git.build.version",
-              read(
-                  "/META-INF/maven/org.messagepump/pump-cli/pom.properties",
-                  "version",
-                  "development"));
-      String commit = read("git.properties", "git.commit.id.abbrev", null);
+      String version = read("version.properties", "version", "development");
+      String commit = read("version.properties", "commit", "none");
       return new String[] {
-        "messagepump " + version + (commit == null ? "" : " (commit " + commit + ")")
+        "messagepump " + version + ("none".equals(commit) ? "" : " (commit " + commit + ")")
       };
     }
 
