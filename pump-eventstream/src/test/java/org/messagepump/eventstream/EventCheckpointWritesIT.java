@@ -23,7 +23,7 @@ import org.messagepump.testkit.TestDatabase;
  * migration): the row keeps its turn and the ready index reads the generated {@code pending}
  * column, so PostgreSQL can make the update HOT. Before, every update took a new turn and moved a
  * column of the index predicate: no update was HOT, and the pending index grew by a dead entry per
- * delivery, which every claim walked until a vacuum (docs/benchmarks.md).
+ * delivery, which every claim walked until a vacuum (docs/performance-notes.md).
  */
 @ExtendWith(PostgresExtension.class)
 class EventCheckpointWritesIT {

@@ -169,7 +169,7 @@ public final class CheckpointQueries {
    *
    * <p>Plain JDBC with a fixed text, like {@link PendingClaim}: building and rendering the jOOQ
    * update per delivery cost the client about a third of its CPU per delivery at batch size 1
-   * (docs/benchmarks.md, issue 14). The names are quoted identifiers of a validated schema; every
+   * (docs/performance-notes.md). The names are quoted identifiers of a validated schema; every
    * value is bound. Covered by every driver test.
    */
   public void setOffset(Connection c, long streamId, long old, long next) throws SQLException {

@@ -116,7 +116,7 @@ public final class HandlerRegistry {
    * <p>The lock and the changed-streams scan are one statement run through plain JDBC with a fixed
    * text (like {@link PendingClaim}): at batch size 1 a refresh comes every {@code REFRESH_EVERY}
    * acquisitions, and rendering jOOQ queries cost more client CPU than the statements cost the
-   * server, and a second round trip more than both (docs/benchmarks.md, issue 14). Every value is
+   * server, and a second round trip more than both (docs/performance-notes.md). Every value is
    * bound.
    */
   public Refresh refresh(Tx tx, String start) throws SQLException {

@@ -24,7 +24,7 @@ import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
  *
  * <p>Written by hand and run through plain JDBC with a fixed text per limit (rendered once), like
  * the command claim: building and rendering a jOOQ query per poll, and a second round trip for the
- * events, were most of the gap to the baseline at batch size 1 (docs/benchmarks.md, issue 14). The
+ * events, were most of the gap to the baseline at batch size 1 (docs/performance-notes.md). The
  * names are quoted identifiers of a validated schema; every value is bound: the handler key (also
  * for the paused check), the excluded stream ids (an array, empty when none), the type names (an
  * array). Covered by every driver test (EventDriverIT, EventPumpIT, EventStreamsLoadIT,
@@ -66,7 +66,7 @@ public final class PendingClaim {
     this.cp = tables.quoted("handler_checkpoints");
     this.events = tables.quoted("events");
     this.streamTypes = tables.quoted("stream_types");
-    // A paused handler (issue 18) claims nothing and has nothing pending, so its pump idles as on
+    // A paused handler claims nothing and has nothing pending, so its pump idles as on
     // an empty poll: an uncorrelated NOT EXISTS, one primary-key probe per statement, planned as a
     // one-time filter above everything else (nothing is scanned or locked when it fails). No
     // extra round trip.
@@ -102,11 +102,10 @@ public final class PendingClaim {
             // bound: no sort, and no walk over rows the cursor has passed. The paused check is a
             // one-time filter above it (nothing is scanned or locked when it fails).
             //
-            // Until 2026-12-01 both ranges of the walk (after the cursor, then from the start)
-            // were branches of one UNION ALL: one round trip per lap fewer, but the second
-            // branch's nodes were set up and shut down at every execution although it ran about
-            // once per lap; measured with pgbench at batch size 1 on 16 streams, the server spent
-            // about a fifth more per claim (docs/benchmarks.md).
+            // Not both ranges of the walk (after the cursor, then from the start) as branches of
+            // one UNION ALL: that saves a round trip per lap, but the second branch's nodes are
+            // set up and shut down at every execution although it runs about once per lap, which
+            // costs the server more per claim than the round trip (docs/performance-notes.md).
             //
             // e, the claimed stream's next events of the handler's types, in offset order.
             //
@@ -119,7 +118,7 @@ public final class PendingClaim {
             //
             // Kept to few plan nodes: perf on the server showed executor start-up (initializing
             // each node and expression, at every execution of the prepared statement) as the
-            // largest part of the claim's cost beyond the baseline's (docs/benchmarks.md). No
+            // largest part of the claim's cost beyond the baseline's (docs/performance-notes.md). No
             // outer ORDER BY (the lateral scan returns the events in offset order; run() checks),
             // and "anything pending?" is a statement of its own, asked only when nothing was
             // claimed.
