@@ -68,7 +68,8 @@ class HandlerTimeoutIT {
                   try {
                     Thread.sleep(60_000);
                   } catch (InterruptedException e) {
-                    // A handler that swallows the interrupt and writes on: its connection is gone.
+                    // A handler that swallows the interrupt and writes on: the pump's connection
+                    // is refused to it.
                     write(ctx, "after interrupt");
                   }
                 })
@@ -109,7 +110,7 @@ class HandlerTimeoutIT {
           .isEqualTo(2);
       // Nothing a timed-out handler wrote committed, before or after its interrupt.
       assertThat(count(ds, "SELECT count(*) FROM half_written")).isZero();
-      // The pump goes on with both workers (the aborted connections were discarded).
+      // The pump goes on with both workers.
       for (int i = 0; i < 40; i++) {
         queue.enqueue(new ChargeCard("c" + i, i));
       }
@@ -117,7 +118,7 @@ class HandlerTimeoutIT {
       assertThat(mostAtOnce).hasValue(2);
       assertThat(count(ds, "SELECT count(*) FROM half_written")).isZero();
     }
-    // No backend is left sleeping: the aborted connections' server sessions ended.
+    // No backend is left sleeping: the timeout cancelled the statement.
     await()
         .atMost(Duration.ofSeconds(30))
         .until(

@@ -36,6 +36,9 @@ import org.slf4j.MDC;
  *       caused it is the likely culprit. Rethrowing would kill the worker and send the same
  *       delivery round again, uncounted, for ever. It is logged at ERROR.
  *   <li>An interrupt is a shutdown only while the pump is stopping; otherwise it is a failure.
+ *   <li>A handler that ran past its timeout ({@link HandlerTimeouts}) is a failure whatever it
+ *       returned, recorded like any other in the delivery's transaction, which kept its lock: the
+ *       delivery is never due again before its failure is committed.
  *   <li>When recording an outcome fails for any reason other than a lost connection, the pump rolls
  *       back to the delivery's savepoint and records it again in the plainest form it has
  *       (postponed with the failure counted, or parked with a generic reason). When even that, the
@@ -237,7 +240,7 @@ final class DeliveryRunner {
       guard.arm();
       Outcome outcome;
       HandlerTimeoutException timedOut;
-      HandlerTimeouts.Watch watch = timeouts.start(d.messageType(), guard.target());
+      HandlerTimeouts.Watch watch = timeouts.start(d.messageType(), guard);
       try {
         outcome = handle(guard, handlerTx, d);
       } finally {
@@ -245,13 +248,11 @@ final class DeliveryRunner {
         guard.disarm();
       }
       if (timedOut != null) {
-        // The connection is aborted: the transaction is gone on the server with everything of this
-        // batch. The delivery's failure is counted in a fresh transaction (see run()).
-        batch.culprit = d;
-        batch.culpritCause = timedOut;
-        return PumpMetrics.Result.ABANDONED;
-      }
-      if (outcome == null) {
+        // Whatever the handler returned or threw: a failure, recorded below in this transaction,
+        // which still holds the delivery's lock. Rolling back to the savepoint also undoes a
+        // statement the timeout cancelled and whatever the handler wrote after its interrupt.
+        outcome = Outcome.failed(timedOut);
+      } else if (outcome == null) {
         batch.connectionLost = true;
         return PumpMetrics.Result.ABANDONED;
       }

@@ -24,6 +24,9 @@ import org.postgresql.core.TransactionState;
  *       setAutoCommit}, {@code close}, {@code abort}, isolation and read-only changes, and {@code
  *       unwrap} throw {@link IllegalStateException} naming the rule: a handler that committed, then
  *       threw, lost its message; one that closed the connection made every commit fail.
+ *   <li><b>Timeout.</b> Once the delivery's handler timeout has expired ({@link HandlerTimeouts}),
+ *       every call through it fails with SQLState 57014, so a handler that ignores the interrupt
+ *       cannot start new work on the pump's connection.
  * </ul>
  *
  * <p>A dynamic proxy rather than a hand-written delegate: {@link Connection} has some fifty methods
@@ -52,8 +55,13 @@ final class HandlerConnection implements InvocationHandler {
 
   private final Connection target;
   private final Connection proxy;
+  // Taken while the savepoint is set and while a timeout refuses the connection, so that the
+  // timeout's cancel is sent only once the delivery's savepoint exists (see refuse()).
+  private final Object gate = new Object();
   private Savepoint savepoint;
   private boolean armed;
+  // Why the connection is refused to the handler (its timeout expired), or null.
+  private volatile String refused;
   private BaseConnection pg;
   private boolean pgLookedUp;
   private String broken;
@@ -75,7 +83,22 @@ final class HandlerConnection implements InvocationHandler {
   void arm() {
     savepoint = null;
     broken = null;
+    refused = null;
     armed = true;
+  }
+
+  /**
+   * Refuses every further call of the handler's through this connection, with {@code reason} as the
+   * error (SQLState 57014, query canceled). Returns true when the delivery's savepoint is set: only
+   * then may a statement of the handler's be running on the connection, and only then is cancelling
+   * it safe, because whatever the cancel aborts the pump undoes by rolling back to that savepoint.
+   * Called by the timeout's thread.
+   */
+  boolean refuse(String reason) {
+    synchronized (gate) {
+      refused = reason;
+      return savepoint != null;
+    }
   }
 
   /** Ends the delivery's window: statements of the pump's own bookkeeping need no savepoint. */
@@ -98,6 +121,10 @@ final class HandlerConnection implements InvocationHandler {
         case "toString" -> "HandlerConnection[" + target + "]";
         default -> method.invoke(target, args);
       };
+    }
+    String refusal = refused;
+    if (refusal != null && !name.equals("isClosed")) {
+      throw new SQLException(refusal, "57014");
     }
     if (REFUSED.contains(name) || (name.equals("rollback") && (args == null || args.length == 0))) {
       throw new IllegalStateException(
@@ -132,7 +159,13 @@ final class HandlerConnection implements InvocationHandler {
   /** Sets the delivery's savepoint if it is armed and not set yet. */
   void beforeStatement() throws SQLException {
     if (armed && savepoint == null) {
-      savepoint = target.setSavepoint();
+      synchronized (gate) {
+        String refusal = refused;
+        if (refusal != null) {
+          throw new SQLException(refusal, "57014");
+        }
+        savepoint = target.setSavepoint();
+      }
     }
   }
 

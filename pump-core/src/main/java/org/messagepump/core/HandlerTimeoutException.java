@@ -4,8 +4,8 @@ import java.time.Duration;
 
 /**
  * The cause recorded for a delivery whose handler ran past its timeout: the pump interrupted the
- * handler and aborted its connection, so the delivery's transaction was rolled back on the server,
- * and counted the delivery as failed.
+ * handler and cancelled its statement, rolled back what it wrote, and counted the delivery as
+ * failed in the delivery's own transaction.
  */
 public class HandlerTimeoutException extends PumpException {
 
@@ -14,6 +14,6 @@ public class HandlerTimeoutException extends PumpException {
     super(
         "the handler ran past its timeout of "
             + timeout
-            + "; it was interrupted and its connection aborted (nothing it wrote commits)");
+            + "; it was interrupted and its statement cancelled (nothing it wrote commits)");
   }
 }

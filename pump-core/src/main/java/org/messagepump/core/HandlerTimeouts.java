@@ -1,29 +1,39 @@
 package org.messagepump.core;
 
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import javax.sql.DataSource;
 import org.postgresql.PGConnection;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The pump's handler timeouts: a watch per delivery that, at expiry, interrupts the worker and
- * aborts the delivery's connection. Aborting is what makes the timeout safe with the pump's
- * transaction: a handler stuck in a JDBC call ignores interrupts, and one that catches the
- * interrupt could go on writing; with the connection gone, the server rolls the transaction back
- * and nothing the handler wrote can commit. The pool discards the aborted connection when it is
- * returned. The delivery's failure is then counted in a fresh transaction ({@link DeliveryRunner}).
+ * The pump's handler timeouts: a watch per delivery that, at expiry, refuses the pump's connection
+ * to the handler, interrupts the worker and cancels the statement the handler is running on that
+ * connection. The delivery's transaction stays open: its row lock, the claim, is held until the
+ * handler has returned and the pump has recorded the failure (rolled back to the delivery's
+ * savepoint, postponed with the failure counted or parked) and committed. The delivery therefore
+ * never becomes due, in this process or another, while its handler still runs or before its failure
+ * is counted; {@code maxFailures} bounds its runs.
+ *
+ * <p>Why not abort the connection, which frees the worker's transaction at once: the abort ends the
+ * transaction, and with it the row lock, before the failure can be written. The delivery is then
+ * due again, uncounted, while a handler that ignores the interrupt is still running, and another
+ * worker takes it. Nor can another connection write the failure first: the row is locked by the
+ * handler's transaction until that transaction ends.
+ *
+ * <p>The cancel ({@link PGConnection#cancelQuery()}) opens a short connection of its own to the
+ * server, not one of the pool's, and returns once the server has signalled the backend. It is sent
+ * only while the delivery's savepoint exists and never after the worker has taken the connection
+ * back ({@link Watch#finish()}): a cancel that arrives when no statement runs is discarded by the
+ * server, so it cannot hit the pump's own bookkeeping.
+ *
+ * <p>A handler that ignores the interrupt keeps its worker until it returns; it is interrupted (and
+ * its statement cancelled) again at every further period of its timeout, at least every second, and
+ * logged once as still running.
  *
  * <p>One timer thread per pump that has a timeout, started lazily; none otherwise.
  */
@@ -31,30 +41,20 @@ final class HandlerTimeouts {
 
   private static final Logger log = LoggerFactory.getLogger(MessagePump.class);
 
-  static final HandlerTimeouts NONE = new HandlerTimeouts("", null, null, Map.of(), null);
+  static final HandlerTimeouts NONE = new HandlerTimeouts("", null, Map.of(), null);
 
-  /** How long a worker waits for a timed-out handler's server session to end. */
-  private static final long TERMINATION_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
-
-  private static final int RUNNING = 0;
-  private static final int DONE = 1;
-  private static final int TIMED_OUT = 2;
+  /** The shortest period between two interrupts (and cancels) of a handler past its timeout. */
+  private static final Duration MIN_REPEAT = Duration.ofSeconds(1);
 
   private final String pumpName;
-  private final DataSource dataSource;
   private final Duration perPump;
   private final Map<String, Duration> perType;
   private final ThreadFactory threadFactory;
   private ScheduledThreadPoolExecutor timer;
 
   HandlerTimeouts(
-      String pumpName,
-      DataSource dataSource,
-      Duration perPump,
-      Map<String, Duration> perType,
-      ThreadFactory factory) {
+      String pumpName, Duration perPump, Map<String, Duration> perType, ThreadFactory factory) {
     this.pumpName = pumpName;
-    this.dataSource = dataSource;
     this.perPump = perPump;
     this.perType = Map.copyOf(perType);
     this.threadFactory = factory;
@@ -67,13 +67,15 @@ final class HandlerTimeouts {
   }
 
   /** Starts watching the current thread's handling of a delivery of {@code messageType}. */
-  Watch start(String messageType, Connection connection) {
+  Watch start(String messageType, HandlerConnection guard) {
     Duration timeout = timeoutOf(messageType);
     if (timeout == null) {
       return Watch.UNWATCHED;
     }
-    Watch w = new Watch(this, timeout, Thread.currentThread(), connection);
-    w.future = timer().schedule(w::expire, timeout.toNanos(), TimeUnit.NANOSECONDS);
+    Watch w = new Watch(this, timeout, Thread.currentThread(), guard);
+    synchronized (w) {
+      w.pending = timer().schedule(w::expire, timeout.toNanos(), TimeUnit.NANOSECONDS);
+    }
     return w;
   }
 
@@ -104,115 +106,110 @@ final class HandlerTimeouts {
     }
   }
 
-  /**
-   * Ends the server session of an aborted connection and waits (at most ten seconds) until it is
-   * gone. Closing the socket alone is not enough: a backend busy in a statement ({@code pg_sleep},
-   * a lock wait, a long query) notices the lost client only when the statement ends, and until then
-   * it holds the delivery's row lock, so its failure could not be counted. {@code
-   * pg_terminate_backend} works on a session of the same role without further privileges.
-   */
-  private void terminate(int pid) {
-    long deadline = System.nanoTime() + TERMINATION_WAIT_NANOS;
-    try (Connection c = dataSource.getConnection()) {
-      c.setAutoCommit(true);
-      try (PreparedStatement ps = c.prepareStatement("SELECT pg_terminate_backend(?)")) {
-        ps.setInt(1, pid);
-        ps.execute();
-      }
-      try (PreparedStatement ps =
-          c.prepareStatement("SELECT count(*) FROM pg_stat_activity WHERE pid = ?")) {
-        ps.setInt(1, pid);
-        while (System.nanoTime() < deadline) {
-          try (ResultSet rs = ps.executeQuery()) {
-            if (rs.next() && rs.getLong(1) == 0) {
-              return;
-            }
-          }
-          TimeUnit.MILLISECONDS.sleep(10);
-        }
-      }
-      log.warn("{}: a timed-out handler's server session has not ended yet", pumpName);
-    } catch (SQLException | RuntimeException e) {
-      log.warn(
-          "{}: could not end a timed-out handler's server session: {}",
-          pumpName,
-          DeliveryRunner.describe(e));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-  }
-
-  /** One delivery's watch. */
+  /** One delivery's watch. Its state changes under its own monitor. */
   static final class Watch {
     static final Watch UNWATCHED = new Watch(NONE, null, null, null);
 
+    private static final int RUNNING = 0;
+    private static final int TIMED_OUT = 1;
+    private static final int FINISHED = 2;
+
     private final HandlerTimeouts owner;
-    private final String pumpName;
-    private int backendPid;
     private final Duration timeout;
     private final Thread worker;
-    private final Connection connection;
-    private final AtomicInteger state = new AtomicInteger(RUNNING);
-    private final CountDownLatch expired = new CountDownLatch(1);
-    private ScheduledFuture<?> future;
+    private final HandlerConnection guard;
+    private int state = RUNNING;
+    private boolean cancellable;
+    private boolean loggedStillRunning;
+    private long expiredAt;
+    private ScheduledFuture<?> pending;
 
-    private Watch(HandlerTimeouts owner, Duration timeout, Thread worker, Connection connection) {
+    private Watch(HandlerTimeouts owner, Duration timeout, Thread worker, HandlerConnection guard) {
       this.owner = owner;
-      this.pumpName = owner.pumpName;
       this.timeout = timeout;
       this.worker = worker;
-      this.connection = connection;
+      this.guard = guard;
     }
 
-    private void expire() {
-      if (!state.compareAndSet(RUNNING, TIMED_OUT)) {
+    /** At expiry, on the timer thread. */
+    private synchronized void expire() {
+      if (state != RUNNING) {
         return;
       }
-      try {
+      state = TIMED_OUT;
+      expiredAt = System.nanoTime();
+      log.warn(
+          "{}: handler ran past its timeout of {}; interrupting it and cancelling its statement",
+          owner.pumpName,
+          timeout);
+      cancellable =
+          guard.refuse(
+              "the handler ran past its timeout of "
+                  + timeout
+                  + "; the pump's connection is refused to it from now on");
+      stopHandler();
+      repeat();
+    }
+
+    /** Again while a timed-out handler has not returned. */
+    private synchronized void again() {
+      if (state != TIMED_OUT) {
+        return;
+      }
+      if (!loggedStillRunning) {
+        loggedStillRunning = true;
         log.warn(
-            "{}: handler ran past its timeout of {}; interrupting it and aborting its connection",
-            pumpName,
+            "{}: handler still running {} ms after its timeout of {}: it ignores the interrupt."
+                + " Its worker and the delivery's transaction stay held (the delivery is not due"
+                + " anywhere) until it returns; its failure is counted then",
+            owner.pumpName,
+            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - expiredAt),
             timeout);
-        try {
-          backendPid = connection.unwrap(PGConnection.class).getBackendPID();
-        } catch (Exception e) {
-          backendPid = 0; // not pgjdbc underneath (a test double): no server session to end
-        }
-        worker.interrupt();
-        try {
-          connection.abort(Runnable::run);
-        } catch (Exception | LinkageError e) {
-          log.warn("{}: aborting a timed-out handler's connection failed: {}", pumpName, e);
-        }
-      } finally {
-        expired.countDown();
+      }
+      stopHandler();
+      repeat();
+    }
+
+    private void repeat() {
+      long period = Math.max(timeout.toNanos(), MIN_REPEAT.toNanos());
+      pending = owner.timer().schedule(this::again, period, TimeUnit.NANOSECONDS);
+    }
+
+    private void stopHandler() {
+      worker.interrupt();
+      if (!cancellable) {
+        return; // the handler sent no statement through the pump's connection
+      }
+      try {
+        guard.target().unwrap(PGConnection.class).cancelQuery();
+      } catch (Exception | LinkageError e) {
+        // Not pgjdbc underneath (a test double), or the cancel's own connection failed: the
+        // interrupt is all there is; the handler keeps the worker until it returns.
+        log.debug("{}: cancelling a timed-out handler's statement failed: {}", owner.pumpName, e);
       }
     }
 
     /**
-     * Ends the watch on the worker thread; returns the timeout exception when it expired (after the
-     * timer is done with this thread, whose interrupt is then cleared), else null.
+     * Ends the watch on the worker thread once the handler has returned; returns the timeout
+     * exception when it expired (the worker's interrupt is then cleared), else null. No interrupt
+     * and no cancel comes after this returns.
      */
     HandlerTimeoutException finish() {
       if (timeout == null) {
         return null;
       }
-      if (state.compareAndSet(RUNNING, DONE)) {
-        future.cancel(false);
-        return null;
-      }
-      while (true) {
-        try {
-          expired.await();
-          break;
-        } catch (InterruptedException e) {
-          // the timer's own interrupt: wait on until it is done with this thread
+      boolean expired;
+      synchronized (this) {
+        expired = state == TIMED_OUT;
+        state = FINISHED;
+        if (pending != null) {
+          pending.cancel(false);
         }
       }
-      Thread.interrupted(); // the timeout's interrupt is spent: keep the worker usable
-      if (backendPid != 0) {
-        owner.terminate(backendPid);
+      if (!expired) {
+        return null;
       }
+      Thread.interrupted(); // the timeout's interrupt is spent: keep the worker usable
       return new HandlerTimeoutException(timeout);
     }
   }

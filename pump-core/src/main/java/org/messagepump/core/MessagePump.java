@@ -104,8 +104,7 @@ public final class MessagePump implements AutoCloseable {
     this.timeouts =
         b.handlerTimeout == null && b.typeTimeouts.isEmpty()
             ? HandlerTimeouts.NONE
-            : new HandlerTimeouts(
-                name, b.dataSource, b.handlerTimeout, b.typeTimeouts, b.threadFactory);
+            : new HandlerTimeouts(name, b.handlerTimeout, b.typeTimeouts, b.threadFactory);
     this.runner =
         new DeliveryRunner(name, b.dataSource, b.driver, backoff, b.maxFailures, metrics, timeouts);
     this.dispatcher =
@@ -422,11 +421,14 @@ public final class MessagePump implements AutoCloseable {
     }
 
     /**
-     * The longest a handler may run (none by default). At expiry the pump interrupts the handler
-     * and aborts its connection: the delivery's transaction is rolled back on the server, so
-     * nothing the handler wrote commits, and the pool discards the connection. The delivery is
-     * counted as failed (in a fresh transaction; parked at {@code maxFailures}); other deliveries
-     * of the same batch return uncounted. Positive, at most {@link Limits#MAX_DELAY}.
+     * The longest a handler may run (none by default). At expiry the pump interrupts the handler,
+     * cancels the statement it runs on the pump's connection and refuses it that connection from
+     * then on. When the handler returns, the pump rolls back to the delivery's savepoint (nothing
+     * the handler wrote commits) and records a failure with {@link HandlerTimeoutException}
+     * (postponed with backoff, parked at {@code maxFailures}) in the delivery's own transaction,
+     * whatever the handler returned: the delivery stays locked, due nowhere, until its failure is
+     * committed. A handler that ignores the interrupt keeps its worker until it returns. Other
+     * deliveries of the same batch are not affected. Positive, at most {@link Limits#MAX_DELAY}.
      */
     public Builder handlerTimeout(Duration timeout) {
       this.handlerTimeout = positive("handlerTimeout", timeout);

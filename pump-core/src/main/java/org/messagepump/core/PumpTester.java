@@ -72,11 +72,7 @@ public final class PumpTester {
         b.handlerTimeout == null && b.typeTimeouts.isEmpty()
             ? HandlerTimeouts.NONE
             : new HandlerTimeouts(
-                "tester",
-                b.dataSource,
-                b.handlerTimeout,
-                b.typeTimeouts,
-                Executors.defaultThreadFactory());
+                "tester", b.handlerTimeout, b.typeTimeouts, Executors.defaultThreadFactory());
     DeliveryRunner runner =
         new DeliveryRunner(
             "tester", b.dataSource, b.driver, backoff, b.maxFailures, metrics, timeouts);
@@ -172,8 +168,8 @@ public final class PumpTester {
     /**
      * The handler timeout, as {@link MessagePump.Builder#handlerTimeout(Duration)}: the handler
      * runs on the thread that calls {@link #runOnce()}, which the timeout interrupts, and its
-     * connection is aborted. The delivery's result is then {@link Kind#ABANDONED} with a {@link
-     * HandlerTimeoutException} as its cause, and its failure is counted in the table.
+     * statement is cancelled. The delivery's result is then {@link Kind#FAILED} (or {@link
+     * Kind#PARKED} at {@code maxFailures}) with a {@link HandlerTimeoutException} as its cause.
      */
     public Builder handlerTimeout(Duration timeout) {
       MessagePump.builder(dataSource).handlerTimeout(timeout);

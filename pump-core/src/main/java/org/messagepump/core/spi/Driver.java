@@ -43,10 +43,10 @@ public interface Driver {
    * which count as {@link Outcome.Busy}.
    *
    * <p>The pump may still turn a {@link Outcome.Handled} into a failure after this returns: when
-   * the transaction was aborted by an error the handler caught, or (once a commit of this pump has
-   * failed) when the delivery's deferred constraints are violated. It then rolls back to the
-   * delivery's savepoint and calls {@link #postpone} or {@link #park}; a driver that keeps
-   * bookkeeping in memory must undo the delivery's there.
+   * the transaction was aborted by an error the handler caught, when the handler ran past its
+   * timeout, or (once a commit of this pump has failed) when the delivery's deferred constraints
+   * are violated. It then rolls back to the delivery's savepoint and calls {@link #postpone} or
+   * {@link #park}; a driver that keeps bookkeeping in memory must undo the delivery's there.
    */
   Outcome handle(Tx tx, Delivery delivery) throws Exception;
 
