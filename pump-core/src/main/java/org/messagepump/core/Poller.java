@@ -47,6 +47,16 @@ final class Poller {
    * are checked at its end, else in a fresh one), so it parks; the others are handled.
    */
   Polled poll(Connection c, List<DeliveryRunner.Recorded> observed) throws SQLException {
+    return poll(c, observed, null);
+  }
+
+  /**
+   * As {@link #poll(Connection, List)}; {@code acquired}, when not null, runs as soon as the poll
+   * has found work, before the deliveries are handled (the pump's workers then let one more worker
+   * poll).
+   */
+  Polled poll(Connection c, List<DeliveryRunner.Recorded> observed, Runnable acquired)
+      throws SQLException {
     long start = System.nanoTime();
     boolean isolated = isolatedPolls.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0;
     List<Delivery> deliveries;
@@ -58,6 +68,9 @@ final class Poller {
     if (deliveries.isEmpty()) {
       c.commit(); // a driver may write while acquiring (e.g. advance a checkpoint to the end)
       return Polled.NOTHING;
+    }
+    if (acquired != null) {
+      acquired.run();
     }
     switch (runner.run(c, deliveries, observed)) {
       case COMMITTED:

@@ -17,11 +17,26 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The pump's one coordinating thread: it waits for a free worker and hands it a poll. The worker
- * opens a transaction, asks the driver for up to {@code batchSize} deliveries and, if it got any,
- * handles them in that same transaction. The next poll is handed out at once after a poll that
- * found work; after a poll that found nothing the dispatcher pauses for {@code pollInterval} (or
- * until woken); while polls fail it pauses with exponential backoff.
+ * The pump's one coordinating thread: it waits for a free worker and hands it a turn. In a turn the
+ * worker opens a transaction, asks the driver for up to {@code batchSize} deliveries and, if it got
+ * any, handles them in that same transaction; then it polls again at once, on the same thread, for
+ * as long as its polls find work. An empty or failed poll ends the turn.
+ *
+ * <p>When turns start:
+ *
+ * <ul>
+ *   <li>A poll that finds work lets one more worker start a turn at once (as soon as the poll has
+ *       acquired, before the deliveries are handled), so a backlog brings in every worker within a
+ *       few polls.
+ *   <li>A poll that finds nothing stops new turns for {@code pollInterval}; turns that still find
+ *       work go on. After the pause one worker polls alone (a probe), and only a probe that finds
+ *       work lets others start again. An idle pump therefore sends one acquisition per {@code
+ *       pollInterval}, whatever its number of workers.
+ *   <li>A wake-up ({@link #wake()}: a notification, or the application) ends an idle pause: a probe
+ *       starts at once. A wake that comes while a poll runs keeps that poll from pausing the pump
+ *       if it finds nothing, since the work may have come after its snapshot.
+ *   <li>A poll that fails stops new turns with exponential backoff; then a probe.
+ * </ul>
  *
  * <p>The acquire round trip runs on the worker's own connection, so polls of different workers
  * overlap instead of queueing behind one thread, and a transaction is opened only for a free
@@ -43,13 +58,20 @@ final class WorkerScheduler implements Runnable {
   private final PumpMetrics metrics;
   private final Poller poller;
   private final ExecutorService workers;
+  private final int workerCount;
   private final Semaphore freeWorkers;
   private final Set<Connection> inFlight = ConcurrentHashMap.newKeySet();
   private final AtomicInteger abandonStreak = new AtomicInteger();
 
-  // Pause state, guarded by `signal`.
+  // Turn and pause state, guarded by `signal`.
   private final Object signal = new Object();
+  // No turn starts before this (an idle pause or a failure backoff).
   private long pausedUntil;
+  // Turns that may start now: each poll that found work (outside a pause) adds one.
+  private int allowance;
+  // One turn, a probe, may start once the pause is over (at the start, after an empty or failed
+  // poll, after a wake-up).
+  private boolean probeDue = true;
   private long wakes;
   private int failures;
   private long degradedSince;
@@ -76,7 +98,14 @@ final class WorkerScheduler implements Runnable {
     this.metrics = metrics;
     this.poller = poller;
     this.workers = workers;
+    this.workerCount = workerCount;
     this.freeWorkers = new Semaphore(workerCount);
+    this.pausedUntil = System.nanoTime();
+  }
+
+  /** The later of two {@link System#nanoTime()} values (which may be negative and wrap). */
+  private static long later(long a, long b) {
+    return a - b >= 0 ? a : b;
   }
 
   @Override
@@ -87,7 +116,7 @@ final class WorkerScheduler implements Runnable {
       } catch (InterruptedException e) {
         break;
       }
-      if (!running || !awaitUnpaused()) {
+      if (!running || !awaitTurn()) {
         freeWorkers.release();
         break;
       }
@@ -104,20 +133,32 @@ final class WorkerScheduler implements Runnable {
     }
   }
 
-  /** Waits while paused; false when stopped. */
-  private boolean awaitUnpaused() {
+  /**
+   * Waits until a turn may start (not paused, no pause running, and an allowance or a probe due)
+   * and takes it; false when stopped.
+   */
+  private boolean awaitTurn() {
     synchronized (signal) {
       while (running) {
-        long left = pausedUntil - System.nanoTime();
-        if (left <= 0 && !paused) {
-          return true;
-        }
         try {
           if (paused) {
             signal.wait(); // until resume() or stop()
-          } else {
-            TimeUnit.NANOSECONDS.timedWait(signal, left);
+            continue;
           }
+          long left = pausedUntil - System.nanoTime();
+          if (left > 0) {
+            TimeUnit.NANOSECONDS.timedWait(signal, left);
+            continue;
+          }
+          if (allowance > 0) {
+            allowance--;
+            return true;
+          }
+          if (probeDue) {
+            probeDue = false;
+            return true;
+          }
+          signal.wait(); // until a poll ends, finds work, or a wake-up
         } catch (InterruptedException e) {
           running = false;
         }
@@ -132,6 +173,7 @@ final class WorkerScheduler implements Runnable {
    * the turn and frees the worker; the dispatcher decides when the next turn starts.
    */
   private void poll(long wakeMark) {
+    boolean ended = false;
     try {
       long mark = wakeMark;
       while (running && !paused) {
@@ -147,7 +189,17 @@ final class WorkerScheduler implements Runnable {
           mark = wakes;
         }
       }
+      ended = true;
     } finally {
+      if (!ended) {
+        // Thrown out of the turn (an Error): let a probe follow after a pause, so that the pump
+        // neither stops nor spins.
+        synchronized (signal) {
+          probeDue = true;
+          pausedUntil = later(pausedUntil, System.nanoTime() + pollInterval.toNanos());
+          signal.notifyAll();
+        }
+      }
       freeWorkers.release();
     }
   }
@@ -190,16 +242,14 @@ final class WorkerScheduler implements Runnable {
       c = dataSource.getConnection();
       inFlight.add(c);
       c.setAutoCommit(false);
-      switch (poller.poll(c, null)) {
+      switch (poller.poll(c, null, this::foundWork)) {
         case NOTHING:
           foundNothing(wakeMark);
           return Turn.NOTHING;
         case COMMITTED:
-          foundWork();
           abandonStreak.set(0);
           return Turn.WORK;
         default:
-          foundWork();
           return Turn.ABANDONED;
       }
     } catch (SQLException | RuntimeException e) {
@@ -218,19 +268,28 @@ final class WorkerScheduler implements Runnable {
     }
   }
 
+  /** An empty poll: no new turn until the pause is over, then one probe. */
   private void foundNothing(long wakeMark) {
     synchronized (signal) {
       recovered();
+      allowance = 0;
+      probeDue = true;
       // A wake that came while this poll ran may be for work it could not see yet: no pause then.
       if (wakes == wakeMark) {
-        pausedUntil = Math.max(pausedUntil, System.nanoTime() + pollInterval.toNanos());
+        pausedUntil = later(pausedUntil, System.nanoTime() + pollInterval.toNanos());
       }
+      signal.notifyAll();
     }
   }
 
+  /** A poll acquired work: one more worker may start a turn now, unless a pause runs. */
   private void foundWork() {
     synchronized (signal) {
       recovered();
+      if (System.nanoTime() - pausedUntil >= 0) {
+        allowance = Math.min(allowance + 1, workerCount);
+        signal.notifyAll();
+      }
     }
   }
 
@@ -252,6 +311,9 @@ final class WorkerScheduler implements Runnable {
     metrics.acquisitionFailed();
     synchronized (signal) {
       failures++;
+      allowance = 0;
+      probeDue = true;
+      signal.notifyAll();
       lastError = DeliveryRunner.describe(e);
       if (degradedAt == null) {
         degradedAt = Instant.now();
@@ -301,7 +363,8 @@ final class WorkerScheduler implements Runnable {
     synchronized (signal) {
       wakes++;
       if (failures == 0) {
-        pausedUntil = 0;
+        pausedUntil = System.nanoTime();
+        probeDue = true;
       }
       signal.notifyAll();
     }
@@ -322,7 +385,8 @@ final class WorkerScheduler implements Runnable {
   void resume() {
     synchronized (signal) {
       paused = false;
-      pausedUntil = 0;
+      pausedUntil = System.nanoTime();
+      probeDue = true;
       signal.notifyAll();
     }
   }

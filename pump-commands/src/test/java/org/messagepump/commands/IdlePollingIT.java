@@ -1,0 +1,177 @@
+package org.messagepump.commands;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.zaxxer.hikari.HikariDataSource;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.messagepump.commands.Fixtures.PlaceOrder;
+import org.messagepump.core.MessagePump;
+import org.messagepump.core.Tx;
+import org.messagepump.core.spi.AcquisitionGate;
+import org.messagepump.core.spi.Delivery;
+import org.messagepump.core.spi.ForwardingDriver;
+import org.messagepump.testkit.PostgresExtension;
+import org.messagepump.testkit.TestDatabase;
+
+/**
+ * An idle pump sends one acquisition per {@code pollInterval}, whatever its number of workers; a
+ * backlog still brings in every worker.
+ */
+@ExtendWith(PostgresExtension.class)
+class IdlePollingIT {
+
+  static final Duration POLL_INTERVAL = Duration.ofMillis(100);
+
+  private CommandQueue queue;
+
+  @BeforeEach
+  void setUp(DataSource ds) {
+    queue = Fixtures.queue(ds);
+    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
+  }
+
+  /** Counts the driver's acquisitions. */
+  static final class CountingDriver extends ForwardingDriver {
+    final AtomicInteger acquisitions = new AtomicInteger();
+
+    CountingDriver(CommandDriver delegate) {
+      super(delegate);
+    }
+
+    @Override
+    public List<Delivery> acquire(Tx tx, int max) throws SQLException {
+      acquisitions.incrementAndGet();
+      return super.acquire(tx, max);
+    }
+
+    @Override
+    public List<Delivery> acquire(Tx tx, int max, AcquisitionGate gate) throws SQLException {
+      acquisitions.incrementAndGet();
+      return super.acquire(tx, max, gate);
+    }
+  }
+
+  /**
+   * Counted twice: the driver's acquire calls, and on the server the executions of the command
+   * queue's claim statement. With one command type the claim checks {@code paused_types} once per
+   * execution (an InitPlan), and nothing else of an idle pump reads that table, so its scans in
+   * {@code pg_stat_user_tables} count the claims. Those statistics reach the server's view when a
+   * backend ends at the latest, so the pump's pool is closed before they are read.
+   */
+  @ParameterizedTest(name = "{0} workers")
+  @ValueSource(ints = {1, 4, 16})
+  void anIdlePumpSendsOneAcquisitionPerPollIntervalWhateverItsWorkers(int workers, TestDatabase db)
+      throws Exception {
+    CountingDriver driver =
+        new CountingDriver(
+            queue.driver(CommandHandlers.builder().on(PlaceOrder.class, (c, ctx) -> {}).build()));
+    String name = "idle-" + workers;
+    HikariDataSource pool = db.newDataSource(name, workers + 2);
+    // Pumps of the other tests of this class have ended, and their backends with them: no claim
+    // statistics of theirs arrive during this one.
+    awaitGone(db, "idle-%");
+    awaitGone(db, "backlog");
+    long scansBefore = pausedTypesScans(db);
+    long t0 = System.nanoTime();
+    try (MessagePump pump =
+        MessagePump.builder(pool)
+            .name(name)
+            .driver(driver)
+            .workers(workers)
+            .pollInterval(POLL_INTERVAL)
+            .build()) {
+      pump.start();
+      // A measuring window, not a wait for a condition: how many polls an idle pump sends in it.
+      Thread.sleep(2_000);
+    }
+    long windowNanos = System.nanoTime() - t0;
+    int acquisitions = driver.acquisitions.get();
+    // One at the start, one when the notification listener starts (work may have come meanwhile),
+    // then one per interval at most.
+    long most = windowNanos / POLL_INTERVAL.toNanos() + 3;
+    System.out.printf(
+        "IdlePollingIT: %d workers, %d acquisitions in %d ms (at most %d)%n",
+        workers, acquisitions, TimeUnit.NANOSECONDS.toMillis(windowNanos), most);
+    pool.close();
+    awaitGone(db, name);
+    assertThat(acquisitions).isBetween(3, (int) most);
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> pausedTypesScans(db) - scansBefore >= acquisitions);
+    assertThat(pausedTypesScans(db) - scansBefore)
+        .as("claim statements the server ran")
+        .isEqualTo(acquisitions);
+  }
+
+  @Test
+  void aBacklogBringsInEveryWorker(TestDatabase db) throws Exception {
+    int workers = 16;
+    AtomicInteger running = new AtomicInteger();
+    AtomicInteger mostAtOnce = new AtomicInteger();
+    CountDownLatch done = new CountDownLatch(2 * workers);
+    CommandHandlers handlers =
+        CommandHandlers.builder()
+            .on(
+                PlaceOrder.class,
+                (c, ctx) -> {
+                  mostAtOnce.accumulateAndGet(running.incrementAndGet(), Math::max);
+                  try {
+                    Thread.sleep(1_000);
+                  } finally {
+                    running.decrementAndGet();
+                    done.countDown();
+                  }
+                })
+            .build();
+    for (int i = 0; i < 2 * workers; i++) {
+      queue.enqueue(new PlaceOrder("o" + i));
+    }
+    try (HikariDataSource pool = db.newDataSource("backlog", workers + 2);
+        MessagePump pump =
+            MessagePump.builder(pool)
+                .name("backlog")
+                .driver(queue.driver(handlers))
+                .workers(workers)
+                .pollInterval(Duration.ofSeconds(5))
+                .notifications(false)
+                .build()) {
+      pump.start();
+      assertThat(done.await(60, TimeUnit.SECONDS)).isTrue();
+    }
+    // Each poll that found work let one more worker poll at once: all sixteen were busy together,
+    // with no wait for the (long) poll interval.
+    assertThat(mostAtOnce).hasValue(workers);
+  }
+
+  /** Waits until no backend of a pool whose application name is like {@code pattern} is left. */
+  private static void awaitGone(TestDatabase db, String pattern) {
+    // The pattern is a constant of this class or a pump name built from a number.
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(
+            () ->
+                db.queryLong(
+                        "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE '"
+                            + pattern
+                            + "'")
+                    == 0);
+  }
+
+  private static long pausedTypesScans(TestDatabase db) {
+    return db.queryLong(
+        "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_user_tables"
+            + " WHERE schemaname = 'commandqueue' AND relname = 'paused_types'");
+  }
+}
