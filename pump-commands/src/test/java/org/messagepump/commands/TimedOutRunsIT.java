@@ -178,7 +178,9 @@ class TimedOutRunsIT {
     assertThat(runs).hasSize(rounds);
     assertThat(runTwiceAtOnce).as("commands whose runs overlapped").isZero();
     assertThat(runTooOften).as("commands run more than maxFailures times").isZero();
-    assertThat(runs.values()).allSatisfy(r -> assertThat(r.started).hasValue(MAX_FAILURES));
+    // At least one run each (a timeout that fires before the handler is entered counts a failure
+    // no handler saw).
+    assertThat(runs.values()).allSatisfy(r -> assertThat(r.started.get()).isPositive());
     // Every command parked after MAX_FAILURES counted timeouts, none left pending.
     assertThat(
             count(

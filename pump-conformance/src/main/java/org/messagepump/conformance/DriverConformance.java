@@ -487,6 +487,80 @@ public abstract class DriverConformance {
     assertEquals(0, parked(db), "parked() after a clean run");
   }
 
+  /**
+   * A handler that ignores its timeout (swallows the interrupt, returns normally late) in two pumps
+   * with their own pools: every run is counted before the delivery can run again, so no two runs of
+   * one delivery overlap and a driver that parks sees exactly {@code maxFailures} runs.
+   */
+  @Test
+  public void aTimedOutDeliveryNeverRunsTwiceAtOnceNorMoreThanMaxFailuresTimes() throws Exception {
+    int maxFailures = 2;
+    List<String> ids = produceMany(8, 8);
+    Recorder handler =
+        new Recorder(
+            (id, attempt) -> {
+              long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(800);
+              for (long left; (left = until - System.nanoTime()) > 0; ) {
+                try {
+                  TimeUnit.NANOSECONDS.sleep(left);
+                } catch (InterruptedException swallowed) {
+                  // ignores its timeout
+                }
+              }
+              return Verdict.HANDLE;
+            });
+    List<MessagePump> pumps = new ArrayList<>();
+    try {
+      for (int p = 0; p < 2; p++) {
+        String name = "conformance-timeout-" + SEQUENCE.incrementAndGet();
+        MessagePump pump =
+            MessagePump.builder(db.newDataSource(name, 6))
+                .name(name)
+                .driver(driver(db, handler))
+                .workers(4)
+                .pollInterval(FAST)
+                .backoff(Duration.ofMillis(10), Duration.ofMillis(20))
+                .maxFailures(maxFailures)
+                .handlerTimeout(Duration.ofMillis(400))
+                .build();
+        pumps.add(pump);
+        pump.start();
+      }
+      long deadline = System.nanoTime() + PATIENCE.toNanos();
+      while (parks() ? remaining(db) > 0 : !eachCalled(handler, ids, maxFailures)) {
+        if (System.nanoTime() > deadline) {
+          fail("timed-out deliveries still circulating after " + PATIENCE);
+        }
+        Thread.sleep(20);
+      }
+    } finally {
+      pumps.forEach(MessagePump::close);
+    }
+    assertTrue(
+        handler.overlaps().isEmpty(),
+        "a timed-out delivery ran again while its first run went on: " + handler.overlaps());
+    if (parks()) {
+      assertEquals(ids.size(), parked(db), "parked() after every delivery timed out");
+      Map<String, Long> runs =
+          handler.calls().stream()
+              .collect(Collectors.groupingBy(Call::messageId, Collectors.counting()));
+      // At most: a timeout that fires before the driver's handler reaches the suite counts a
+      // failure the suite does not see.
+      for (String id : ids) {
+        assertTrue(
+            runs.getOrDefault(id, 0L) <= maxFailures,
+            id + " ran " + runs.get(id) + " times with maxFailures " + maxFailures);
+      }
+    }
+  }
+
+  private static boolean eachCalled(Recorder handler, List<String> ids, int times) {
+    Map<String, Long> runs =
+        handler.calls().stream()
+            .collect(Collectors.groupingBy(Call::messageId, Collectors.counting()));
+    return ids.stream().allMatch(id -> runs.getOrDefault(id, 0L) >= times);
+  }
+
   // ---------------------------------------------------------------- helpers
 
   /** One call of the handler: which message, which attempt, what the suite answered. */

@@ -2,6 +2,7 @@ package org.messagepump.core;
 
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
@@ -74,7 +75,11 @@ final class HandlerTimeouts {
     }
     Watch w = new Watch(this, timeout, Thread.currentThread(), guard);
     synchronized (w) {
-      w.pending = timer().schedule(w::expire, timeout.toNanos(), TimeUnit.NANOSECONDS);
+      try {
+        w.pending = timer().schedule(w::expire, timeout.toNanos(), TimeUnit.NANOSECONDS);
+      } catch (RejectedExecutionException e) {
+        return Watch.UNWATCHED; // the pump is closed: a batch still finishing runs unwatched
+      }
     }
     return w;
   }
@@ -172,7 +177,11 @@ final class HandlerTimeouts {
 
     private void repeat() {
       long period = Math.max(timeout.toNanos(), MIN_REPEAT.toNanos());
-      pending = owner.timer().schedule(this::again, period, TimeUnit.NANOSECONDS);
+      try {
+        pending = owner.timer().schedule(this::again, period, TimeUnit.NANOSECONDS);
+      } catch (RejectedExecutionException e) {
+        pending = null; // the pump is closed
+      }
     }
 
     private void stopHandler() {
