@@ -65,7 +65,7 @@ class ReadmeExampleIT {
     try (MessagePump pump = MessagePump.builder(dataSource)
             .name("billing")
             .driver(driver)
-            .handlerTimeout(Duration.ofSeconds(30))   // interrupt, abort the connection, count a failure
+            .handlerTimeout(Duration.ofSeconds(30))   // interrupt, cancel its statement, count a failure
             .maxFailures(5)
             .build()) {
       pump.start();
