@@ -27,7 +27,7 @@ import org.messagepump.testkit.TestDatabase;
 
 /**
  * An idle pump sends one acquisition per {@code pollInterval}, whatever its number of workers; a
- * backlog still brings in every worker.
+ * backlog still brings in every worker, and a notification still wakes an idle pump at once.
  */
 @ExtendWith(PostgresExtension.class)
 class IdlePollingIT {
@@ -83,6 +83,7 @@ class IdlePollingIT {
     // statistics of theirs arrive during this one.
     awaitGone(db, "idle-%");
     awaitGone(db, "backlog");
+    awaitGone(db, "woken");
     long scansBefore = pausedTypesScans(db);
     long t0 = System.nanoTime();
     try (MessagePump pump =
@@ -167,6 +168,43 @@ class IdlePollingIT {
                             + pattern
                             + "'")
                     == 0);
+  }
+
+  @Test
+  void aNotificationWakesAnIdlePumpOfManyWorkersAtOnce(TestDatabase db) throws Exception {
+    CountDownLatch handled = new CountDownLatch(1);
+    CountingDriver driver =
+        new CountingDriver(
+            queue.driver(
+                CommandHandlers.builder()
+                    .on(PlaceOrder.class, (c, ctx) -> handled.countDown())
+                    .build()));
+    try (HikariDataSource pool = db.newDataSource("woken", 18);
+        MessagePump pump =
+            MessagePump.builder(pool)
+                .name("woken")
+                .driver(driver)
+                .workers(16)
+                .pollInterval(Duration.ofMinutes(5))
+                .build()) {
+      pump.start();
+      // Idle (the first probe found nothing) and listening (LISTEN has run and committed).
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(
+              () ->
+                  driver.acquisitions.get() >= 1
+                      && db.queryLong(
+                              "SELECT count(*) FROM pg_stat_activity WHERE application_name ="
+                                  + " 'woken' AND state = 'idle' AND query LIKE 'LISTEN%'")
+                          == 1);
+      long t0 = System.nanoTime();
+      queue.enqueue(new PlaceOrder("wake")); // its NOTIFY is the only way to learn of it
+      assertThat(handled.await(30, TimeUnit.SECONDS)).isTrue();
+      long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      System.out.printf("IdlePollingIT: woken and handled %d ms after the enqueue%n", tookMs);
+      assertThat(tookMs).isLessThan(Duration.ofMinutes(5).toMillis() / 10);
+    }
   }
 
   private static long pausedTypesScans(TestDatabase db) {

@@ -20,23 +20,10 @@ import org.slf4j.LoggerFactory;
  * The pump's one coordinating thread: it waits for a free worker and hands it a turn. In a turn the
  * worker opens a transaction, asks the driver for up to {@code batchSize} deliveries and, if it got
  * any, handles them in that same transaction; then it polls again at once, on the same thread, for
- * as long as its polls find work. An empty or failed poll ends the turn.
- *
- * <p>When turns start:
- *
- * <ul>
- *   <li>A poll that finds work lets one more worker start a turn at once (as soon as the poll has
- *       acquired, before the deliveries are handled), so a backlog brings in every worker within a
- *       few polls.
- *   <li>A poll that finds nothing stops new turns for {@code pollInterval}; turns that still find
- *       work go on. After the pause one worker polls alone (a probe), and only a probe that finds
- *       work lets others start again. An idle pump therefore sends one acquisition per {@code
- *       pollInterval}, whatever its number of workers.
- *   <li>A wake-up ({@link #wake()}: a notification, or the application) ends an idle pause: a probe
- *       starts at once. A wake that comes while a poll runs keeps that poll from pausing the pump
- *       if it finds nothing, since the work may have come after its snapshot.
- *   <li>A poll that fails stops new turns with exponential backoff; then a probe.
- * </ul>
+ * as long as its polls find work. An empty or failed poll ends the turn. When turns may start is
+ * {@link Turns}'s to say: after a poll that found work one more at once; after one that found
+ * nothing, one probe per {@code pollInterval} (or at a wake-up), whatever the number of workers;
+ * after a failed poll, one probe per backoff.
  *
  * <p>The acquire round trip runs on the worker's own connection, so polls of different workers
  * overlap instead of queueing behind one thread, and a transaction is opened only for a free
@@ -53,34 +40,23 @@ final class WorkerScheduler implements Runnable {
 
   private final String pumpName;
   private final DataSource dataSource;
-  private final Duration pollInterval;
   private final Backoff backoff;
   private final PumpMetrics metrics;
   private final Poller poller;
   private final ExecutorService workers;
-  private final int workerCount;
   private final Semaphore freeWorkers;
+  private final Turns turns;
   private final Set<Connection> inFlight = ConcurrentHashMap.newKeySet();
   private final AtomicInteger abandonStreak = new AtomicInteger();
 
-  // Turn and pause state, guarded by `signal`.
-  private final Object signal = new Object();
-  // No turn starts before this (an idle pause or a failure backoff).
-  private long pausedUntil;
-  // Turns that may start now: each poll that found work (outside a pause) adds one.
-  private int allowance;
-  // One turn, a probe, may start once the pause is over (at the start, after an empty or failed
-  // poll, after a wake-up).
-  private boolean probeDue = true;
-  private long wakes;
+  // Acquisition health, guarded by `health`.
+  private final Object health = new Object();
   private int failures;
   private long degradedSince;
   private long lastStateWarn;
   private Instant degradedAt; // wall clock, for health(); null while polls work
   private String lastError;
   private static final long STATE_LOG_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
-  private volatile boolean running = true;
-  private volatile boolean paused;
 
   WorkerScheduler(
       String pumpName,
@@ -93,77 +69,33 @@ final class WorkerScheduler implements Runnable {
       ExecutorService workers) {
     this.pumpName = pumpName;
     this.dataSource = dataSource;
-    this.pollInterval = pollInterval;
     this.backoff = backoff;
     this.metrics = metrics;
     this.poller = poller;
     this.workers = workers;
-    this.workerCount = workerCount;
     this.freeWorkers = new Semaphore(workerCount);
-    this.pausedUntil = System.nanoTime();
-  }
-
-  /** The later of two {@link System#nanoTime()} values (which may be negative and wrap). */
-  private static long later(long a, long b) {
-    return a - b >= 0 ? a : b;
+    this.turns = new Turns(workerCount, pollInterval, System.nanoTime());
   }
 
   @Override
   public void run() {
-    while (running) {
+    while (!turns.stopped()) {
       try {
         freeWorkers.acquire();
       } catch (InterruptedException e) {
         break;
       }
-      if (!running || !awaitTurn()) {
+      if (!turns.take()) {
         freeWorkers.release();
         break;
       }
-      long wakeMark;
-      synchronized (signal) {
-        wakeMark = wakes;
-      }
+      long wakeMark = turns.wakes();
       try {
         workers.execute(() -> poll(wakeMark));
       } catch (RejectedExecutionException e) {
         freeWorkers.release();
         break;
       }
-    }
-  }
-
-  /**
-   * Waits until a turn may start (not paused, no pause running, and an allowance or a probe due)
-   * and takes it; false when stopped.
-   */
-  private boolean awaitTurn() {
-    synchronized (signal) {
-      while (running) {
-        try {
-          if (paused) {
-            signal.wait(); // until resume() or stop()
-            continue;
-          }
-          long left = pausedUntil - System.nanoTime();
-          if (left > 0) {
-            TimeUnit.NANOSECONDS.timedWait(signal, left);
-            continue;
-          }
-          if (allowance > 0) {
-            allowance--;
-            return true;
-          }
-          if (probeDue) {
-            probeDue = false;
-            return true;
-          }
-          signal.wait(); // until a poll ends, finds work, or a wake-up
-        } catch (InterruptedException e) {
-          running = false;
-        }
-      }
-      return false;
     }
   }
 
@@ -176,7 +108,7 @@ final class WorkerScheduler implements Runnable {
     boolean ended = false;
     try {
       long mark = wakeMark;
-      while (running && !paused) {
+      while (!turns.stopped() && !turns.paused()) {
         Turn turn = pollOnce(mark);
         if (turn == Turn.ABANDONED) {
           backOffAfterAbandon();
@@ -185,20 +117,12 @@ final class WorkerScheduler implements Runnable {
         if (turn != Turn.WORK) {
           break;
         }
-        synchronized (signal) {
-          mark = wakes;
-        }
+        mark = turns.wakes();
       }
       ended = true;
     } finally {
       if (!ended) {
-        // Thrown out of the turn (an Error): let a probe follow after a pause, so that the pump
-        // neither stops nor spins.
-        synchronized (signal) {
-          probeDue = true;
-          pausedUntil = later(pausedUntil, System.nanoTime() + pollInterval.toNanos());
-          signal.notifyAll();
-        }
+        turns.threw(System.nanoTime()); // an Error: the pump neither stops nor spins
       }
       freeWorkers.release();
     }
@@ -218,21 +142,8 @@ final class WorkerScheduler implements Runnable {
    */
   private void backOffAfterAbandon() {
     int streak = abandonStreak.incrementAndGet();
-    long until = System.nanoTime() + backoff.delay(streak, ThreadLocalRandom.current()).toNanos();
-    synchronized (signal) {
-      while (running) {
-        long left = until - System.nanoTime();
-        if (left <= 0) {
-          return;
-        }
-        try {
-          TimeUnit.NANOSECONDS.timedWait(signal, left);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          return;
-        }
-      }
-    }
+    turns.sleepUntil(
+        System.nanoTime() + backoff.delay(streak, ThreadLocalRandom.current()).toNanos());
   }
 
   /** One poll and its deliveries. */
@@ -244,7 +155,8 @@ final class WorkerScheduler implements Runnable {
       c.setAutoCommit(false);
       switch (poller.poll(c, null, this::foundWork)) {
         case NOTHING:
-          foundNothing(wakeMark);
+          recovered();
+          turns.foundNothing(wakeMark, System.nanoTime());
           return Turn.NOTHING;
         case COMMITTED:
           abandonStreak.set(0);
@@ -256,7 +168,7 @@ final class WorkerScheduler implements Runnable {
       if (c != null) {
         Transactions.rollbackQuietly(c);
       }
-      if (running) {
+      if (!turns.stopped()) {
         pollFailed(e);
       }
       return Turn.NOTHING;
@@ -268,58 +180,38 @@ final class WorkerScheduler implements Runnable {
     }
   }
 
-  /** An empty poll: no new turn until the pause is over, then one probe. */
-  private void foundNothing(long wakeMark) {
-    synchronized (signal) {
-      recovered();
-      allowance = 0;
-      probeDue = true;
-      // A wake that came while this poll ran may be for work it could not see yet: no pause then.
-      if (wakes == wakeMark) {
-        pausedUntil = later(pausedUntil, System.nanoTime() + pollInterval.toNanos());
-      }
-      signal.notifyAll();
-    }
-  }
-
-  /** A poll acquired work: one more worker may start a turn now, unless a pause runs. */
+  /** A poll acquired work (called before its deliveries are handled). */
   private void foundWork() {
-    synchronized (signal) {
-      recovered();
-      if (System.nanoTime() - pausedUntil >= 0) {
-        allowance = Math.min(allowance + 1, workerCount);
-        signal.notifyAll();
-      }
-    }
+    recovered();
+    turns.foundWork(System.nanoTime());
   }
 
   private void recovered() {
-    if (degradedSince != 0 && System.nanoTime() - lastStateWarn > STATE_LOG_INTERVAL_NANOS) {
-      log.info(
-          "{}: acquisition works again after {} ms and {} failed polls",
-          pumpName,
-          TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - degradedSince),
-          failures);
+    synchronized (health) {
+      if (degradedSince != 0 && System.nanoTime() - lastStateWarn > STATE_LOG_INTERVAL_NANOS) {
+        log.info(
+            "{}: acquisition works again after {} ms and {} failed polls",
+            pumpName,
+            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - degradedSince),
+            failures);
+      }
+      degradedSince = 0;
+      failures = 0;
+      degradedAt = null;
+      lastError = null;
     }
-    degradedSince = 0;
-    failures = 0;
-    degradedAt = null;
-    lastError = null;
   }
 
   private void pollFailed(Exception e) {
     metrics.acquisitionFailed();
-    synchronized (signal) {
+    synchronized (health) {
       failures++;
-      allowance = 0;
-      probeDue = true;
-      signal.notifyAll();
       lastError = DeliveryRunner.describe(e);
       if (degradedAt == null) {
         degradedAt = Instant.now();
       }
-      pausedUntil =
-          System.nanoTime() + backoff.delay(failures, ThreadLocalRandom.current()).toNanos();
+      turns.failed(
+          System.nanoTime() + backoff.delay(failures, ThreadLocalRandom.current()).toNanos());
       if (degradedSince == 0) {
         degradedSince = System.nanoTime();
         // Several workers may alternate between failing and working polls (one bad row among
@@ -351,7 +243,7 @@ final class WorkerScheduler implements Runnable {
 
   /** Running, or degraded since the first of the current run of failed polls. */
   PumpHealth health() {
-    synchronized (signal) {
+    synchronized (health) {
       return degradedAt == null
           ? PumpHealth.running()
           : new PumpHealth(PumpHealth.State.DEGRADED, degradedAt, lastError);
@@ -360,14 +252,7 @@ final class WorkerScheduler implements Runnable {
 
   /** Ends an idle pause now: there may be work. (A failure backoff does not.) */
   void wake() {
-    synchronized (signal) {
-      wakes++;
-      if (failures == 0) {
-        pausedUntil = System.nanoTime();
-        probeDue = true;
-      }
-      signal.notifyAll();
-    }
+    turns.wake(System.nanoTime());
   }
 
   /**
@@ -375,33 +260,22 @@ final class WorkerScheduler implements Runnable {
    * (which commits as usual). The pump's transactions are not interrupted.
    */
   void pause() {
-    synchronized (signal) {
-      paused = true;
-      signal.notifyAll();
-    }
+    turns.pause();
   }
 
   /** Hands out polls again after {@link #pause()}. */
   void resume() {
-    synchronized (signal) {
-      paused = false;
-      pausedUntil = System.nanoTime();
-      probeDue = true;
-      signal.notifyAll();
-    }
+    turns.resume(System.nanoTime());
   }
 
   /** True between {@link #pause()} and {@link #resume()}. */
   boolean isPaused() {
-    return paused;
+    return turns.paused();
   }
 
   /** Stops handing out polls; polls already running finish. */
   void stop() {
-    synchronized (signal) {
-      running = false;
-      signal.notifyAll();
-    }
+    turns.stop();
   }
 
   /**
