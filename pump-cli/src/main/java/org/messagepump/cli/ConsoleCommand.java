@@ -1,7 +1,13 @@
 package org.messagepump.cli;
 
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import javax.sql.DataSource;
@@ -25,7 +31,8 @@ import picocli.CommandLine.Spec;
     name = "console",
     mixinStandardHelpOptions = true,
     description = {
-      "Serve the web operations console (loopback only unless --token is given).",
+      "Serve the web operations console (direct loopback clients only unless operators are"
+          + " identified: --token, --operators or --identity-header).",
       "--demo: embedded PostgreSQL with the demo's orders flowing and failing in the background."
     })
 final class ConsoleCommand implements Callable<Integer> {
@@ -53,6 +60,57 @@ final class ConsoleCommand implements Callable<Integer> {
           "Access token (>= 16 characters; env PUMP_CONSOLE_TOKEN); open the console once"
               + " with ?token=TOKEN.")
   String token;
+
+  @Option(
+      names = "--operators",
+      paramLabel = "FILE",
+      description =
+          "Operators and their tokens, one 'name token' a line ('#' comments); each is audited"
+              + " under their name. Keep the file readable by you only.")
+  Path operatorsFile;
+
+  @Option(
+      names = "--identity-header",
+      paramLabel = "HEADER",
+      description =
+          "The header a trusted proxy names the authenticated operator in (needs --trusted-proxy).")
+  String identityHeader;
+
+  @Option(
+      names = "--trusted-proxy",
+      paramLabel = "ADDRESS",
+      split = ",",
+      description = "Address or CIDR block of the proxy that sends --identity-header (repeatable).")
+  List<String> trustedProxies = new ArrayList<>();
+
+  @Option(
+      names = "--allow-host",
+      paramLabel = "NAME",
+      split = ",",
+      description =
+          "A host name the console may be addressed by besides loopback names and the address it"
+              + " binds (repeatable): the name of a proxy in front or of the machine.")
+  List<String> allowedHosts = new ArrayList<>();
+
+  @Option(
+      names = "--tls-in-front",
+      description = "Browsers reach the console over TLS (a proxy): Secure, __Host- cookies.")
+  boolean tlsInFront;
+
+  @Option(
+      names = "--secret",
+      paramLabel = "SECRET",
+      defaultValue = "${env:PUMP_CONSOLE_SECRET}",
+      description =
+          "Signs CSRF tokens and login cookies (>= 32 characters; env PUMP_CONSOLE_SECRET); the"
+              + " same on every instance behind one name. Default: random per process.")
+  String secret;
+
+  @Option(
+      names = "--login-ttl",
+      paramLabel = "DURATION",
+      description = "How long a login by token lasts (ISO-8601, default PT12H).")
+  Duration loginTtl;
 
   @Option(names = "--read-only", description = "Show only: refuse every action.")
   boolean readOnly;
@@ -117,13 +175,20 @@ final class ConsoleCommand implements Callable<Integer> {
   private Integer run() throws Exception {
     String host = bind;
     int port = ConsoleServer.DEFAULT_PORT;
-    int colon = bind.lastIndexOf(':');
-    if (colon > 0 && !bind.endsWith("]") && bind.indexOf(':') == colon) {
-      host = bind.substring(0, colon);
-      try {
-        port = Integer.parseInt(bind.substring(colon + 1));
-      } catch (NumberFormatException e) {
-        throw new CliException("--bind: not a port: " + bind.substring(colon + 1), 2);
+    if (bind.startsWith("[")) {
+      int end = bind.indexOf(']');
+      if (end < 0 || (end + 1 < bind.length() && bind.charAt(end + 1) != ':')) {
+        throw new CliException("--bind: write an IPv6 address as [ADDRESS] or [ADDRESS]:PORT", 2);
+      }
+      host = bind.substring(1, end);
+      if (end + 1 < bind.length()) {
+        port = port(bind.substring(end + 2));
+      }
+    } else {
+      int colon = bind.lastIndexOf(':');
+      if (colon > 0 && bind.indexOf(':') == colon) {
+        host = bind.substring(0, colon);
+        port = port(bind.substring(colon + 1));
       }
     }
     if (ordersPerSecond < 1 || ordersPerSecond > 1_000) {
@@ -138,8 +203,23 @@ final class ConsoleCommand implements Callable<Integer> {
               .readOnly(readOnly)
               .showPayloads(showPayloads)
               .schemas(commandsSchema, eventsSchema, balancerSchema)
+              .allowedHosts(allowedHosts.toArray(String[]::new))
+              .tlsInFront(tlsInFront)
+              .secret(secret == null || secret.isBlank() ? null : secret)
               .actorName(actor != null ? actor : System.getProperty("user.name", "console"));
-    } catch (IllegalArgumentException e) {
+      if (loginTtl != null) {
+        config.loginTtl(loginTtl);
+      }
+      if (operatorsFile != null) {
+        operators(config, operatorsFile);
+      }
+      if (identityHeader != null) {
+        config.identityHeader(identityHeader, trustedProxies.toArray(String[]::new));
+      } else if (!trustedProxies.isEmpty()) {
+        throw new CliException("--trusted-proxy needs --identity-header", 2);
+      }
+      config.build(); // conflicts (two operators with one token) are usage errors too
+    } catch (IllegalArgumentException | IllegalStateException e) {
       throw new CliException(e.getMessage(), 2);
     }
     PrintWriter out = spec.commandLine().getOut();
@@ -184,7 +264,8 @@ final class ConsoleCommand implements Callable<Integer> {
     }
     try (server) {
       String url = server.uri().toString();
-      out.println("console: " + url + (config.accessToken() != null ? "?token=<your token>" : ""));
+      out.println("console: " + url + (config.operators().isEmpty() ? "" : "?token=<your token>"));
+      out.println(who(config));
       out.println(
           (config.readOnly() ? "read-only, " : "")
               + (config.showPayloads() ? "payloads shown" : "payloads hidden")
@@ -220,6 +301,75 @@ final class ConsoleCommand implements Callable<Integer> {
       }
     }
     return 0;
+  }
+
+  /** Who may use the console, as the start-up lines say it. */
+  private static String who(ConsoleConfig config) {
+    String hosts =
+        "answers to loopback names and addresses"
+            + (config.allowedHosts().isEmpty()
+                ? ""
+                : " and " + String.join(", ", config.allowedHosts()))
+            + " only (421 otherwise)";
+    if (config.tokenless()) {
+      return "tokenless: serves direct loopback clients only (a request with a Forwarded,"
+          + " X-Forwarded-*, X-Real-IP or Via header is refused); every user and process on this"
+          + " machine can act as '"
+          + config.actorName()
+          + "'; "
+          + hosts;
+    }
+    List<String> ways = new ArrayList<>();
+    if (!config.operators().isEmpty()) {
+      ways.add(config.operators().size() + " operator token(s), logins last " + config.loginTtl());
+    }
+    if (config.identityHeader() != null) {
+      ways.add(
+          "the header "
+              + config.identityHeader()
+              + " from "
+              + String.join(", ", config.trustedProxies()));
+    }
+    return "operators are identified by " + String.join(" or ", ways) + "; " + hosts;
+  }
+
+  /** Reads 'name token' lines into the config; a usage error names the line. */
+  private static void operators(ConsoleConfig.Builder config, Path file) {
+    List<String> lines;
+    try {
+      lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new CliException("--operators: cannot read " + file + ": " + e.getMessage(), 2);
+    }
+    int n = 0;
+    for (String line : lines) {
+      n++;
+      String t = line.replace('\t', ' ').strip();
+      if (t.isEmpty() || t.startsWith("#")) {
+        continue;
+      }
+      int space = t.lastIndexOf(' ');
+      if (space < 1) {
+        throw new CliException("--operators: line " + n + " is not 'name token'", 2);
+      }
+      try {
+        config.operator(t.substring(0, space).strip(), t.substring(space + 1));
+      } catch (IllegalArgumentException e) {
+        throw new CliException("--operators: line " + n + ": " + e.getMessage(), 2);
+      }
+    }
+  }
+
+  private static int port(String text) {
+    try {
+      int p = Integer.parseInt(text);
+      if (p < 0 || p > 65_535) {
+        throw new CliException("--bind: port must be between 0 and 65535: " + text, 2);
+      }
+      return p;
+    } catch (NumberFormatException e) {
+      throw new CliException("--bind: not a port: " + text, 2);
+    }
   }
 
   /** Places orders in the background, one small batch every 200 ms. */

@@ -9,12 +9,15 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -43,6 +46,20 @@ class ConsoleCommandIT {
     assertThat(run(new StringWriter(), schema, db, "console", "--commands-schema", "No-Such"))
         .isEqualTo(2);
     assertThat(schema.toString()).contains("schema must match");
+    StringWriter badHost = new StringWriter();
+    assertThat(run(new StringWriter(), badHost, db, "console", "--allow-host", "a/b")).isEqualTo(2);
+    assertThat(badHost.toString()).contains("allowed host");
+    assertThat(run(new StringWriter(), new StringWriter(), db, "console", "--bind", "[::1"))
+        .isEqualTo(2);
+    assertThat(
+            run(
+                new StringWriter(),
+                new StringWriter(),
+                db,
+                "console",
+                "--trusted-proxy",
+                "10.0.0.1"))
+        .isEqualTo(2);
     StringWriter noUrl = new StringWriter();
     assertThat(
             PumpCli.execute(
@@ -84,6 +101,51 @@ class ConsoleCommandIT {
                 HttpResponse.BodyHandlers.ofString());
     assertThat(page.statusCode()).isEqualTo(200);
     assertThat(page.body()).contains("read-only", "cli-test", "No dead letters.");
+    assertThat(out.toString()).contains("tokenless: serves direct loopback clients only");
+    assertThat(code.get()).as(err.toString()).isZero();
+  }
+
+  @Test
+  void operatorsFromAFileOnAnIpv6Bind(TestDatabase db, @TempDir Path dir) throws Exception {
+    assertThat(run(new StringWriter(), new StringWriter(), db, "migrate")).isZero();
+    Path operators = dir.resolve("operators");
+    Files.writeString(
+        operators, "# name token\nalice  alice-token-0123456789\nbob\tbob-token-0123456789\n");
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CompletableFuture<Integer> code =
+        CompletableFuture.supplyAsync(
+            () ->
+                run(
+                    out,
+                    err,
+                    db,
+                    "console",
+                    "--bind",
+                    "[::1]:0",
+                    "--operators",
+                    operators.toString(),
+                    "--exit-after",
+                    "PT10S"));
+    Pattern url = Pattern.compile("console: (http://\\[::1\\]:\\d+/)");
+    await().atMost(Duration.ofSeconds(60)).until(() -> url.matcher(out.toString()).find());
+    Matcher m = url.matcher(out.toString());
+    assertThat(m.find()).isTrue();
+    assertThat(out.toString()).contains("2 operator token(s)");
+    HttpClient http = HttpClient.newHttpClient();
+    HttpResponse<String> anonymous =
+        http.send(
+            HttpRequest.newBuilder(URI.create(m.group(1) + "commands")).build(),
+            HttpResponse.BodyHandlers.ofString());
+    assertThat(anonymous.statusCode()).isEqualTo(401);
+    HttpResponse<String> bob =
+        http.send(
+            HttpRequest.newBuilder(URI.create(m.group(1) + "commands"))
+                .header("Authorization", "Bearer bob-token-0123456789")
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
+    assertThat(bob.statusCode()).isEqualTo(200);
+    assertThat(bob.body()).contains("id=\"actor\">bob<");
     assertThat(code.get()).as(err.toString()).isZero();
   }
 }

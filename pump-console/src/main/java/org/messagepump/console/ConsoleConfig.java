@@ -2,10 +2,18 @@ package org.messagepump.console;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import jakarta.servlet.http.HttpServletRequest;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.function.Function;
+import java.util.regex.Pattern;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.commands.CommandQueue;
+import org.messagepump.console.internal.Hosts;
 import org.messagepump.eventstream.EventStore;
 
 /**
@@ -13,12 +21,16 @@ import org.messagepump.eventstream.EventStore;
  *
  * <pre>{@code
  * ConsoleConfig config = ConsoleConfig.builder()
- *     .accessToken(System.getenv("PUMP_CONSOLE_TOKEN"))
- *     .readOnly(false)
- *     .showPayloads(false)
- *     .actor(request -> request.getRemoteUser())
+ *     .operator("alice", System.getenv("ALICE_TOKEN"))
+ *     .operator("bob", System.getenv("BOB_TOKEN"))
+ *     .allowedHosts("pump-console.example.com")
+ *     .tlsInFront(true)
  *     .build();
  * }</pre>
+ *
+ * <p>Without tokens, an identity header or {@link Builder#remoteWithoutToken(boolean)} the console
+ * is <em>tokenless</em>: it serves direct loopback clients only (the server listens on loopback and
+ * no proxy header is present), all named {@link Builder#actorName(String) actorName}.
  */
 public final class ConsoleConfig {
 
@@ -34,9 +46,24 @@ public final class ConsoleConfig {
   /** Default actor name when the request carries no authenticated user. */
   public static final String DEFAULT_ACTOR = "console";
 
+  /** Default: a login by token lasts 12 hours (the cookie's and the server's limit). */
+  public static final Duration DEFAULT_LOGIN_TTL = Duration.ofHours(12);
+
+  /** Shortest configured secret: 32 characters. */
+  public static final int MIN_SECRET_LENGTH = 32;
+
+  private static final Pattern HEADER = Pattern.compile("[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}");
+
   private final boolean readOnly;
   private final boolean showPayloads;
   private final String accessToken;
+  private final Map<String, String> operators;
+  private final String identityHeader;
+  private final List<String> trustedProxies;
+  private final List<String> allowedHosts;
+  private final boolean tlsInFront;
+  private final String secret;
+  private final Duration loginTtl;
   private final boolean remoteWithoutToken;
   private final String actorName;
   private final Function<HttpServletRequest, String> actor;
@@ -50,6 +77,17 @@ public final class ConsoleConfig {
     this.readOnly = b.readOnly;
     this.showPayloads = b.showPayloads;
     this.accessToken = b.accessToken;
+    Map<String, String> ops = new LinkedHashMap<>(b.operators);
+    if (b.accessToken != null) {
+      ops.putIfAbsent(b.actorName, b.accessToken);
+    }
+    this.operators = Map.copyOf(ops);
+    this.identityHeader = b.identityHeader;
+    this.trustedProxies = List.copyOf(b.trustedProxies);
+    this.allowedHosts = List.copyOf(b.allowedHosts);
+    this.tlsInFront = b.tlsInFront;
+    this.secret = b.secret;
+    this.loginTtl = b.loginTtl;
     this.remoteWithoutToken = b.remoteWithoutToken;
     this.actorName = b.actorName;
     this.actor = b.actor;
@@ -60,7 +98,7 @@ public final class ConsoleConfig {
     this.balancerSchema = b.balancerSchema;
   }
 
-  /** Defaults: actions allowed, payloads hidden, no token (so loopback only). */
+  /** Defaults: actions allowed, payloads hidden, no token (so direct loopback clients only). */
   public static ConsoleConfig defaults() {
     return builder().build();
   }
@@ -80,9 +118,52 @@ public final class ConsoleConfig {
     return showPayloads;
   }
 
-  /** The access token, or {@code null} when none is required (loopback clients only then). */
+  /** The token of {@link Builder#accessToken(String)}, or {@code null}. */
   public String accessToken() {
     return accessToken;
+  }
+
+  /** Every operator's name and token (the access token under the actor name among them). */
+  public Map<String, String> operators() {
+    return operators;
+  }
+
+  /** The header a trusted proxy names the operator in, or {@code null}. */
+  public String identityHeader() {
+    return identityHeader;
+  }
+
+  /** The addresses or CIDR blocks the identity header is believed from. */
+  public List<String> trustedProxies() {
+    return trustedProxies;
+  }
+
+  /** Host names (besides loopback names and addresses) requests may address the console by. */
+  public List<String> allowedHosts() {
+    return allowedHosts;
+  }
+
+  /** True when browsers reach the console over TLS: cookies are Secure and {@code __Host-}. */
+  public boolean tlsInFront() {
+    return tlsInFront;
+  }
+
+  /** The configured secret for CSRF tokens and login cookies, or {@code null} (random). */
+  public String secret() {
+    return secret;
+  }
+
+  /** How long a login by token lasts. */
+  public Duration loginTtl() {
+    return loginTtl;
+  }
+
+  /**
+   * True when nobody is identified (no token, no identity header, no application security): the
+   * console then serves direct loopback clients only.
+   */
+  public boolean tokenless() {
+    return operators.isEmpty() && identityHeader == null && !remoteWithoutToken;
   }
 
   /**
@@ -118,6 +199,11 @@ public final class ConsoleConfig {
     return meterRegistry;
   }
 
+  /** The name of a request without an authenticated user (and of the access token's holder). */
+  public String actorName() {
+    return actorName;
+  }
+
   /** Who made a request, as the audit log names them. */
   public String actorOf(HttpServletRequest request) {
     String who = actor == null ? null : actor.apply(request);
@@ -132,6 +218,13 @@ public final class ConsoleConfig {
     private boolean readOnly = DEFAULT_READ_ONLY;
     private boolean showPayloads = DEFAULT_SHOW_PAYLOADS;
     private String accessToken;
+    private final Map<String, String> operators = new LinkedHashMap<>();
+    private String identityHeader;
+    private final List<String> trustedProxies = new ArrayList<>();
+    private final List<String> allowedHosts = new ArrayList<>();
+    private boolean tlsInFront;
+    private String secret;
+    private Duration loginTtl = DEFAULT_LOGIN_TTL;
     private boolean remoteWithoutToken;
     private String actorName = DEFAULT_ACTOR;
     private Function<HttpServletRequest, String> actor;
@@ -171,22 +264,124 @@ public final class ConsoleConfig {
 
     /**
      * Require this token on every request (as {@code Authorization: Bearer}, or once as {@code
-     * ?token=} which sets an HttpOnly cookie). Null or blank: no token, loopback clients only.
+     * ?token=} which sets an HttpOnly login cookie that expires after {@link #loginTtl}); its
+     * holder is named {@link #actorName}. Null or blank: no such token. Several operators: {@link
+     * #operator}.
      */
     public Builder accessToken(String accessToken) {
       if (accessToken != null && !accessToken.isBlank()) {
-        if (accessToken.length() < MIN_TOKEN_LENGTH) {
-          throw new IllegalArgumentException(
-              "accessToken must have at least " + MIN_TOKEN_LENGTH + " characters");
-        }
-        if (!accessToken.chars().allMatch(c -> c > 32 && c < 127)) {
-          throw new IllegalArgumentException("accessToken must be printable ASCII without spaces");
-        }
-        this.accessToken = accessToken;
+        this.accessToken = token("accessToken", accessToken);
       } else {
         this.accessToken = null;
       }
       return this;
+    }
+
+    /**
+     * An operator and their own token: requests carrying it are audited under {@code name}. Names:
+     * 1 to 100 characters, no control characters; tokens as {@link #accessToken}, all distinct.
+     */
+    public Builder operator(String name, String token) {
+      if (name == null
+          || name.isEmpty()
+          || name.length() > 100
+          || !name.equals(name.strip())
+          || name.chars().anyMatch(c -> Character.isISOControl(c) || c == 0x2028 || c == 0x2029)) {
+        throw new IllegalArgumentException(
+            "an operator name must have 1 to 100 characters, no control characters and no"
+                + " surrounding spaces");
+      }
+      if (operators.containsKey(name)) {
+        throw new IllegalArgumentException("operator " + name + " is configured twice");
+      }
+      operators.put(name, token("the token of operator " + name, token));
+      return this;
+    }
+
+    /**
+     * Believe {@code header} (e.g. {@code X-Forwarded-User}) as the operator's name on requests
+     * that come straight from one of {@code trustedProxies} (IP addresses or CIDR blocks, such as
+     * {@code 10.0.0.0/8}): the proxy authenticates operators. Requests from elsewhere need a token
+     * (or are refused when none is configured). The proxy must drop that header from what clients
+     * send.
+     */
+    public Builder identityHeader(String header, String... trustedProxies) {
+      if (header == null || !HEADER.matcher(header).matches()) {
+        throw new IllegalArgumentException("identityHeader must be an HTTP header name");
+      }
+      if (trustedProxies == null || trustedProxies.length == 0) {
+        throw new IllegalArgumentException(
+            "identityHeader needs the addresses of the proxies that send it");
+      }
+      for (String p : trustedProxies) {
+        if (p == null || !p.trim().matches("[0-9A-Fa-f:.]{2,45}(/\\d{1,3})?")) {
+          throw new IllegalArgumentException(
+              "a trusted proxy must be an IP address or a CIDR block such as 10.0.0.0/8: " + p);
+        }
+      }
+      this.identityHeader = header;
+      this.trustedProxies.clear();
+      this.trustedProxies.addAll(List.of(trustedProxies));
+      return this;
+    }
+
+    /**
+     * Host names (or addresses) a request may address the console by, besides loopback names and
+     * addresses and the address {@code ConsoleServer} listens on: the names a proxy or the
+     * application is reached by. A request for any other host is answered 421, which defeats DNS
+     * rebinding.
+     */
+    public Builder allowedHosts(String... hosts) {
+      for (String h : hosts) {
+        allowedHosts.add(Hosts.normalize(h));
+      }
+      return this;
+    }
+
+    /**
+     * Browsers reach the console over TLS (a TLS-terminating proxy in front): cookies are sent
+     * {@code Secure} with the {@code __Host-} prefix (bound to this host, path {@code /}). Requests
+     * the container already sees as secure get them too.
+     */
+    public Builder tlsInFront(boolean tlsInFront) {
+      this.tlsInFront = tlsInFront;
+      return this;
+    }
+
+    /**
+     * The secret that signs CSRF tokens and login cookies (at least {@value #MIN_SECRET_LENGTH}
+     * characters): set the same one on every instance behind a load balancer. Default: random per
+     * process (a restart logs everyone out).
+     */
+    public Builder secret(String secret) {
+      if (secret != null && secret.getBytes(StandardCharsets.UTF_8).length < MIN_SECRET_LENGTH) {
+        throw new IllegalArgumentException(
+            "secret must have at least " + MIN_SECRET_LENGTH + " characters");
+      }
+      this.secret = secret;
+      return this;
+    }
+
+    /** How long a login by token lasts (default 12 hours; 1 minute to 30 days). */
+    public Builder loginTtl(Duration loginTtl) {
+      if (loginTtl == null
+          || loginTtl.compareTo(Duration.ofMinutes(1)) < 0
+          || loginTtl.compareTo(Duration.ofDays(30)) > 0) {
+        throw new IllegalArgumentException("loginTtl must be between 1 minute and 30 days");
+      }
+      this.loginTtl = loginTtl;
+      return this;
+    }
+
+    private static String token(String what, String token) {
+      if (token == null || token.length() < MIN_TOKEN_LENGTH) {
+        throw new IllegalArgumentException(
+            what + " must have at least " + MIN_TOKEN_LENGTH + " characters");
+      }
+      if (!token.chars().allMatch(c -> c > 32 && c < 127)) {
+        throw new IllegalArgumentException(what + " must be printable ASCII without spaces");
+      }
+      return token;
     }
 
     /**
@@ -231,8 +426,24 @@ public final class ConsoleConfig {
       return this;
     }
 
-    /** The config. */
+    /**
+     * The config.
+     *
+     * @throws IllegalStateException when two operators share a token, or the access token's holder
+     *     ({@link #actorName}) is also configured as an operator with another token
+     */
     public ConsoleConfig build() {
+      Map<String, String> all = new LinkedHashMap<>(operators);
+      if (accessToken != null) {
+        String other = all.putIfAbsent(actorName, accessToken);
+        if (other != null && !other.equals(accessToken)) {
+          throw new IllegalStateException(
+              "operator " + actorName + " has a token and a different accessToken");
+        }
+      }
+      if (all.values().stream().distinct().count() < all.size()) {
+        throw new IllegalStateException("two operators share one token");
+      }
       return new ConsoleConfig(this);
     }
   }

@@ -3,6 +3,8 @@ package org.messagepump.console;
 import java.net.InetAddress;
 import java.net.URI;
 import java.net.UnknownHostException;
+import java.util.Collection;
+import java.util.List;
 import java.util.Objects;
 import javax.sql.DataSource;
 import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
@@ -12,6 +14,7 @@ import org.eclipse.jetty.server.HttpConnectionFactory;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
+import org.messagepump.console.internal.Hosts;
 import org.messagepump.core.PumpException;
 
 /**
@@ -66,12 +69,15 @@ public final class ConsoleServer implements AutoCloseable {
     } catch (UnknownHostException e) {
       throw new IllegalArgumentException("unknown host to bind to: " + host, e);
     }
-    if (!address.isLoopbackAddress()
-        && config.accessToken() == null
-        && !config.remoteWithoutToken()) {
+    if (!address.isLoopbackAddress() && config.tokenless()) {
       throw new IllegalArgumentException(
           "binding to " + host + " (not loopback) requires an access token");
     }
+    // The console also answers to the address it listens on (an address cannot be rebound).
+    Collection<String> listening =
+        address.isAnyLocalAddress()
+            ? Hosts.localAddresses()
+            : List.of(Hosts.normalize(address.getHostAddress()));
     QueuedThreadPool threads = new QueuedThreadPool(MAX_THREADS, 2);
     threads.setName("pump-console");
     threads.setDaemon(true);
@@ -85,7 +91,7 @@ public final class ConsoleServer implements AutoCloseable {
     ServletContextHandler context = new ServletContextHandler();
     context.setContextPath("/");
     context.addServlet(
-        new ServletHolder("pump-console", new ConsoleServlet(dataSource, config)), "/*");
+        new ServletHolder("pump-console", new ConsoleServlet(dataSource, config, listening)), "/*");
     server.setHandler(context);
     server.setStopTimeout(2_000);
     try {
@@ -105,6 +111,8 @@ public final class ConsoleServer implements AutoCloseable {
             : address.getHostAddress();
     if (address.isAnyLocalAddress()) {
       h = "127.0.0.1";
+    } else if (address.isLoopbackAddress() && h.startsWith("[")) {
+      h = "[::1]";
     }
     return new ConsoleServer(
         server, URI.create("http://" + h + ":" + connector.getLocalPort() + "/"));

@@ -7,6 +7,8 @@ import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import javax.sql.DataSource;
@@ -16,6 +18,7 @@ import org.messagepump.console.internal.Guard;
 import org.messagepump.console.internal.Html;
 import org.messagepump.console.internal.HttpError;
 import org.messagepump.console.internal.Pages;
+import org.messagepump.console.internal.Refused;
 import org.messagepump.console.internal.Request;
 import org.messagepump.console.internal.Sampler;
 import org.messagepump.console.internal.Settings;
@@ -34,9 +37,11 @@ import org.slf4j.LoggerFactory;
  * console.addMapping("/ops/pump/*");
  * }</pre>
  *
- * <p>Safety: without an access token it serves loopback clients only; every action is a POST with a
- * CSRF token and a same-origin check; a read-only config refuses every action; payloads are hidden
- * unless switched on; every action is audit-logged with who did it.
+ * <p>Safety: it answers only to allowed host names (loopback ones, and those configured), which
+ * defeats DNS rebinding; without tokens or an identity header it serves direct loopback clients
+ * only; every action is a POST from this very origin with a CSRF token the server signed; a
+ * read-only config refuses every action; payloads are hidden unless switched on; every action is
+ * audit-logged with who did it.
  */
 public final class ConsoleServlet extends HttpServlet {
 
@@ -59,17 +64,29 @@ public final class ConsoleServlet extends HttpServlet {
    * set); a schema name a driver refuses throws its {@link IllegalArgumentException}.
    */
   public ConsoleServlet(DataSource dataSource, ConsoleConfig config) {
+    this(dataSource, config, List.of());
+  }
+
+  /** A console that also answers to the literal addresses its server listens on. */
+  ConsoleServlet(DataSource dataSource, ConsoleConfig config, Collection<String> listening) {
     this.config = Objects.requireNonNull(config, "config");
     this.settings =
         new Settings(
             config.readOnly(),
             config.showPayloads(),
-            config.accessToken(),
-            config.remoteWithoutToken(),
             config.title(),
             config.meterRegistry(),
-            config::actorOf);
-    this.guard = new Guard(settings);
+            config::actorOf,
+            config.actorName(),
+            config.operators(),
+            config.identityHeader(),
+            config.trustedProxies(),
+            config.remoteWithoutToken(),
+            config.allowedHosts(),
+            config.tlsInFront(),
+            config.secret() == null ? null : config.secret().getBytes(StandardCharsets.UTF_8),
+            config.loginTtl());
+    this.guard = new Guard(settings, listening);
     this.stores =
         new Stores(
             Objects.requireNonNull(dataSource, "dataSource"),
@@ -90,28 +107,48 @@ public final class ConsoleServlet extends HttpServlet {
     headers(resp);
     String base = req.getContextPath() + req.getServletPath();
     String method = req.getMethod();
-    Request r = null;
+    Guard.Caller caller = null;
     try {
-      if (guard.admit(req)) {
-        guard.rememberToken(req, resp, base);
-        resp.sendRedirect(base + (req.getPathInfo() == null ? "/" : req.getPathInfo()));
+      caller = guard.admit(req, resp, base);
+      if (caller.redirect() != null) {
+        resp.setStatus(302);
+        resp.setHeader("Location", caller.redirect());
         return;
       }
-      r = new Request(req, settings, base, guard.csrf(req, resp, base), config.actorOf(req));
+      Request r = new Request(req, settings, base, guard.csrf(caller), caller, guard.logsIn());
       String path = r.path();
       if ("POST".equals(method) && path.startsWith("/actions/")) {
         post(r, path.substring("/actions".length()), resp);
+      } else if ("POST".equals(method) && path.equals("/logout") && guard.logsIn()) {
+        guard.checkPost(req, caller);
+        guard.logout(req, resp, base, caller);
+        resp.setContentType("text/html");
+        resp.setCharacterEncoding("UTF-8");
+        resp.getOutputStream()
+            .write(
+                Html.bare("Logged out", "You are logged out of the console.")
+                    .getBytes(StandardCharsets.UTF_8));
       } else if ("GET".equals(method) || "HEAD".equals(method)) {
         get(r, path, resp);
       } else {
         resp.setHeader("Allow", path.startsWith("/actions/") ? "POST" : "GET, HEAD");
         throw new HttpError(405, "method " + method + " not allowed here");
       }
+    } catch (Refused e) {
+      if ("POST".equals(method)) {
+        audit.record(
+            "anonymous",
+            req.getRemoteAddr(),
+            String.valueOf(req.getPathInfo()),
+            "",
+            "refused " + e.status() + ": " + e.getMessage());
+      }
+      error(resp, e.status(), e.getMessage());
     } catch (HttpError e) {
       if ("POST".equals(method)) {
         audit.record(
-            r == null ? config.actorOf(req) : r.actor(),
-            req.getRemoteAddr(),
+            caller.actor(),
+            caller.from(),
             String.valueOf(req.getPathInfo()),
             "",
             "refused " + e.status() + ": " + e.getMessage());
@@ -119,10 +156,10 @@ public final class ConsoleServlet extends HttpServlet {
       error(resp, e.status(), e.getMessage());
     } catch (RuntimeException e) {
       LOG.warn("pump console: {} {} failed", method, req.getPathInfo(), e);
-      if ("POST".equals(method)) {
+      if ("POST".equals(method) && caller != null) {
         audit.record(
-            config.actorOf(req),
-            req.getRemoteAddr(),
+            caller.actor(),
+            caller.from(),
             String.valueOf(req.getPathInfo()),
             "",
             "failed: " + e.getClass().getSimpleName());
@@ -153,12 +190,12 @@ public final class ConsoleServlet extends HttpServlet {
   }
 
   private void post(Request r, String action, HttpServletResponse resp) throws IOException {
-    guard.checkPost(r.http());
+    guard.checkPost(r.http(), r.caller());
     if (config.readOnly()) {
       throw new HttpError(403, "the console is read-only");
     }
     Actions.Done done = actions.run(action, r);
-    audit.record(r.actor(), r.http().getRemoteAddr(), done.action(), done.target(), done.result());
+    audit.record(r.actor(), r.caller().from(), done.action(), done.target(), done.result());
     resp.setStatus(303);
     resp.setHeader("Location", r.base() + done.redirect());
   }
@@ -193,14 +230,6 @@ public final class ConsoleServlet extends HttpServlet {
     resp.setStatus(status);
     resp.setContentType("text/html");
     resp.setCharacterEncoding("UTF-8");
-    String body =
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
-            + status
-            + "</title></head><body><h1>"
-            + status
-            + "</h1><p id=\"error\">"
-            + Html.esc(message)
-            + "</p><p>Go back, reload the page and try again.</p></body></html>";
-    resp.getOutputStream().write(body.getBytes(StandardCharsets.UTF_8));
+    resp.getOutputStream().write(Html.error(status, message).getBytes(StandardCharsets.UTF_8));
   }
 }

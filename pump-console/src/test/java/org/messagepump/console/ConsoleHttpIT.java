@@ -82,7 +82,7 @@ class ConsoleHttpIT {
     assertThat(overview.body())
         .contains(
             "dead letters", ConsoleFixture.LEDGER, ConsoleFixture.MAIL, "charges", "handled/s");
-    assertThat(h.cookies).containsKey("pump_console_csrf");
+    assertThat(h.cookies).containsKey("pump_console_session");
 
     String commands = h.get("commands").body();
     assertThat(commands)
@@ -216,7 +216,7 @@ class ConsoleHttpIT {
                 .statusCode())
         .isEqualTo(403);
     assertThat(deadLetters()).extracting(d -> d.messageId().toString()).contains(id);
-    assertThat(h.get("audit").body()).contains("refused 403", "ops-test");
+    assertThat(h.get("audit").body()).contains("refused 403");
   }
 
   @Test
@@ -363,11 +363,11 @@ class ConsoleHttpIT {
     assertThat(login.headers().allValues("Set-Cookie"))
         .anyMatch(
             c ->
-                c.startsWith("pump_console_token=")
+                c.startsWith("pump_console_login=")
                     && c.contains("HttpOnly")
                     && c.contains("SameSite=Strict"));
     assertThat(h.get("commands").statusCode()).isEqualTo(200);
-    h.cookies.put("pump_console_token", "wrong");
+    h.cookies.put("pump_console_login", "wrong");
     assertThat(h.get("commands").statusCode()).isEqualTo(401);
     assertThat(
             new Http(tokened.uri())
@@ -384,7 +384,7 @@ class ConsoleHttpIT {
     assertThat(h.get("events?handler=" + ConsoleFixture.LEDGER).body())
         .doesNotContain("method=\"post\"");
     assertThat(h.get("").body()).contains("read-only");
-    String csrf = h.cookies.get("pump_console_csrf");
+    String csrf = h.csrf();
     HttpResponse<String> r =
         h.post(
             "actions/checkpoints/reset",
@@ -428,7 +428,7 @@ class ConsoleHttpIT {
       assertThat(page.body())
           .contains("href=\"/app/ops/pump/events\"", "src=\"/app/ops/pump/static/console.js\"");
       assertThat(page.headers().allValues("Set-Cookie"))
-          .anyMatch(c -> c.startsWith("pump_console_csrf=") && c.contains("Path=/app/ops/pump"));
+          .anyMatch(c -> c.startsWith("pump_console_session=") && c.contains("Path=/app/ops/pump"));
       assertThat(h.get("static/console.css").statusCode()).isEqualTo(200);
       HttpResponse<String> action = post(h, "dead-letters/retry", "type", "ops.Unknown");
       assertThat(action.statusCode()).isEqualTo(404);

@@ -91,11 +91,17 @@ public final class Html {
       b.append("<span class=\"badge\">read-only</span> ");
     }
     b.append(r.config().showPayloads() ? "payloads shown" : "payloads hidden")
-        .append(" · ")
+        .append(" · <span id=\"actor\">")
         .append(esc(r.actor()))
-        .append("</span></header><main><h1>")
-        .append(esc(heading))
-        .append("</h1>");
+        .append("</span>");
+    if (r.logsIn()) {
+      b.append(" <form method=\"post\" class=\"inline\" action=\"")
+          .append(esc(r.base() + "/logout"))
+          .append("\">")
+          .append(hidden("csrf", r.csrf()))
+          .append("<button type=\"submit\" id=\"logout\">Log out</button></form>");
+    }
+    b.append("</span></header><main><h1>").append(esc(heading)).append("</h1>");
     String flash = r.http().getParameter("done");
     if (flash != null && !flash.isBlank()) {
       b.append("<p class=\"flash\" id=\"flash\">")
@@ -104,6 +110,23 @@ public final class Html {
     }
     b.append(body).append("</main></body></html>");
     return b.toString();
+  }
+
+  /** A page without the console's frame (errors, logout): no script, no navigation. */
+  public static String bare(String heading, String text) {
+    return "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
+        + esc(heading)
+        + "</title></head><body><h1>"
+        + esc(heading)
+        + "</h1><p id=\"error\">"
+        + esc(text)
+        + "</p></body></html>";
+  }
+
+  /** The page of a refused or failed request. */
+  public static String error(int status, String message) {
+    return bare(String.valueOf(status), message)
+        .replace("</body>", "<p>Go back, reload the page and try again.</p></body>");
   }
 
   private static void nav(StringBuilder b, Request r, String active, String path, String label) {

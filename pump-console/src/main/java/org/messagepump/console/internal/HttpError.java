@@ -1,7 +1,7 @@
 package org.messagepump.console.internal;
 
 /** A request the console refuses: the status to answer and a message safe to show. */
-public final class HttpError extends RuntimeException {
+public class HttpError extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
   private final int status;

@@ -2,9 +2,22 @@ package org.messagepump.console.internal;
 
 import jakarta.servlet.http.HttpServletRequest;
 
-/** One request as the pages see it: the config, where the console is mounted, the CSRF token. */
+/**
+ * One admitted request as the pages see it: the config, where the console is mounted, the CSRF
+ * token of the caller's session, who the caller is, and whether operators log in (and so out).
+ */
 public record Request(
-    HttpServletRequest http, Settings config, String base, String csrf, String actor) {
+    HttpServletRequest http,
+    Settings config,
+    String base,
+    String csrf,
+    Guard.Caller caller,
+    boolean logsIn) {
+
+  /** Who asked, as the audit trail names them. */
+  public String actor() {
+    return caller.actor();
+  }
 
   /** The path below the console's mount point, "" for the overview. */
   public String path() {
@@ -17,17 +30,17 @@ public record Request(
 
   /** A required, non-blank parameter of at most {@code max} characters. */
   String required(String name, int max) {
-    String v = http.getParameter(name);
-    if (v == null || v.isBlank()) {
+    String v = optional(name, max);
+    if (v == null) {
       throw HttpError.badRequest("missing parameter " + name);
-    }
-    if (v.length() > max) {
-      throw HttpError.badRequest("parameter " + name + " is longer than " + max + " characters");
     }
     return v;
   }
 
-  /** An optional parameter: null when absent or blank. */
+  /**
+   * An optional parameter: null when absent or blank; 400 when longer than {@code max} characters
+   * or holding NUL (which no driver stores).
+   */
   String optional(String name, int max) {
     String v = http.getParameter(name);
     if (v == null || v.isBlank()) {
@@ -35,6 +48,9 @@ public record Request(
     }
     if (v.length() > max) {
       throw HttpError.badRequest("parameter " + name + " is longer than " + max + " characters");
+    }
+    if (v.indexOf('\0') >= 0) {
+      throw HttpError.badRequest("parameter " + name + " holds NUL");
     }
     return v;
   }

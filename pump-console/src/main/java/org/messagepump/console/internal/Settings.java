@@ -2,22 +2,40 @@ package org.messagepump.console.internal;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import jakarta.servlet.http.HttpServletRequest;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
 import java.util.function.Function;
 
 /**
- * The engine's view of {@code Settings} (a copy, so that internal code does not depend on the API
- * package and the two packages form no cycle).
+ * The engine's view of the console's config (a copy, so that internal code does not depend on the
+ * API package and the two packages form no cycle).
+ *
+ * @param actorName who a tokenless console names (its one operator)
+ * @param operators named tokens, name to token
+ * @param identityHeader the header a trusted proxy names the operator in, or null
+ * @param trustedProxies the addresses (or CIDR blocks) such a proxy connects from
+ * @param allowedHosts host names (besides loopback) requests may address
+ * @param tlsInFront true when browsers reach the console over TLS (Secure, __Host- cookies)
+ * @param secret the HMAC secret for CSRF tokens and login cookies; null: random per process
  */
 public record Settings(
     boolean readOnly,
     boolean showPayloads,
-    String accessToken,
-    boolean remoteWithoutToken,
     String title,
     MeterRegistry meterRegistry,
-    Function<HttpServletRequest, String> actor) {
+    Function<HttpServletRequest, String> actor,
+    String actorName,
+    Map<String, String> operators,
+    String identityHeader,
+    List<String> trustedProxies,
+    boolean remoteWithoutToken,
+    List<String> allowedHosts,
+    boolean tlsInFront,
+    byte[] secret,
+    Duration loginTtl) {
 
-  /** Who made a request, as the audit log names them. */
+  /** Who the application names as the request's user (remote-without-token mode), or null. */
   public String actorOf(HttpServletRequest request) {
     return actor.apply(request);
   }
