@@ -13,6 +13,7 @@ import java.util.concurrent.CountDownLatch;
 import javax.sql.DataSource;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.commands.CommandQueue;
+import org.messagepump.console.ConsoleAudit;
 import org.messagepump.console.ConsoleConfig;
 import org.messagepump.console.ConsoleServer;
 import org.messagepump.eventstream.EventStore;
@@ -145,6 +146,21 @@ final class ConsoleCommand implements Callable<Integer> {
   String balancerSchema = Balancer.DEFAULT_SCHEMA;
 
   @Option(
+      names = "--audit-schema",
+      paramLabel = "NAME",
+      description =
+          "The schema of the audit table (default: "
+              + ConsoleAudit.DEFAULT_SCHEMA
+              + "); created or upgraded at start unless --read-only.")
+  String auditSchema = ConsoleAudit.DEFAULT_SCHEMA;
+
+  @Option(
+      names = "--audit-retention",
+      paramLabel = "DURATION",
+      description = "How long audit entries are kept (ISO-8601, default P400D).")
+  Duration auditRetention;
+
+  @Option(
       names = "--orders-per-second",
       defaultValue = "10",
       description =
@@ -165,6 +181,11 @@ final class ConsoleCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    // pump logs at ERROR unless --verbose; the audit lines are the console's record at INFO.
+    String auditLevel = "org.slf4j.simpleLogger.log." + ConsoleAudit.LOGGER;
+    if (System.getProperty(auditLevel) == null) {
+      System.setProperty(auditLevel, "info");
+    }
     try {
       return run();
     } finally {
@@ -206,9 +227,13 @@ final class ConsoleCommand implements Callable<Integer> {
               .allowedHosts(allowedHosts.toArray(String[]::new))
               .tlsInFront(tlsInFront)
               .secret(secret == null || secret.isBlank() ? null : secret)
+              .auditSchema(auditSchema)
               .actorName(actor != null ? actor : System.getProperty("user.name", "console"));
       if (loginTtl != null) {
         config.loginTtl(loginTtl);
+      }
+      if (auditRetention != null) {
+        config.auditRetention(auditRetention);
       }
       if (operatorsFile != null) {
         operators(config, operatorsFile);
@@ -226,6 +251,10 @@ final class ConsoleCommand implements Callable<Integer> {
     PrintWriter err = spec.commandLine().getErr();
     try (Database database = Database.open(db, demo, demo ? 40 : 8, err)) {
       DataSource ds = database.dataSource();
+      if (!readOnly) {
+        // No action runs unaudited: the audit table must exist before the first one.
+        ConsoleAudit.migrate(ds, auditSchema);
+      }
       if (!demo) {
         return serve(ds, config.build(), host, port, out);
       }
@@ -269,7 +298,13 @@ final class ConsoleCommand implements Callable<Integer> {
       out.println(
           (config.readOnly() ? "read-only, " : "")
               + (config.showPayloads() ? "payloads shown" : "payloads hidden")
-              + "; every action is audit-logged. Ctrl-C stops.");
+              + "; every action is audited in "
+              + config.auditSchema()
+              + ".audit (kept "
+              + config.auditRetention().toDays()
+              + " days) and logged at INFO to "
+              + ConsoleAudit.LOGGER
+              + " on stderr. Ctrl-C stops.");
       out.flush();
       CountDownLatch stop = new CountDownLatch(1);
       // Ctrl-C: stop serving, then let call() close the pumps and the (embedded) database

@@ -148,4 +148,69 @@ class ConsoleCommandIT {
     assertThat(bob.body()).contains("id=\"actor\">bob<");
     assertThat(code.get()).as(err.toString()).isZero();
   }
+
+  @Test
+  void pumpConsoleWritesTheAuditLinesAndRows(TestDatabase db, @TempDir Path dir) throws Exception {
+    assertThat(run(new StringWriter(), new StringWriter(), db, "migrate")).isZero();
+    Path out = dir.resolve("out");
+    Path err = dir.resolve("err");
+    // PumpCli.main, as `pump console` runs: it sets logging to ERROR, the audit logger stays INFO.
+    Process pump =
+        new ProcessBuilder(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp",
+                System.getProperty("java.class.path"),
+                PumpCli.class.getName(),
+                "console",
+                "--bind",
+                "127.0.0.1:0",
+                "--actor",
+                "audit-test",
+                "--exit-after",
+                "PT60S",
+                "--jdbc-url=" + db.jdbcUrl(),
+                "--user=" + db.server().user(),
+                "--password=" + db.server().password())
+            .redirectOutput(out.toFile())
+            .redirectError(err.toFile())
+            .start();
+    try {
+      Pattern url = Pattern.compile("console: (http://127\\.0\\.0\\.1:\\d+/)");
+      await().atMost(Duration.ofSeconds(60)).until(() -> url.matcher(Files.readString(out)).find());
+      Matcher m = url.matcher(Files.readString(out));
+      assertThat(m.find()).isTrue();
+      HttpClient http = HttpClient.newHttpClient();
+      HttpResponse<String> page =
+          http.send(
+              HttpRequest.newBuilder(URI.create(m.group(1) + "commands")).build(),
+              HttpResponse.BodyHandlers.ofString());
+      Matcher csrf =
+          Pattern.compile("name=\"csrf\" content=\"([0-9a-f]{64})\"").matcher(page.body());
+      assertThat(csrf.find()).isTrue();
+      String cookie = page.headers().firstValue("Set-Cookie").orElseThrow().split(";")[0];
+      HttpResponse<String> action =
+          http.send(
+              HttpRequest.newBuilder(URI.create(m.group(1) + "actions/dead-letters/retry"))
+                  .header("Cookie", cookie)
+                  .header("Content-Type", "application/x-www-form-urlencoded")
+                  .POST(
+                      HttpRequest.BodyPublishers.ofString(
+                          "csrf=" + csrf.group(1) + "&type=no.such.Type"))
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
+      assertThat(action.statusCode()).isEqualTo(404);
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> Files.readString(err).contains("console audit: id="));
+      assertThat(Files.readString(err))
+          .contains(
+              "actor=\"audit-test\"",
+              "action=\"dead-letters.retry\"",
+              "result=\"refused 404: no dead letters of type no.such.Type\"");
+      assertThat(Files.readString(out)).contains("pumpconsole.audit");
+    } finally {
+      pump.destroy();
+      pump.waitFor();
+    }
+  }
 }

@@ -49,6 +49,9 @@ public final class ConsoleConfig {
   /** Default: a login by token lasts 12 hours (the cookie's and the server's limit). */
   public static final Duration DEFAULT_LOGIN_TTL = Duration.ofHours(12);
 
+  /** Default: audit entries are kept for 400 days. */
+  public static final Duration DEFAULT_AUDIT_RETENTION = Duration.ofDays(400);
+
   /** Shortest configured secret: 32 characters. */
   public static final int MIN_SECRET_LENGTH = 32;
 
@@ -64,6 +67,8 @@ public final class ConsoleConfig {
   private final boolean tlsInFront;
   private final String secret;
   private final Duration loginTtl;
+  private final String auditSchema;
+  private final Duration auditRetention;
   private final boolean remoteWithoutToken;
   private final String actorName;
   private final Function<HttpServletRequest, String> actor;
@@ -88,6 +93,8 @@ public final class ConsoleConfig {
     this.tlsInFront = b.tlsInFront;
     this.secret = b.secret;
     this.loginTtl = b.loginTtl;
+    this.auditSchema = b.auditSchema;
+    this.auditRetention = b.auditRetention;
     this.remoteWithoutToken = b.remoteWithoutToken;
     this.actorName = b.actorName;
     this.actor = b.actor;
@@ -158,6 +165,16 @@ public final class ConsoleConfig {
     return loginTtl;
   }
 
+  /** The schema of the audit table ({@link ConsoleAudit}). */
+  public String auditSchema() {
+    return auditSchema;
+  }
+
+  /** How long audit entries are kept. */
+  public Duration auditRetention() {
+    return auditRetention;
+  }
+
   /**
    * True when nobody is identified (no token, no identity header, no application security): the
    * console then serves direct loopback clients only.
@@ -225,6 +242,8 @@ public final class ConsoleConfig {
     private boolean tlsInFront;
     private String secret;
     private Duration loginTtl = DEFAULT_LOGIN_TTL;
+    private String auditSchema = ConsoleAudit.DEFAULT_SCHEMA;
+    private Duration auditRetention = DEFAULT_AUDIT_RETENTION;
     private boolean remoteWithoutToken;
     private String actorName = DEFAULT_ACTOR;
     private Function<HttpServletRequest, String> actor;
@@ -370,6 +389,27 @@ public final class ConsoleConfig {
         throw new IllegalArgumentException("loginTtl must be between 1 minute and 30 days");
       }
       this.loginTtl = loginTtl;
+      return this;
+    }
+
+    /**
+     * The schema of the audit table (default {@value ConsoleAudit#DEFAULT_SCHEMA}; create it with
+     * {@link ConsoleAudit#migrate(javax.sql.DataSource, String)}).
+     */
+    public Builder auditSchema(String schema) {
+      this.auditSchema = ConsoleAudit.checkSchema(schema);
+      return this;
+    }
+
+    /**
+     * How long audit entries are kept (default 400 days, at least one day): older ones are deleted,
+     * at most once an hour, by any console on the table.
+     */
+    public Builder auditRetention(Duration retention) {
+      if (retention == null || retention.compareTo(Duration.ofDays(1)) < 0) {
+        throw new IllegalArgumentException("auditRetention must be at least one day");
+      }
+      this.auditRetention = retention;
       return this;
     }
 

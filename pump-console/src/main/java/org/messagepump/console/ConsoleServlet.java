@@ -12,17 +12,20 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import javax.sql.DataSource;
+import org.messagepump.console.internal.ActionTransactions;
 import org.messagepump.console.internal.Actions;
 import org.messagepump.console.internal.Audit;
 import org.messagepump.console.internal.Guard;
 import org.messagepump.console.internal.Html;
 import org.messagepump.console.internal.HttpError;
 import org.messagepump.console.internal.Pages;
+import org.messagepump.console.internal.Refusals;
 import org.messagepump.console.internal.Refused;
 import org.messagepump.console.internal.Request;
 import org.messagepump.console.internal.Sampler;
 import org.messagepump.console.internal.Settings;
 import org.messagepump.console.internal.Stores;
+import org.messagepump.core.DatabaseException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,8 +43,9 @@ import org.slf4j.LoggerFactory;
  * <p>Safety: it answers only to allowed host names (loopback ones, and those configured), which
  * defeats DNS rebinding; without tokens or an identity header it serves direct loopback clients
  * only; every action is a POST from this very origin with a CSRF token the server signed; a
- * read-only config refuses every action; payloads are hidden unless switched on; every action is
- * audit-logged with who did it.
+ * read-only config refuses every action; payloads are hidden unless switched on. Every action is
+ * written to the audit table ({@link ConsoleAudit}) in the action's own transaction, with who did
+ * it; requests refused before anyone is identified are counted and logged at most once a minute.
  */
 public final class ConsoleServlet extends HttpServlet {
 
@@ -54,10 +58,12 @@ public final class ConsoleServlet extends HttpServlet {
   private final transient ConsoleConfig config;
   private final transient Settings settings;
   private final transient Guard guard;
+  private final transient ActionTransactions transactions;
   private final transient Stores stores;
   private final transient Sampler sampler;
   private final transient Actions actions;
-  private final transient Audit audit = new Audit();
+  private final transient Audit audit;
+  private final transient Refusals refusals;
 
   /**
    * A console on {@code dataSource}, in the schemas of {@code config} (the drivers' defaults unless
@@ -70,6 +76,7 @@ public final class ConsoleServlet extends HttpServlet {
   /** A console that also answers to the literal addresses its server listens on. */
   ConsoleServlet(DataSource dataSource, ConsoleConfig config, Collection<String> listening) {
     this.config = Objects.requireNonNull(config, "config");
+    Objects.requireNonNull(dataSource, "dataSource");
     this.settings =
         new Settings(
             config.readOnly(),
@@ -85,16 +92,18 @@ public final class ConsoleServlet extends HttpServlet {
             config.allowedHosts(),
             config.tlsInFront(),
             config.secret() == null ? null : config.secret().getBytes(StandardCharsets.UTF_8),
-            config.loginTtl());
+            config.loginTtl(),
+            config.auditSchema(),
+            config.auditRetention());
     this.guard = new Guard(settings, listening);
+    this.transactions = new ActionTransactions(dataSource);
     this.stores =
         new Stores(
-            Objects.requireNonNull(dataSource, "dataSource"),
-            config.commandsSchema(),
-            config.eventsSchema(),
-            config.balancerSchema());
+            transactions, config.commandsSchema(), config.eventsSchema(), config.balancerSchema());
     this.sampler = new Sampler(stores, config.meterRegistry());
     this.actions = new Actions(stores);
+    this.audit = new Audit(dataSource, config.auditSchema(), config.auditRetention());
+    this.refusals = new Refusals(config.meterRegistry());
   }
 
   /** The config this console runs with. */
@@ -122,12 +131,7 @@ public final class ConsoleServlet extends HttpServlet {
       } else if ("POST".equals(method) && path.equals("/logout") && guard.logsIn()) {
         guard.checkPost(req, caller);
         guard.logout(req, resp, base, caller);
-        resp.setContentType("text/html");
-        resp.setCharacterEncoding("UTF-8");
-        resp.getOutputStream()
-            .write(
-                Html.bare("Logged out", "You are logged out of the console.")
-                    .getBytes(StandardCharsets.UTF_8));
+        html(resp, Html.bare("Logged out", "You are logged out of the console."));
       } else if ("GET".equals(method) || "HEAD".equals(method)) {
         get(r, path, resp);
       } else {
@@ -135,37 +139,42 @@ public final class ConsoleServlet extends HttpServlet {
         throw new HttpError(405, "method " + method + " not allowed here");
       }
     } catch (Refused e) {
-      if ("POST".equals(method)) {
-        audit.record(
-            "anonymous",
-            req.getRemoteAddr(),
-            String.valueOf(req.getPathInfo()),
-            "",
-            "refused " + e.status() + ": " + e.getMessage());
-      }
+      // Nobody identified (or not their own page): counted, logged rate-limited, never audited.
+      refusals.refused(req.getRemoteAddr(), method, String.valueOf(req.getPathInfo()), e);
       error(resp, e.status(), e.getMessage());
     } catch (HttpError e) {
-      if ("POST".equals(method)) {
-        audit.record(
-            caller.actor(),
-            caller.from(),
-            String.valueOf(req.getPathInfo()),
-            "",
-            "refused " + e.status() + ": " + e.getMessage());
+      if ("POST".equals(method) && caller != null) {
+        audit.refused(
+            caller.actor(), caller.from(), action(req), List.of(), refusal(e.status(), e));
       }
       error(resp, e.status(), e.getMessage());
+    } catch (IllegalArgumentException e) {
+      // A value a driver refuses (e.g. a key over its limit): the request was bad, not the console.
+      if ("POST".equals(method) && caller != null) {
+        audit.refused(caller.actor(), caller.from(), action(req), List.of(), refusal(400, e));
+      }
+      error(resp, 400, e.getMessage());
     } catch (RuntimeException e) {
       LOG.warn("pump console: {} {} failed", method, req.getPathInfo(), e);
       if ("POST".equals(method) && caller != null) {
-        audit.record(
+        audit.refused(
             caller.actor(),
             caller.from(),
-            String.valueOf(req.getPathInfo()),
-            "",
+            action(req),
+            List.of(),
             "failed: " + e.getClass().getSimpleName());
       }
       error(resp, 500, "the console could not do that: " + e.getClass().getSimpleName());
     }
+  }
+
+  private static String action(HttpServletRequest req) {
+    String p = String.valueOf(req.getPathInfo());
+    return p.startsWith("/actions/") ? p.substring(9).replace('/', '.') : p;
+  }
+
+  private static String refusal(int status, RuntimeException e) {
+    return "refused " + status + ": " + e.getMessage();
   }
 
   private void get(Request r, String path, HttpServletResponse resp) throws IOException {
@@ -183,21 +192,57 @@ public final class ConsoleServlet extends HttpServlet {
       resp.setHeader("Allow", "POST");
       throw new HttpError(405, "actions are POST requests");
     }
-    String html = Pages.render(path, r, stores, actions, audit);
-    resp.setContentType("text/html");
-    resp.setCharacterEncoding("UTF-8");
-    resp.getOutputStream().write(html.getBytes(StandardCharsets.UTF_8));
+    html(resp, Pages.render(path, r, stores, actions, audit, refusals));
   }
 
-  private void post(Request r, String action, HttpServletResponse resp) throws IOException {
+  private void post(Request r, String path, HttpServletResponse resp) {
     guard.checkPost(r.http(), r.caller());
     if (config.readOnly()) {
       throw new HttpError(403, "the console is read-only");
     }
-    Actions.Done done = actions.run(action, r);
-    audit.record(r.actor(), r.caller().from(), done.action(), done.target(), done.result());
+    Ran ran;
+    try {
+      ran =
+          transactions.inOne(
+              Actions.isolation(path, r),
+              "running a console action",
+              tx -> {
+                Actions.Done done = actions.run(path, r, tx);
+                return new Ran(done, audit.write(tx, r.actor(), r.caller().from(), done));
+              });
+    } catch (DatabaseException e) {
+      throw unavailable(e);
+    }
+    Audit.log(ran.entry());
+    audit.pruneSometimes();
     resp.setStatus(303);
-    resp.setHeader("Location", r.base() + done.redirect());
+    resp.setHeader("Location", r.base() + ran.done().redirect());
+  }
+
+  /** An action and its audit entry, committed together. */
+  private record Ran(Actions.Done done, Audit.Entry entry) {}
+
+  /** A database error of an action as the operator should read it. */
+  private RuntimeException unavailable(DatabaseException e) {
+    String state = e.sqlState() == null ? "" : e.sqlState();
+    if (state.equals("42P01") && String.valueOf(e.getMessage()).contains(audit.tableName())) {
+      return new HttpError(
+          503,
+          "the audit table "
+              + audit.tableName()
+              + " does not exist, and no action runs unaudited: create it with"
+              + " ConsoleAudit.migrate (pump console does when it starts)");
+    }
+    if (state.equals("40001") || state.equals("40P01")) {
+      return new HttpError(409, "the rows changed meanwhile and nothing was done: try again");
+    }
+    return e;
+  }
+
+  private static void html(HttpServletResponse resp, String html) throws IOException {
+    resp.setContentType("text/html");
+    resp.setCharacterEncoding("UTF-8");
+    resp.getOutputStream().write(html.getBytes(StandardCharsets.UTF_8));
   }
 
   private static void asset(String path, String type, HttpServletResponse resp) throws IOException {
@@ -211,7 +256,8 @@ public final class ConsoleServlet extends HttpServlet {
     }
   }
 
-  private static void headers(HttpServletResponse resp) {
+  /** The security headers of every response (ConsoleServer's error pages send them too). */
+  static void headers(HttpServletResponse resp) {
     resp.setHeader(
         "Content-Security-Policy",
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"
@@ -228,8 +274,6 @@ public final class ConsoleServlet extends HttpServlet {
       return;
     }
     resp.setStatus(status);
-    resp.setContentType("text/html");
-    resp.setCharacterEncoding("UTF-8");
-    resp.getOutputStream().write(Html.error(status, message).getBytes(StandardCharsets.UTF_8));
+    html(resp, Html.error(status, message));
   }
 }

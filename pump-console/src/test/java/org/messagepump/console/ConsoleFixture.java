@@ -40,6 +40,9 @@ final class ConsoleFixture implements AutoCloseable {
   static final String MAIL = "ops-mail";
   static final String BAD_KEY = "customer-13";
 
+  /** Keys starting with this fail like {@link #BAD_KEY} (for hostile keys the tests store). */
+  static final String FAILING_PREFIX = "failing:";
+
   static final JsonMessageCodec CODEC =
       JsonMessageCodec.of(
           MessageTypes.builder()
@@ -63,6 +66,7 @@ final class ConsoleFixture implements AutoCloseable {
     CommandQueue.migrate(ds);
     EventStore.migrate(ds);
     Balancer.migrate(ds);
+    ConsoleAudit.migrate(ds);
     this.queue = CommandQueue.builder(ds).codec(CODEC).meterRegistry(registry).build();
     this.events = EventStore.create(ds, CODEC);
     this.mail = MessageBalancer.create(ds, MAIL);
@@ -106,7 +110,9 @@ final class ConsoleFixture implements AutoCloseable {
                 "mail",
                 mail.driver(
                         (m, ctx) -> {
-                          if (m.partitionKey().equals(BAD_KEY) && !healed.get()) {
+                          if ((m.partitionKey().equals(BAD_KEY)
+                                  || m.partitionKey().startsWith(FAILING_PREFIX))
+                              && !healed.get()) {
                             throw new IllegalStateException("mailbox of " + BAD_KEY + " is full");
                           }
                           return Result.ok();

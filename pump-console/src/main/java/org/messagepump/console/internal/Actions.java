@@ -1,5 +1,6 @@
 package org.messagepump.console.internal;
 
+import java.sql.Connection;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -9,20 +10,28 @@ import java.util.Set;
 import java.util.UUID;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.commands.DeadLetters;
+import org.messagepump.core.Tx;
+import org.messagepump.eventstream.Checkpoint;
 import org.messagepump.eventstream.CheckpointConflictException;
 import org.messagepump.eventstream.EventHandlers;
 
 /**
- * The console's actions, each a POST that the servlet has already admitted and CSRF-checked. Input
- * is validated before anything is sent to the database; every outcome is audited by the caller.
+ * The console's actions, each a POST that the servlet has already admitted and CSRF-checked, run in
+ * one transaction with its audit row ({@link ActionTransactions}). Input is validated before
+ * anything is sent to the database. Every target is named: a bulk action acts on the ids it lists,
+ * one by one, or (all of a type) in a repeatable-read snapshot in which the ids it records are
+ * exactly the rows it moves.
  */
 public final class Actions {
 
   /** At most this many dead letters in one bulk request. */
   static final int MAX_IDS = 1_000;
 
-  /** What an action did: the audit target and result, and where the browser goes next. */
-  public record Done(String action, String target, String result, String redirect) {}
+  /** At most this many dead letters in one "all of a type" action. */
+  static final int MAX_TYPE_IDS = 100_000;
+
+  /** What an action did: the audit's targets and result, and where the browser goes next. */
+  public record Done(String action, List<String> targets, String result, String redirect) {}
 
   private final Stores stores;
   private final Deque<UUID> retried = new ArrayDeque<>();
@@ -38,11 +47,21 @@ public final class Actions {
     }
   }
 
-  /** Runs the action at {@code path} (below {@code /actions}); throws {@link HttpError}. */
-  public Done run(String path, Request r) {
+  /** The isolation an action's transaction needs: a snapshot when it acts on all of a type. */
+  public static int isolation(String path, Request r) {
+    return path.startsWith("/dead-letters/") && r.optional("type", 200) != null
+        ? Connection.TRANSACTION_REPEATABLE_READ
+        : Connection.TRANSACTION_READ_COMMITTED;
+  }
+
+  /**
+   * Runs the action at {@code path} (below {@code /actions}) in {@code tx}, the transaction every
+   * driver call joins; throws {@link HttpError}.
+   */
+  public Done run(String path, Request r, Tx tx) {
     return switch (path) {
-      case "/dead-letters/retry" -> deadLetters(r, true);
-      case "/dead-letters/discard" -> deadLetters(r, false);
+      case "/dead-letters/retry" -> deadLetters(r, true, tx);
+      case "/dead-letters/discard" -> deadLetters(r, false, tx);
       case "/streams/resume" -> resume(r);
       case "/checkpoints/reset" -> reset(r);
       case "/checkpoints/set" -> setCheckpoint(r);
@@ -51,7 +70,7 @@ public final class Actions {
     };
   }
 
-  private Done deadLetters(Request r, boolean retry) {
+  private Done deadLetters(Request r, boolean retry, Tx tx) {
     String action = retry ? "dead-letters.retry" : "dead-letters.discard";
     String verb = retry ? "retried" : "discarded";
     DeadLetters letters = stores.commands().deadLetters();
@@ -61,11 +80,22 @@ public final class Actions {
       throw HttpError.badRequest("say either id or type, not both");
     }
     if (type != null) {
-      if (letters.count(type) == 0) {
+      List<String> ids = stores.deadLetterIds(tx, type, MAX_TYPE_IDS + 1);
+      if (ids.isEmpty()) {
         throw HttpError.notFound("no dead letters of type " + type);
       }
+      if (ids.size() > MAX_TYPE_IDS) {
+        throw HttpError.badRequest(
+            "more than " + MAX_TYPE_IDS + " dead letters of type " + type + ": use the CLI");
+      }
+      // The same snapshot as the ids read: exactly those rows move (a row another transaction
+      // changed meanwhile is a serialization failure, and nothing moves).
       int n = retry ? letters.retryAll(type) : letters.discardAll(type);
-      return new Done(action, "type " + type, verb + " " + n, "/commands?done=" + msg(verb, n));
+      if (n != ids.size()) {
+        throw new IllegalStateException(verb + " " + n + " of " + ids.size() + " listed ids");
+      }
+      return new Done(
+          action, ids, verb + " all " + n + " of type " + type, "/commands?done=" + msg(verb, n));
     }
     if (raw == null || raw.length == 0) {
       throw HttpError.badRequest("missing parameter id (or type)");
@@ -82,28 +112,31 @@ public final class Actions {
             "not a message id: " + (s.length() > 40 ? s.substring(0, 40) : s));
       }
     }
-    int n = 0;
+    List<String> done = new ArrayList<>();
     List<UUID> missing = new ArrayList<>();
     for (UUID id : ids) {
       boolean ok = retry ? letters.retry(id) : letters.discard(id);
       if (ok) {
-        n++;
-        if (retry) {
-          remember(id);
-        }
+        done.add(id.toString());
       } else {
         missing.add(id);
       }
     }
-    String target = ids.size() == 1 ? ids.iterator().next().toString() : ids.size() + " ids";
-    if (n == 0) {
+    if (done.isEmpty()) {
       throw HttpError.notFound(
           ids.size() == 1
-              ? "no dead letter with message id " + target
+              ? "no dead letter with message id " + ids.iterator().next()
               : "none of these are dead letters");
     }
-    String result = verb + " " + n + (missing.isEmpty() ? "" : ", " + missing.size() + " unknown");
-    return new Done(action, target, result, "/commands?done=" + Html.url(result));
+    if (retry) {
+      done.forEach(id -> remember(UUID.fromString(id)));
+    }
+    String result =
+        verb
+            + " "
+            + done.size()
+            + (missing.isEmpty() ? "" : ", " + missing.size() + " unknown: " + missing);
+    return new Done(action, done, result, "/commands?done=" + Html.url(result));
   }
 
   private void remember(UUID id) {
@@ -122,18 +155,31 @@ public final class Actions {
     String stream = r.optional("stream", 20);
     String back = "/events?handler=" + Html.url(handler) + "&done=";
     if (stream == null) {
-      int n = handlers.resumeAll(handler);
-      if (n == 0) {
+      // The parked streams, each resumed by id: exactly the ones listed are recorded.
+      List<String> resumed = new ArrayList<>();
+      for (Checkpoint c : handlers.parked(handler)) {
+        if (handlers.resume(handler, c.streamId())) {
+          resumed.add(handler + " stream " + c.streamId());
+        }
+      }
+      if (resumed.isEmpty()) {
         throw HttpError.notFound("no parked streams for " + handler);
       }
-      return new Done("streams.resume", handler, "resumed " + n, back + msg("resumed", n));
+      return new Done(
+          "streams.resume",
+          resumed,
+          "resumed " + resumed.size(),
+          back + msg("resumed", resumed.size()));
     }
     long id = r.longParam("stream");
     if (!handlers.resume(handler, id)) {
       throw HttpError.notFound("stream " + id + " is not parked for " + handler);
     }
     return new Done(
-        "streams.resume", handler + " stream " + id, "resumed 1", back + msg("resumed", 1));
+        "streams.resume",
+        List.of(handler + " stream " + id),
+        "resumed 1",
+        back + msg("resumed", 1));
   }
 
   private Done reset(Request r) {
@@ -142,8 +188,8 @@ public final class Actions {
     int n = stores.handlers().reset(handler);
     return new Done(
         "checkpoints.reset",
-        handler,
-        "reset " + n + " streams",
+        List.of(handler),
+        "reset all " + n + " streams to offset 0",
         "/events?handler=" + Html.url(handler) + "&done=" + Html.url("reset " + n + " streams"));
   }
 
@@ -166,7 +212,7 @@ public final class Actions {
     String result = expected + " -> " + offset;
     return new Done(
         "checkpoints.set",
-        handler + " stream " + stream,
+        List.of(handler + " stream " + stream),
         result,
         "/events?handler="
             + Html.url(handler)
@@ -185,7 +231,7 @@ public final class Actions {
     }
     return new Done(
         "keys.unpark",
-        group + " key " + key,
+        List.of(group + " key " + key),
         "unparked",
         "/balancer?group=" + Html.url(group) + "&done=" + Html.url("unparked " + key));
   }

@@ -18,6 +18,8 @@ import java.util.function.Function;
  * @param allowedHosts host names (besides loopback) requests may address
  * @param tlsInFront true when browsers reach the console over TLS (Secure, __Host- cookies)
  * @param secret the HMAC secret for CSRF tokens and login cookies; null: random per process
+ * @param auditSchema the schema of the audit table
+ * @param auditRetention how long audit entries are kept
  */
 public record Settings(
     boolean readOnly,
@@ -33,7 +35,9 @@ public record Settings(
     List<String> allowedHosts,
     boolean tlsInFront,
     byte[] secret,
-    Duration loginTtl) {
+    Duration loginTtl,
+    String auditSchema,
+    Duration auditRetention) {
 
   /** Who the application names as the request's user (remote-without-token mode), or null. */
   public String actorOf(HttpServletRequest request) {

@@ -7,6 +7,9 @@ import java.sql.SQLException;
 import java.util.List;
 import java.util.UUID;
 import javax.sql.DataSource;
+import org.jooq.Field;
+import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.GroupStats;
 import org.messagepump.balancer.MessageBalancer;
@@ -14,6 +17,7 @@ import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.PumpException;
+import org.messagepump.core.Tx;
 import org.messagepump.eventstream.EventHandlers;
 import org.messagepump.eventstream.EventStore;
 
@@ -71,6 +75,22 @@ public final class Stores {
 
   MessageBalancer balancer(String group) {
     return MessageBalancer.builder(dataSource, group).schema(balancerSchema).build();
+  }
+
+  /**
+   * The message ids of up to {@code limit} dead letters of {@code type}, in {@code tx}: what a bulk
+   * action on a type records as its targets. The command queue's API lists whole dead letters
+   * (payloads too, at most 10,000), so this reads the ids alone, with one bound query.
+   */
+  List<String> deadLetterIds(Tx tx, String type, int limit) {
+    Field<UUID> id = DSL.field(DSL.name("message_id"), SQLDataType.UUID);
+    return tx.dsl()
+        .select(id)
+        .from(DSL.table(DSL.name(commands.schema(), "dead_letters")))
+        .where(DSL.field(DSL.name("message_type"), SQLDataType.CLOB).eq(type))
+        .orderBy(id)
+        .limit(limit)
+        .fetch(r -> r.value1().toString());
   }
 
   /**

@@ -131,7 +131,9 @@ class GuardTest {
         c.allowedHosts(),
         c.tlsInFront(),
         c.secret() == null ? null : c.secret().getBytes(StandardCharsets.UTF_8),
-        c.loginTtl());
+        c.loginTtl(),
+        c.auditSchema(),
+        c.auditRetention());
   }
 
   static Guard guard(ConsoleConfig c) {
