@@ -11,8 +11,12 @@ import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
 import org.eclipse.jetty.ee10.servlet.ServletHolder;
 import org.eclipse.jetty.server.HttpConfiguration;
 import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.server.handler.ErrorHandler;
+import org.eclipse.jetty.util.Callback;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 import org.messagepump.console.internal.Hosts;
 import org.messagepump.core.PumpException;
@@ -93,6 +97,7 @@ public final class ConsoleServer implements AutoCloseable {
     context.addServlet(
         new ServletHolder("pump-console", new ConsoleServlet(dataSource, config, listening)), "/*");
     server.setHandler(context);
+    server.setErrorHandler(new SecureErrors());
     server.setStopTimeout(2_000);
     try {
       server.start();
@@ -116,6 +121,23 @@ public final class ConsoleServer implements AutoCloseable {
     }
     return new ConsoleServer(
         server, URI.create("http://" + h + ":" + connector.getLocalPort() + "/"));
+  }
+
+  /**
+   * The pages Jetty writes itself, for requests it refuses before the console sees them (a URI that
+   * is not percent-encoded, a header too large): with the console's security headers.
+   */
+  private static final class SecureErrors extends ErrorHandler {
+    SecureErrors() {
+      setShowStacks(false);
+      setShowMessageInTitle(false);
+    }
+
+    @Override
+    public boolean handle(Request request, Response response, Callback callback) throws Exception {
+      ConsoleServlet.SECURITY_HEADERS.forEach(response.getHeaders()::put);
+      return super.handle(request, response, callback);
+    }
   }
 
   /** Where the console answers (for a wildcard bind, its loopback address). */

@@ -15,6 +15,7 @@ import javax.sql.DataSource;
 import org.messagepump.console.internal.ActionTransactions;
 import org.messagepump.console.internal.Actions;
 import org.messagepump.console.internal.Audit;
+import org.messagepump.console.internal.Flashes;
 import org.messagepump.console.internal.Guard;
 import org.messagepump.console.internal.Html;
 import org.messagepump.console.internal.HttpError;
@@ -52,6 +53,22 @@ public final class ConsoleServlet extends HttpServlet {
   private static final long serialVersionUID = 1L;
   private static final Logger LOG = LoggerFactory.getLogger(ConsoleServlet.class);
   private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** The security headers of every response (ConsoleServer's own error pages send them too). */
+  static final Map<String, String> SECURITY_HEADERS =
+      Map.of(
+          "Content-Security-Policy",
+          "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"
+              + " connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+          "X-Content-Type-Options",
+          "nosniff",
+          "Referrer-Policy",
+          "no-referrer",
+          "Cache-Control",
+          "no-store",
+          "X-Frame-Options",
+          "DENY");
+
   private static final Map<String, String> STATIC =
       Map.of("/static/console.css", "text/css", "/static/console.js", "text/javascript");
 
@@ -64,6 +81,7 @@ public final class ConsoleServlet extends HttpServlet {
   private final transient Actions actions;
   private final transient Audit audit;
   private final transient Refusals refusals;
+  private final transient Flashes flashes = new Flashes();
 
   /**
    * A console on {@code dataSource}, in the schemas of {@code config} (the drivers' defaults unless
@@ -118,13 +136,23 @@ public final class ConsoleServlet extends HttpServlet {
     String method = req.getMethod();
     Guard.Caller caller = null;
     try {
+      req.getParameterMap();
+    } catch (RuntimeException e) {
+      // The container could not decode the query or form (not percent-encoded UTF-8).
+      error(resp, 400, "the request's parameters are not percent-encoded UTF-8");
+      return;
+    }
+    try {
       caller = guard.admit(req, resp, base);
       if (caller.redirect() != null) {
         resp.setStatus(302);
         resp.setHeader("Location", caller.redirect());
         return;
       }
-      Request r = new Request(req, settings, base, guard.csrf(caller), caller, guard.logsIn());
+      String flash =
+          "GET".equals(method) ? flashes.take(caller.session(), req.getParameter("done")) : null;
+      Request r =
+          new Request(req, settings, base, guard.csrf(caller), caller, guard.logsIn(), flash);
       String path = r.path();
       if ("POST".equals(method) && path.startsWith("/actions/")) {
         post(r, path.substring("/actions".length()), resp);
@@ -215,8 +243,10 @@ public final class ConsoleServlet extends HttpServlet {
     }
     Audit.log(ran.entry());
     audit.pruneSometimes();
+    String next = ran.done().redirect();
+    String id = flashes.put(r.caller().session(), ran.done().result());
     resp.setStatus(303);
-    resp.setHeader("Location", r.base() + ran.done().redirect());
+    resp.setHeader("Location", r.base() + next + (next.contains("?") ? "&" : "?") + "done=" + id);
   }
 
   /** An action and its audit entry, committed together. */
@@ -256,16 +286,8 @@ public final class ConsoleServlet extends HttpServlet {
     }
   }
 
-  /** The security headers of every response (ConsoleServer's error pages send them too). */
-  static void headers(HttpServletResponse resp) {
-    resp.setHeader(
-        "Content-Security-Policy",
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"
-            + " connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
-    resp.setHeader("X-Content-Type-Options", "nosniff");
-    resp.setHeader("Referrer-Policy", "no-referrer");
-    resp.setHeader("Cache-Control", "no-store");
-    resp.setHeader("X-Frame-Options", "DENY");
+  private static void headers(HttpServletResponse resp) {
+    SECURITY_HEADERS.forEach(resp::setHeader);
   }
 
   private static void error(HttpServletResponse resp, int status, String message)

@@ -65,6 +65,26 @@ final class Http {
     return m.group(1);
   }
 
+  /**
+   * Sends {@code requestLine} (e.g. {@code GET /%zz HTTP/1.1}, which java.net.http would not send)
+   * over a plain socket and returns the whole response: head and body.
+   */
+  String raw(String requestLine) throws Exception {
+    try (java.net.Socket s = new java.net.Socket(base.getHost(), base.getPort())) {
+      s.setSoTimeout(10_000);
+      String req =
+          requestLine
+              + "\r\nHost: "
+              + base.getHost()
+              + ":"
+              + base.getPort()
+              + "\r\nConnection: close\r\n\r\n";
+      s.getOutputStream().write(req.getBytes(StandardCharsets.ISO_8859_1));
+      s.getOutputStream().flush();
+      return new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    }
+  }
+
   private HttpResponse<String> send(HttpRequest.Builder b, String... headers) throws Exception {
     for (int i = 0; i < headers.length; i += 2) {
       b.header(headers[i], headers[i + 1]);

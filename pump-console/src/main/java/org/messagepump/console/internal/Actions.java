@@ -30,7 +30,10 @@ public final class Actions {
   /** At most this many dead letters in one "all of a type" action. */
   static final int MAX_TYPE_IDS = 100_000;
 
-  /** What an action did: the audit's targets and result, and where the browser goes next. */
+  /**
+   * What an action did: the audit's targets and result (also shown once on the next page), and
+   * where the browser goes next.
+   */
   public record Done(String action, List<String> targets, String result, String redirect) {}
 
   private final Stores stores;
@@ -94,8 +97,7 @@ public final class Actions {
       if (n != ids.size()) {
         throw new IllegalStateException(verb + " " + n + " of " + ids.size() + " listed ids");
       }
-      return new Done(
-          action, ids, verb + " all " + n + " of type " + type, "/commands?done=" + msg(verb, n));
+      return new Done(action, ids, verb + " all " + n + " of type " + type, "/commands");
     }
     if (raw == null || raw.length == 0) {
       throw HttpError.badRequest("missing parameter id (or type)");
@@ -136,7 +138,7 @@ public final class Actions {
             + " "
             + done.size()
             + (missing.isEmpty() ? "" : ", " + missing.size() + " unknown: " + missing);
-    return new Done(action, done, result, "/commands?done=" + Html.url(result));
+    return new Done(action, done, result, "/commands");
   }
 
   private void remember(UUID id) {
@@ -153,7 +155,7 @@ public final class Actions {
     String handler = handler(r);
     EventHandlers handlers = stores.handlers();
     String stream = r.optional("stream", 20);
-    String back = "/events?handler=" + Html.url(handler) + "&done=";
+    String back = "/events?handler=" + Html.url(handler);
     if (stream == null) {
       // The parked streams, each resumed by id: exactly the ones listed are recorded.
       List<String> resumed = new ArrayList<>();
@@ -165,21 +167,13 @@ public final class Actions {
       if (resumed.isEmpty()) {
         throw HttpError.notFound("no parked streams for " + handler);
       }
-      return new Done(
-          "streams.resume",
-          resumed,
-          "resumed " + resumed.size(),
-          back + msg("resumed", resumed.size()));
+      return new Done("streams.resume", resumed, "resumed " + resumed.size(), back);
     }
     long id = r.longParam("stream");
     if (!handlers.resume(handler, id)) {
       throw HttpError.notFound("stream " + id + " is not parked for " + handler);
     }
-    return new Done(
-        "streams.resume",
-        List.of(handler + " stream " + id),
-        "resumed 1",
-        back + msg("resumed", 1));
+    return new Done("streams.resume", List.of(handler + " stream " + id), "resumed 1", back);
   }
 
   private Done reset(Request r) {
@@ -190,7 +184,7 @@ public final class Actions {
         "checkpoints.reset",
         List.of(handler),
         "reset all " + n + " streams to offset 0",
-        "/events?handler=" + Html.url(handler) + "&done=" + Html.url("reset " + n + " streams"));
+        "/events?handler=" + Html.url(handler));
   }
 
   private Done setCheckpoint(Request r) {
@@ -209,15 +203,11 @@ public final class Actions {
     } catch (IllegalArgumentException e) {
       throw HttpError.badRequest(e.getMessage());
     }
-    String result = expected + " -> " + offset;
     return new Done(
         "checkpoints.set",
         List.of(handler + " stream " + stream),
-        result,
-        "/events?handler="
-            + Html.url(handler)
-            + "&done="
-            + Html.url("stream " + stream + ": " + result));
+        "stream " + stream + " moved from " + expected + " to " + offset,
+        "/events?handler=" + Html.url(handler));
   }
 
   private Done unpark(Request r) {
@@ -233,7 +223,7 @@ public final class Actions {
         "keys.unpark",
         List.of(group + " key " + key),
         "unparked",
-        "/balancer?group=" + Html.url(group) + "&done=" + Html.url("unparked " + key));
+        "/balancer?group=" + Html.url(group));
   }
 
   private String handler(Request r) {
@@ -249,9 +239,5 @@ public final class Actions {
     if (typed == null || !typed.equals(handler)) {
       throw HttpError.badRequest("type the handler key " + handler + " to confirm");
     }
-  }
-
-  private static String msg(String verb, int n) {
-    return Html.url(verb + " " + n);
   }
 }

@@ -74,12 +74,16 @@ final class BalancerPage {
         .append("</tr></thead><tbody>");
     parked.forEach(
         (key, reason) -> {
-          b.append("<tr><td>")
+          b.append("<tr><td class=\"key\">")
               .append(esc(key))
               .append("</td><td class=\"reason\">")
               .append(CommandsPage.reason(reason))
               .append("</td><td>");
-          if (!r.config().readOnly()) {
+          if (overLimit(key)) {
+            b.append("<span class=\"note\">longer than the balancer's ")
+                .append(MessageBalancer.MAX_NAME_LENGTH)
+                .append("-byte limit: only SQL can unpark it</span>");
+          } else if (!r.config().readOnly()) {
             b.append(
                 form(
                     r,
@@ -97,8 +101,13 @@ final class BalancerPage {
 
     List<PartitionStats> keys = new ArrayList<>();
     List<String> all = balancer.partitionKeys();
+    List<String> unreadable = new ArrayList<>();
     for (String key : all.stream().limit(MAX_KEYS).toList()) {
-      balancer.partitionStats(key).ifPresent(keys::add);
+      if (overLimit(key)) {
+        unreadable.add(key); // stored by other means than the API, which would refuse it
+      } else {
+        balancer.partitionStats(key).ifPresent(keys::add);
+      }
     }
     keys.sort(Comparator.comparingLong(PartitionStats::messageCount).reversed());
     fairness(b, keys);
@@ -115,7 +124,7 @@ final class BalancerPage {
         .append("<th>resume at</th><th>parked</th></tr></thead><tbody>");
     Instant now = Instant.now();
     for (PartitionStats s : keys) {
-      b.append("<tr><td>")
+      b.append("<tr><td class=\"key\">")
           .append(esc(s.partitionKey()))
           .append("</td><td class=\"num\">")
           .append(s.messageCount())
@@ -141,7 +150,19 @@ final class BalancerPage {
           .append(s.parked() ? "yes" : "")
           .append("</td></tr>");
     }
+    for (String key : unreadable) {
+      b.append("<tr><td class=\"key\">")
+          .append(esc(key))
+          .append("</td><td colspan=\"8\" class=\"note\">longer than the balancer's ")
+          .append(MessageBalancer.MAX_NAME_LENGTH)
+          .append("-byte limit: its figures cannot be read through the balancer's API</td></tr>");
+    }
     b.append("</tbody></table></section>");
+  }
+
+  private static boolean overLimit(String key) {
+    return key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length
+        > MessageBalancer.MAX_NAME_LENGTH;
   }
 
   /** Fairness at a glance: messages per key as bars, and how uneven the heads' ages are. */

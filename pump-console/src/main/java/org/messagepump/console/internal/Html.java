@@ -17,7 +17,10 @@ public final class Html {
 
   private Html() {}
 
-  /** Escapes text for element content and quoted attribute values. */
+  /**
+   * Escapes text for element content and quoted attribute values; NUL and the other control
+   * characters (but tab and line breaks) become U+FFFD, so none reaches the page raw.
+   */
   public static String esc(Object value) {
     if (value == null) {
       return "";
@@ -32,7 +35,8 @@ public final class Html {
         case '>' -> b.append("&gt;");
         case '"' -> b.append("&quot;");
         case '\'' -> b.append("&#39;");
-        default -> b.append(c);
+        default ->
+            b.append(c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f ? '\uFFFD' : c);
       }
     }
     return b.toString();
@@ -102,11 +106,8 @@ public final class Html {
           .append("<button type=\"submit\" id=\"logout\">Log out</button></form>");
     }
     b.append("</span></header><main><h1>").append(esc(heading)).append("</h1>");
-    String flash = r.http().getParameter("done");
-    if (flash != null && !flash.isBlank()) {
-      b.append("<p class=\"flash\" id=\"flash\">")
-          .append(esc(flash.length() > 300 ? flash.substring(0, 300) : flash))
-          .append("</p>");
+    if (r.flash() != null) {
+      b.append("<p class=\"flash\" id=\"flash\">").append(esc(r.flash())).append("</p>");
     }
     b.append(body).append("</main></body></html>");
     return b.toString();

@@ -4,7 +4,8 @@ import jakarta.servlet.http.HttpServletRequest;
 
 /**
  * One admitted request as the pages see it: the config, where the console is mounted, the CSRF
- * token of the caller's session, who the caller is, and whether operators log in (and so out).
+ * token of the caller's session, who the caller is, whether operators log in (and so out), and the
+ * message the caller's last action left for this page (or null).
  */
 public record Request(
     HttpServletRequest http,
@@ -12,7 +13,8 @@ public record Request(
     String base,
     String csrf,
     Guard.Caller caller,
-    boolean logsIn) {
+    boolean logsIn,
+    String flash) {
 
   /** Who asked, as the audit trail names them. */
   public String actor() {
