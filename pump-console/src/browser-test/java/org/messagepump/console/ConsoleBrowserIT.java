@@ -1,8 +1,10 @@
 package org.messagepump.console;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import java.io.File;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -14,8 +16,10 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.eventstream.Checkpoint;
 import org.messagepump.testkit.PostgresExtension;
 import org.openqa.selenium.By;
+import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebDriver;
@@ -27,13 +31,18 @@ import org.openqa.selenium.support.ui.ExpectedConditions;
 import org.openqa.selenium.support.ui.WebDriverWait;
 
 /**
- * The console in a real browser (Debian's headless Chromium through Selenium): an operator sees a
- * dead-lettered command, clicks retry, confirms, and watches it disappear and be handled. Takes the
- * screenshots of docs/console.md. Runs in {@code -Pbrowser}.
+ * The console in a real browser (Debian's headless Chromium through Selenium): an operator sees
+ * the failures, then retries, discards, resumes, moves and resets checkpoints and unparks a hostile
+ * key (markup, a newline, 300 characters), each through its confirmation, and finds every action
+ * in the audit log. Takes the screenshots of docs/console.md, into {@code console.screenshots}
+ * (default {@code target/screenshots}). Runs in {@code -Pbrowser}.
  */
 @Tag("browser")
 @ExtendWith(PostgresExtension.class)
 class ConsoleBrowserIT {
+
+  static final String HOSTILE_KEY =
+      ConsoleFixture.FAILING_PREFIX + "<script>alert(1)</script>\n\"'" + "x".repeat(300);
 
   static ConsoleFixture fixture;
   static ConsoleServer server;
@@ -43,6 +52,10 @@ class ConsoleBrowserIT {
   @BeforeAll
   static void start(DataSource ds) throws Exception {
     fixture = new ConsoleFixture(ds).start(40);
+    fixture.mail.storeMessage(HOSTILE_KEY, "<img src=x onerror=alert(2)>".getBytes(StandardCharsets.UTF_8));
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> fixture.mail.parkedKeys().containsKey(HOSTILE_KEY));
     fixture.startTraffic();
     server =
         ConsoleServer.start(
@@ -114,35 +127,71 @@ class ConsoleBrowserIT {
     Files.copy(shot.toPath(), dir.resolve(name + ".png"), StandardCopyOption.REPLACE_EXISTING);
   }
 
+  /** Clicks a button, accepts its confirmation and returns the flash of the next page. */
+  private static String confirmAndWait(WebElement button) {
+    WebElement page = browser.findElement(By.tagName("html"));
+    button.click();
+    waiting().until(ExpectedConditions.alertIsPresent()).accept();
+    return flashAfter(page);
+  }
+
+  /** Submits a form whose confirmation is typed, and returns the flash of the next page. */
+  private static String submitAndWait(WebElement form) {
+    WebElement page = browser.findElement(By.tagName("html"));
+    form.findElement(By.tagName("button")).click();
+    return flashAfter(page);
+  }
+
+  /** The flash message of the page that replaces {@code page} (not a flash still on it). */
+  private static String flashAfter(WebElement page) {
+    waiting().until(ExpectedConditions.stalenessOf(page));
+    return waiting().until(ExpectedConditions.visibilityOfElementLocated(By.id("flash"))).getText();
+  }
+
+  /** The number of points a sparkline has drawn; 0 before its first sample arrives. */
+  private static int points(WebDriver d, String series) {
+    String n =
+        d.findElement(By.cssSelector("svg[data-series='" + series + "']"))
+            .getAttribute("data-points");
+    return n == null || n.isEmpty() ? 0 : Integer.parseInt(n);
+  }
+
+  private static Checkpoint checkpoint(long stream) {
+    return fixture.events.handlers().checkpoints(ConsoleFixture.LEDGER).stream()
+        .filter(c -> c.streamId() == stream)
+        .findFirst()
+        .orElseThrow();
+  }
+
   @Test
-  void anOperatorRetriesADeadLetterAndWatchesItBeHandled() throws Exception {
+  void anOperatorRunsEveryActionThroughThePages() throws Exception {
     // Overview: the live charts fill from the polled samples.
     open("");
-    waiting()
-        .until(
-            d ->
-                Integer.parseInt(
-                        d.findElement(By.cssSelector("svg[data-series='pump.charges.handled']"))
-                            .getAttribute("data-points"))
-                    >= 5);
+    waiting().until(d -> points(d, "pump.charges.handled") >= 5);
     assertThat(browser.findElement(By.tagName("body")).getText())
         .contains("Commands", "Event handlers", "Balancer groups", "Pumps", ConsoleFixture.LEDGER);
     screenshot("overview");
 
+    long stream = fixture.poisonedStream();
     open("events?handler=" + ConsoleFixture.LEDGER);
-    assertThat(browser.findElement(By.id("stream-" + fixture.poisonedStream())).getText())
+    assertThat(browser.findElement(By.id("stream-" + stream)).getText())
         .contains("ledger rejects stream");
     screenshot("events");
 
     open("balancer?group=" + ConsoleFixture.MAIL);
-    assertThat(browser.findElement(By.id("parked-keys")).getText())
-        .contains(ConsoleFixture.BAD_KEY);
+    String parked = browser.findElement(By.id("parked-keys")).getText();
+    assertThat(parked).contains(ConsoleFixture.BAD_KEY, "<script>alert(1)</script>");
+    // The 300-character key wraps: nothing stretches the page sideways.
+    Object overflow =
+        ((JavascriptExecutor) browser)
+            .executeScript(
+                "return document.documentElement.scrollWidth - document.documentElement.clientWidth;");
+    assertThat(((Number) overflow).longValue()).isLessThanOrEqualTo(0);
     screenshot("balancer");
 
-    // Commands: the dead letters, their reason and attempts.
     open("commands");
-    WebElement table = browser.findElement(By.id("dead-letters"));
-    assertThat(table.getText()).contains("card declined", ConsoleFixture.CHARGE);
+    assertThat(browser.findElement(By.id("dead-letters")).getText())
+        .contains("card declined", ConsoleFixture.CHARGE);
     UUID id = fixture.queue.deadLetters().list(1).get(0).messageId();
     WebElement row = browser.findElement(By.id("dl-" + id));
     assertThat(row.getText()).contains("2", "hidden"); // attempts, payload hidden
@@ -154,28 +203,88 @@ class ConsoleBrowserIT {
     assertThat(browser.findElements(By.id("dl-" + id))).hasSize(1);
     assertThat(fixture.queue.deadLetters().find(id)).isPresent();
 
-    // The card is fixed: retry, confirm, watch it leave the dead letters and be handled.
+    // Every failure cures from now on, and no new work arrives (a checkpoint is moved below):
+    // retry, and watch the command be handled.
+    fixture.stopTraffic();
     fixture.heal();
     int handled = fixture.handledCharges.get();
-    browser
-        .findElement(By.id("dl-" + id))
-        .findElement(By.xpath(".//button[text()='Retry']"))
-        .click();
-    waiting().until(ExpectedConditions.alertIsPresent()).accept();
-    waiting().until(d -> d.findElements(By.id("dl-" + id)).isEmpty());
-    assertThat(browser.findElement(By.id("flash")).getText()).contains("retried 1");
+    String retried =
+        confirmAndWait(
+            browser
+                .findElement(By.id("dl-" + id))
+                .findElement(By.xpath(".//button[text()='Retry']")));
+    assertThat(retried).contains("retried 1");
+    assertThat(browser.findElements(By.id("dl-" + id))).isEmpty();
     waiting()
         .until(
             d ->
                 d.findElements(By.cssSelector("#retried-" + id + "[data-state='done']")).size()
                     == 1);
     assertThat(fixture.handledCharges.get()).isGreaterThan(handled);
-    assertThat(fixture.queue.deadLetters().find(id)).isEmpty();
     screenshot("commands-retried");
+
+    // Discard the selected ones.
+    open("commands");
+    UUID other = fixture.queue.deadLetters().list(1).get(0).messageId();
+    browser.findElement(By.cssSelector("input[form=bulk][value='" + other + "']")).click();
+    assertThat(confirmAndWait(browser.findElement(By.id("bulk-discard")))).contains("discarded 1");
+    assertThat(fixture.queue.deadLetters().find(other)).isEmpty();
+
+    // Resume the parked stream, then move its checkpoint back one and reset the handler.
+    open("events?handler=" + ConsoleFixture.LEDGER);
+    assertThat(
+            confirmAndWait(
+                browser
+                    .findElement(By.id("stream-" + stream))
+                    .findElement(By.xpath(".//button[text()='Resume']"))))
+        .contains("resumed 1");
+    // No charge left to append events: the checkpoint stays where it is read.
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(
+            () ->
+                fixture.queue.depth().due() + fixture.queue.depth().delayed() == 0
+                    && checkpoint(stream).lag() == 0
+                    && !checkpoint(stream).parked());
+    long end = checkpoint(stream).offset();
+    WebElement set =
+        browser.findElement(By.cssSelector("form[action$='/actions/checkpoints/set']"));
+    set.findElement(By.name("stream")).sendKeys(String.valueOf(stream));
+    set.findElement(By.name("expected")).sendKeys(String.valueOf(end));
+    set.findElement(By.name("offset")).sendKeys(String.valueOf(end - 1));
+    set.findElement(By.name("confirm")).sendKeys(ConsoleFixture.LEDGER);
+    assertThat(submitAndWait(set)).contains("moved from " + end + " to " + (end - 1));
+    WebElement reset =
+        browser.findElement(By.cssSelector("form[action$='/actions/checkpoints/reset']"));
+    reset.findElement(By.name("confirm")).sendKeys(ConsoleFixture.LEDGER);
+    assertThat(submitAndWait(reset)).contains("reset all");
+
+    // Unpark the hostile key: its markup stays text, its message is delivered.
+    open("balancer?group=" + ConsoleFixture.MAIL);
+    WebElement hostile =
+        browser.findElements(By.cssSelector("#parked-keys tr")).stream()
+            .filter(tr -> tr.getText().contains("<script>alert(1)</script>"))
+            .findFirst()
+            .orElseThrow();
+    assertThat(confirmAndWait(hostile.findElement(By.xpath(".//button[text()='Unpark']"))))
+        .contains("unparked");
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> fixture.mail.partitionStats(HOSTILE_KEY).isEmpty());
 
     open("audit");
     assertThat(browser.findElement(By.id("audit")).getText())
-        .contains("browser-test", "dead-letters.retry", id.toString());
+        .contains(
+            "browser-test",
+            "dead-letters.retry",
+            id.toString(),
+            "dead-letters.discard",
+            other.toString(),
+            "streams.resume",
+            "checkpoints.set",
+            "checkpoints.reset",
+            "keys.unpark",
+            "<script>alert(1)</script>");
     screenshot("audit");
   }
 }

@@ -62,8 +62,10 @@ public final class ConsoleServlet extends HttpServlet {
               + " connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
           "X-Content-Type-Options",
           "nosniff",
+          // Not no-referrer: under it a browser sends "Origin: null" on the console's own form
+          // POSTs, which the origin check refuses. same-origin sends nothing to other sites.
           "Referrer-Policy",
-          "no-referrer",
+          "same-origin",
           "Cache-Control",
           "no-store",
           "X-Frame-Options",

@@ -186,6 +186,16 @@ final class ConsoleFixture implements AutoCloseable {
     traffic = t;
   }
 
+  /** Stops the background traffic and waits until its thread is gone. */
+  void stopTraffic() throws InterruptedException {
+    Thread t = traffic;
+    if (t != null) {
+      t.interrupt();
+      t.join(10_000);
+      traffic = null;
+    }
+  }
+
   private MessagePump.Builder pump(String name, Driver driver) {
     return MessagePump.builder(ds)
         .name(name)

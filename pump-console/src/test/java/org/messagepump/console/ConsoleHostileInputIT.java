@@ -120,6 +120,31 @@ class ConsoleHostileInputIT {
   }
 
   @Test
+  void aFormSendsAStoredKeyBackExactlyCarriageReturnAndAll() throws Exception {
+    String key = ConsoleFixture.FAILING_PREFIX + "a\r\nb\rc";
+    fixture.mail.storeMessage(key, new byte[] {1});
+    await().atMost(Duration.ofSeconds(30)).until(() -> fixture.mail.parkedKeys().containsKey(key));
+    Http h = new Http(server.uri());
+    String page = h.get("balancer?group=" + ConsoleFixture.MAIL).body();
+    String encoded =
+        java.util.Base64.getUrlEncoder()
+            .withoutPadding()
+            .encodeToString(key.getBytes(StandardCharsets.UTF_8));
+    assertThat(page).contains("name=\"key64\" value=\"" + encoded + "\"");
+    HttpResponse<String> r =
+        h.post(
+            "actions/keys/unpark",
+            List.of("csrf", h.csrf(), "group", ConsoleFixture.MAIL, "key64", encoded));
+    assertThat(r.statusCode()).isEqualTo(303);
+    assertThat(
+            h.post(
+                    "actions/keys/unpark",
+                    List.of("csrf", h.csrf(), "group", ConsoleFixture.MAIL, "key64", "%%%"))
+                .statusCode())
+        .isEqualTo(400);
+  }
+
+  @Test
   void aTokenLoginKeepsTheRestOfTheQuery() throws Exception {
     HttpResponse<String> r =
         new Http(tokened.uri()).get("commands?type=ops.Charge&token=" + TOKEN + "&limit=5");

@@ -2,7 +2,7 @@ package org.messagepump.console.internal;
 
 import static org.messagepump.console.internal.Html.esc;
 import static org.messagepump.console.internal.Html.form;
-import static org.messagepump.console.internal.Html.hidden;
+import static org.messagepump.console.internal.Html.text;
 
 import java.time.Duration;
 import java.time.Instant;
@@ -89,7 +89,7 @@ final class BalancerPage {
                     r,
                     "keys/unpark",
                     "Unpark key " + key + "? Its messages are delivered again.",
-                    hidden("group", balancer.group()) + hidden("key", key),
+                    text("group", balancer.group()) + text("key", key),
                     "Unpark"));
           }
           b.append("</td></tr>");

@@ -3,6 +3,7 @@ package org.messagepump.console.internal;
 import static org.messagepump.console.internal.Html.esc;
 import static org.messagepump.console.internal.Html.form;
 import static org.messagepump.console.internal.Html.hidden;
+import static org.messagepump.console.internal.Html.text;
 
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -50,14 +51,14 @@ final class CommandsPage {
                         r,
                         "dead-letters/retry",
                         "Retry all " + n + " of type " + t + "?",
-                        hidden("type", t),
+                        text("type", t),
                         "Retry all"))
                 .append(
                     form(
                         r,
                         "dead-letters/discard",
                         "Discard all " + n + " of type " + t + " for good?",
-                        hidden("type", t),
+                        text("type", t),
                         "Discard all"));
           }
           b.append("</td></tr>");

@@ -3,6 +3,7 @@ package org.messagepump.console.internal;
 import static org.messagepump.console.internal.Html.esc;
 import static org.messagepump.console.internal.Html.form;
 import static org.messagepump.console.internal.Html.hidden;
+import static org.messagepump.console.internal.Html.text;
 
 import java.util.List;
 import org.messagepump.eventstream.Checkpoint;
@@ -84,7 +85,7 @@ final class EventsPage {
                 r,
                 "streams/resume",
                 "Resume every parked stream of " + handler + "?",
-                hidden("handler", handler),
+                text("handler", handler),
                 "Resume all parked"));
       }
       streams(b, r, shown, false);
@@ -130,7 +131,7 @@ final class EventsPage {
                 r,
                 "streams/resume",
                 "Resume stream " + c.streamId() + " for " + c.handlerKey() + "?",
-                hidden("handler", c.handlerKey()) + hidden("stream", c.streamId()),
+                text("handler", c.handlerKey()) + hidden("stream", c.streamId()),
                 "Resume"));
       }
       b.append("</td></tr>");
@@ -149,7 +150,7 @@ final class EventsPage {
             + "\"></label>";
     b.append("<section class=\"danger\"><h2>Move checkpoints</h2>")
         .append("<p>Reset replays the handler from offset 0 on every stream.</p>")
-        .append(form(r, "checkpoints/reset", null, hidden("handler", handler) + confirm, "Reset"))
+        .append(form(r, "checkpoints/reset", null, text("handler", handler) + confirm, "Reset"))
         .append(
             "<p>Set moves one stream's checkpoint, only if it is still at the expected offset.</p>")
         .append(
@@ -157,7 +158,7 @@ final class EventsPage {
                 r,
                 "checkpoints/set",
                 null,
-                hidden("handler", handler)
+                text("handler", handler)
                     + "<label>stream <input name=\"stream\" inputmode=\"numeric\" required></label>"
                     + "<label>expected <input name=\"expected\" inputmode=\"numeric\" required></label>"
                     + "<label>new offset <input name=\"offset\" inputmode=\"numeric\" required></label>"

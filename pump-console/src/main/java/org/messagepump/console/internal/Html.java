@@ -155,6 +155,19 @@ public final class Html {
         + "</button></form>";
   }
 
+  /**
+   * A stored text (a key, a group, a handler, a type) as a hidden field {@code <name>64}: its UTF-8
+   * bytes in base64url, so it comes back exactly as stored. A browser would turn a newline in a
+   * plain field into CR LF, and the HTML parser a CR into a newline.
+   */
+  static String text(String name, String value) {
+    return hidden(
+        name + "64",
+        java.util.Base64.getUrlEncoder()
+            .withoutPadding()
+            .encodeToString(value.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+  }
+
   static String hidden(String name, Object value) {
     return "<input type=\"hidden\" name=\"" + esc(name) + "\" value=\"" + esc(value) + "\">";
   }

@@ -41,10 +41,14 @@ public record Request(
 
   /**
    * An optional parameter: null when absent or blank; 400 when longer than {@code max} characters
-   * or holding NUL (which no driver stores).
+   * or holding NUL (which no driver stores). A form's stored texts come as {@code <name>64}
+   * (base64url of their UTF-8, see {@code Html.text}), a plain {@code <name>} wins.
    */
   String optional(String name, int max) {
     String v = http.getParameter(name);
+    if (v == null || v.isBlank()) {
+      v = base64(name);
+    }
     if (v == null || v.isBlank()) {
       return null;
     }
@@ -55,6 +59,24 @@ public record Request(
       throw HttpError.badRequest("parameter " + name + " holds NUL");
     }
     return v;
+  }
+
+  private String base64(String name) {
+    String encoded = http.getParameter(name + "64");
+    if (encoded == null) {
+      return null;
+    }
+    try {
+      byte[] bytes = java.util.Base64.getUrlDecoder().decode(encoded);
+      return java.nio.charset.StandardCharsets.UTF_8
+          .newDecoder()
+          .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+          .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
+          .decode(java.nio.ByteBuffer.wrap(bytes))
+          .toString();
+    } catch (IllegalArgumentException | java.nio.charset.CharacterCodingException e) {
+      throw HttpError.badRequest("parameter " + name + "64 is not base64url of UTF-8 text");
+    }
   }
 
   long longParam(String name) {
