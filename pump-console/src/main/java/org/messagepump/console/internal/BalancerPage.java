@@ -61,12 +61,15 @@ final class BalancerPage {
       if (groups.stream().noneMatch(s -> s.group().equals(g))) {
         throw HttpError.notFound("no balancer group " + group);
       }
-      group(b, r, stores.balancer(group));
+      long total =
+          groups.stream().filter(s -> s.group().equals(g)).findFirst().orElseThrow().partitions();
+      group(b, r, stores, stores.balancer(group), total);
     }
     return Html.page(r, "/balancer", "Balancer groups", b.toString());
   }
 
-  private static void group(StringBuilder b, Request r, MessageBalancer balancer) {
+  private static void group(
+      StringBuilder b, Request r, Stores stores, MessageBalancer balancer, long total) {
     Map<String, String> parked = balancer.parkedKeys();
     b.append("<section><h2>Parked keys of ")
         .append(esc(balancer.group()))
@@ -100,9 +103,8 @@ final class BalancerPage {
     b.append("</tbody></table></section>");
 
     List<PartitionStats> keys = new ArrayList<>();
-    List<String> all = balancer.partitionKeys();
     List<String> unreadable = new ArrayList<>();
-    for (String key : all.stream().limit(MAX_KEYS).toList()) {
+    for (String key : stores.hottestKeys(balancer.group(), MAX_KEYS)) {
       if (overLimit(key)) {
         unreadable.add(key); // stored by other means than the API, which would refuse it
       } else {
@@ -114,10 +116,10 @@ final class BalancerPage {
     b.append("<section><h2>Partitions</h2><p class=\"note\">")
         .append(keys.size())
         .append(" of ")
-        .append(all.size())
-        .append(" keys (at most ")
+        .append(total)
+        .append(" keys: the ")
         .append(MAX_KEYS)
-        .append("), most messages first. The head is a key's oldest message; a leased")
+        .append(" with the most messages, most first. The head is a key's oldest message; a leased")
         .append(" head is in flight downstream.</p><table id=\"partitions\"><thead><tr>")
         .append("<th>key</th><th>messages</th><th>head age</th><th>in flight</th>")
         .append("<th>leased message</th><th>lease expires in</th><th>failures</th>")

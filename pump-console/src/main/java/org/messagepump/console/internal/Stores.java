@@ -17,6 +17,7 @@ import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.PumpException;
+import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
 import org.messagepump.eventstream.EventHandlers;
 import org.messagepump.eventstream.EventStore;
@@ -91,6 +92,27 @@ public final class Stores {
         .orderBy(id)
         .limit(limit)
         .fetch(r -> r.value1().toString());
+  }
+
+  /**
+   * The {@code limit} keys of {@code group} with the most messages, most first (ties by key): the
+   * balancer's API lists keys in rotation order only, so this counts them with one bound query.
+   */
+  List<String> hottestKeys(String group, int limit) {
+    Field<String> key = DSL.field(DSL.name("partition_key"), SQLDataType.CLOB);
+    Field<Integer> n = DSL.count().as("n");
+    return Transactions.inNew(
+        dataSource,
+        "counting the messages of each key of group " + group,
+        tx ->
+            tx.dsl()
+                .select(key, n)
+                .from(DSL.table(DSL.name(balancerSchema, "messages")))
+                .where(DSL.field(DSL.name("partition_group"), SQLDataType.CLOB).eq(group))
+                .groupBy(key)
+                .orderBy(n.desc(), key)
+                .limit(limit)
+                .fetch(r -> r.value1()));
   }
 
   /**

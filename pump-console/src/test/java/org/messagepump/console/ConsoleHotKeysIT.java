@@ -1,0 +1,37 @@
+package org.messagepump.console;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.testkit.PostgresExtension;
+
+/** The partitions of a group are its hottest keys, whatever their place in the rotation. */
+@ExtendWith(PostgresExtension.class)
+class ConsoleHotKeysIT {
+
+  @Test
+  void theHottestKeyIsShownFirstEvenWhenItJoinedTheRotationLast(DataSource ds) throws Exception {
+    Balancer.migrate(ds);
+    MessageBalancer group = MessageBalancer.create(ds, "hot-keys");
+    byte[] body = "m".getBytes(StandardCharsets.UTF_8);
+    for (int i = 0; i < 250; i++) {
+      group.storeMessage(String.format("cold-%03d", i), body);
+    }
+    for (int i = 0; i < 30; i++) {
+      group.storeMessage("hot", body);
+    }
+    try (ConsoleServer console =
+        ConsoleServer.start(ds, ConsoleConfig.builder().readOnly(true).build(), "127.0.0.1", 0)) {
+      String page = new Http(console.uri()).get("balancer?group=hot-keys").body();
+      assertThat(page).contains("200 of 251 keys");
+      String partitions = page.substring(page.indexOf("<table id=\"partitions\""));
+      int hot = partitions.indexOf(">hot</td><td class=\"num\">30<");
+      assertThat(hot).isPositive().isLessThan(partitions.indexOf(">cold-"));
+    }
+  }
+}
