@@ -22,8 +22,8 @@ import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
 /**
- * The cluster-wide pause of a handler key: stored in {@code paused_handlers}, honoured
- * by the claim statement of every running pump, whichever store instance ("process") paused it.
+ * The cluster-wide pause of a handler key: stored in {@code paused_handlers}, honoured by the claim
+ * statement of every running pump, whichever store instance ("process") paused it.
  */
 @ExtendWith(PostgresExtension.class)
 class EventPauseIT {

@@ -118,7 +118,8 @@ public final class PendingClaim {
             //
             // Kept to few plan nodes: perf on the server showed executor start-up (initializing
             // each node and expression, at every execution of the prepared statement) as the
-            // largest part of the claim's cost beyond the baseline's (docs/performance-notes.md). No
+            // largest part of the claim's cost beyond the baseline's (docs/performance-notes.md).
+            // No
             // outer ORDER BY (the lateral scan returns the events in offset order; run() checks),
             // and "anything pending?" is a statement of its own, asked only when nothing was
             // claimed.
