@@ -119,10 +119,9 @@ public final class PendingClaim {
             // Kept to few plan nodes: perf on the server showed executor start-up (initializing
             // each node and expression, at every execution of the prepared statement) as the
             // largest part of the claim's cost beyond the baseline's (docs/performance-notes.md).
-            // No
-            // outer ORDER BY (the lateral scan returns the events in offset order; run() checks),
-            // and "anything pending?" is a statement of its own, asked only when nothing was
-            // claimed.
+            // No outer ORDER BY (the lateral scan returns the events in offset order; run()
+            // checks), and "anything pending?" is a statement of its own, asked only when nothing
+            // was claimed.
             "WITH c AS (SELECT * FROM ("
                 + range("turn > ?")
                 + ") AS a"
