@@ -13,7 +13,9 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.jooq.DSLContext;
 import org.jooq.Record2;
 import org.jooq.exception.DataAccessException;
+import org.messagepump.balancer.internal.AcquireStatement;
 import org.messagepump.balancer.internal.AcquiredMessage;
+import org.messagepump.balancer.internal.Cursor;
 import org.messagepump.balancer.internal.DeliveryQueries;
 import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
@@ -96,17 +98,12 @@ public final class BalancerDriver implements Driver {
   private final int maxAttempts;
   private final String leaseOwner;
   private final BalancerMetrics metrics;
-  private final DeliveryQueries.Prepared prepared;
+  private final AcquireStatement.Prepared prepared;
   private final Schema.Ctx ctx;
   private final Limits limits;
   private volatile long nextReap = System.nanoTime();
 
-  /**
-   * This driver's place in the rotation (with lockPartition): the rotation of the last key it took.
-   * Process-local and lost with the process, which is harmless: a new driver starts at the lowest
-   * rotation. Every process walks all ready keys at its own pace, so every key is served once per
-   * lap of every process.
-   */
+  /** This driver's place in the rotation (with lockPartition): see {@link Cursor}. */
   private final AtomicReference<Cursor> cursor = new AtomicReference<>(Cursor.START);
 
   private BalancerDriver(Builder b) {
@@ -114,7 +111,7 @@ public final class BalancerDriver implements Driver {
     this.group = b.balancer.group();
     this.ctx = b.balancer.ctx();
     this.limits = b.balancer.limits();
-    this.prepared = new DeliveryQueries.Prepared(ctx, group);
+    this.prepared = new AcquireStatement.Prepared(ctx, group);
     this.handler = b.handler;
     this.lockPartition = b.lockPartition;
     this.messagesPerTurn = b.messagesPerTurn;
@@ -180,91 +177,94 @@ public final class BalancerDriver implements Driver {
 
   /**
    * With lockPartition: walks the ready keys in rotation order from this driver's cursor — the keys
-   * after it, then round from the lowest rotation (a new lap) — in one statement, and moves the
-   * cursor to the last key taken. Further rounds, only past keys found empty (deleted here if
-   * really empty), continue the walk where it stopped; at most {@value #MAX_ROUNDS}.
+   * after it up to the lap's highest rotation, then round from the lowest rotation (the next lap) —
+   * and moves the cursor to the last key taken. Further rounds, only past keys found empty (deleted
+   * here if really empty), continue the walk where it stopped; at most {@value #MAX_ROUNDS}.
+   *
+   * <p>Keys are served in the order they became ready ({@link Cursor}): a lap walks the keys that
+   * were ready when it began, a key that joins during the lap (a new key, a lease that ended, an
+   * unparked key) has a higher rotation and waits for the next lap, and once one has joined, every
+   * later turn of the lap moves its key behind it (a rotation drawn by the acquisition statement,
+   * written when the delivery's outcome is known: {@link Run#place}).
    */
   private void acquireLocked(Tx tx, int max, List<Delivery> out) throws SQLException {
     Cursor start = cursor.get();
     long s = start.rotation();
-    // The walk: (a1, a2] then (b1, b2]; (MIN, MIN] is empty.
-    long a1 = s;
-    long a2 = Long.MAX_VALUE;
-    long b1 = Long.MIN_VALUE;
-    // A batch of one walks one range per statement, (cursor, MAX], and sends the same statement
-    // from the start, (MIN, MAX], only when nothing after the cursor was free: about once per lap.
-    // The second range of the one-statement walk was set up and shut down at every execution
-    // although it was read about once per lap (the event claim measured the same, see
-    // docs/benchmarks.md). Larger batches keep both ranges in one statement: there a batch often
-    // finds fewer keys after the cursor than it wants, and a second round trip cost more.
+    // A batch of one walks one range per statement, (cursor, lap's highest], and starts the next
+    // lap with a statement of its own from the lowest rotation, (MIN, MAX], only when nothing
+    // after the cursor was free: about once per lap. The second range of the one-statement walk
+    // was set up and shut down at every execution although it was read about once per lap (the
+    // event claim measured the same, see docs/benchmarks.md). Larger batches keep both ranges in
+    // one statement, (cursor, lap's highest] then (MIN, cursor]: there a batch often finds fewer
+    // keys after the cursor than it wants, and a second round trip cost more.
     boolean single = max == 1;
-    boolean lapped = false;
-    long b2 = single ? Long.MIN_VALUE : s;
-    Cursor reached = null;
+    Cursor.Walk walk = new Cursor.Walk(start);
+    int shape;
+    long a1 = s;
+    long b1 = Long.MIN_VALUE;
+    if (single) {
+      shape = start.atLapEnd() ? AcquireStatement.WALK_LAP : AcquireStatement.WALK_AFTER;
+      if (start.atLapEnd()) {
+        a1 = Long.MIN_VALUE;
+      }
+    } else {
+      shape = AcquireStatement.WALK_OPEN;
+    }
+    long b2 = s;
     for (int round = 0; round < MAX_ROUNDS && out.size() < max; round++) {
       int want = max - out.size();
+      boolean mid = shape == AcquireStatement.WALK_AFTER || shape == AcquireStatement.WALK_OPEN;
+      int sent = walk.moveBack() && mid ? shape | AcquireStatement.MOVE_BACK : shape;
+      long a2 = shape == AcquireStatement.WALK_BOUNDED ? Long.MIN_VALUE : walk.ceiling();
       DeliveryQueries.Acquired a =
-          DeliveryQueries.acquireLocked(tx, prepared, want, messagesPerTurn, a1, a2, b1, b2);
+          DeliveryQueries.acquireLocked(tx, prepared, want, messagesPerTurn, sent, a1, a2, b1, b2);
       // The claims of one key come one after the other, in id order: one run.
       Run run = null;
       for (DeliveryQueries.Claim c : a.claims()) {
         if (run == null || !run.key.equals(c.message().key())) {
-          run = new Run(c.message().key());
+          run = new Run(c.message().key(), c.place());
         }
         out.add(delivery(c.message(), new State(c, run)));
       }
       if (!a.raced().isEmpty()) {
         for (DeliveryQueries.Claim c :
             DeliveryQueries.deleteRacedHeads(tx.connection(), ctx, group, a.raced())) {
-          out.add(delivery(c.message(), new State(c, new Run(c.message().key()))));
+          out.add(delivery(c.message(), new State(c, new Run(c.message().key(), c.place()))));
         }
       }
       for (DeliveryQueries.EmptyKey e : a.empty()) {
         DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, e.key());
       }
       if (a.rows() == 0) {
-        if (single && !lapped && s != Long.MIN_VALUE) {
-          lapped = true; // nothing after the cursor: the same statement from the start
+        if (single && shape == AcquireStatement.WALK_AFTER) {
+          // Nothing after the cursor: the next lap, from the lowest rotation.
+          shape = AcquireStatement.WALK_LAP;
           a1 = Long.MIN_VALUE;
           continue;
         }
         break;
       }
-      long last = a.lastRotation();
-      boolean wrapped = s != Long.MIN_VALUE && last <= s;
-      reached = new Cursor(wrapped ? start.lap() + 1 : start.lap(), last);
+      walk.took(shape, a);
       if (a.rows() < want || out.size() >= max || a.empty().isEmpty()) {
         break; // both ranges exhausted, or nothing skipped
       }
+      long last = a.lastRotation();
       if (single) {
-        a1 = last; // past the empty key, one range again
-      } else if (wrapped) {
-        // The first range gave out: what is left of the walk is (last, s].
+        shape = AcquireStatement.WALK_AFTER; // past the empty key, one range again
+        a1 = last;
+      } else if (walk.lap() > start.lap()) {
+        // The walk wrapped round: what is left of the new lap in this acquisition is (last, s];
+        // the keys above s are for the next acquisition (this one holds some of them).
+        shape = AcquireStatement.WALK_BOUNDED;
         a1 = Long.MIN_VALUE;
-        a2 = Long.MIN_VALUE;
         b1 = last;
       } else {
         a1 = last;
       }
     }
-    if (reached != null) {
+    if (walk.reached() != null) {
       // Workers of this driver walk concurrently: the cursor only moves forward, by lap first.
-      cursor.accumulateAndGet(reached, Cursor::later);
-    }
-  }
-
-  /**
-   * A place in the rotation: the rotation of the last key taken, in the {@code lap}-th walk over
-   * the keys (a walk that wraps round to the lowest rotation starts the next lap).
-   */
-  private record Cursor(long lap, long rotation) {
-    static final Cursor START = new Cursor(0, Long.MIN_VALUE);
-
-    static Cursor later(Cursor a, Cursor b) {
-      if (a.lap != b.lap) {
-        return a.lap > b.lap ? a : b;
-      }
-      return a.rotation >= b.rotation ? a : b;
+      cursor.accumulateAndGet(walk.reached(), Cursor::later);
     }
   }
 
@@ -415,6 +415,15 @@ public final class BalancerDriver implements Driver {
   private static final class Run {
     final String key;
 
+    /**
+     * The rotation the acquisition drew for the key ({@link DeliveryQueries#NONE}: none, the key
+     * keeps its own): written once the run's outcome is known, unless the key keeps its place.
+     */
+    final long place;
+
+    /** The key's place was written (or the key deleted as empty, or its row written otherwise). */
+    boolean placed;
+
     /** The rest of the run is not handled. */
     boolean stopped;
 
@@ -424,8 +433,9 @@ public final class BalancerDriver implements Driver {
      */
     boolean keyWritten;
 
-    Run(String key) {
+    Run(String key, long place) {
       this.key = key;
+      this.place = place;
     }
   }
 
@@ -553,6 +563,7 @@ public final class BalancerDriver implements Driver {
       }
     }
     if (done.isEmpty()) {
+      moveBack(tx, handled);
       return;
     }
     long[] stored =
@@ -580,8 +591,19 @@ public final class BalancerDriver implements Driver {
         }
         emptied = r == null || !r.othersSeen();
       }
-      if (emptied && DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, c.key())) {
-        continue;
+      if (emptied) {
+        if (DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, c.key())) {
+          if (s.run != null) {
+            s.run.placed = true;
+          }
+          continue;
+        }
+        if (s.deleted) {
+          // A message was stored into the key while its last one was handled: the key joins the
+          // rotation again, at the back, as a new key would.
+          DeliveryQueries.rejoin(tx.connection(), ctx, group, c.key());
+          s.run.placed = true;
+        }
       }
       if (c.failures() > 0) {
         if (dsl == null) {
@@ -590,11 +612,41 @@ public final class BalancerDriver implements Driver {
         DeliveryQueries.clearFailures(dsl, group, c.key());
       }
     }
+    moveBack(tx, handled);
+  }
+
+  /**
+   * Writes the places drawn for the keys whose turn ended in {@code handled} (Ok or Requeue), in
+   * one round trip: their keys move back behind the keys that joined during the lap. A key whose
+   * row was written otherwise (a hand-off's lease, a postponement) or deleted as empty is left as
+   * it is.
+   */
+  private void moveBack(Tx tx, List<Delivery> handled) throws SQLException {
+    List<String> keys = null;
+    List<Long> places = null;
+    for (Delivery d : handled) {
+      Run run = state(d).run;
+      if (run == null || run.place == DeliveryQueries.NONE || run.placed || run.keyWritten) {
+        continue;
+      }
+      run.placed = true;
+      if (keys == null) {
+        keys = new ArrayList<>();
+        places = new ArrayList<>();
+      }
+      keys.add(run.key);
+      places.add(run.place);
+    }
+    if (keys != null) {
+      DeliveryQueries.moveBack(tx.connection(), ctx, group, keys, places);
+    }
   }
 
   /**
    * Postpones the key. A Busy key (no failure counted) keeps its place: with lockPartition the
-   * cursor goes back to just before it, so it is the first key served once it is due again.
+   * cursor goes back to just before it, so it is the first key served once it is due again. A
+   * failure is the key's turn: in a lap where turns move keys back, the key takes the place its
+   * acquisition drew.
    */
   @Override
   public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) throws SQLException {
@@ -604,10 +656,11 @@ public final class BalancerDriver implements Driver {
     if (stopRun(state)) {
       return; // a later message of a run that stopped before it: written back, nothing else
     }
-    DeliveryQueries.postpone(ctx.dsl(tx), claim, failures, delay);
-    if (lockPartition && failures == claim.failures()) {
-      long before = claim.oldRotation() - 1;
-      cursor.updateAndGet(c -> before < c.rotation() ? new Cursor(c.lap(), before) : c);
+    boolean busy = failures == claim.failures();
+    long place = busy || state.run == null ? DeliveryQueries.NONE : state.run.place;
+    DeliveryQueries.postpone(ctx.dsl(tx), claim, failures, delay, place);
+    if (lockPartition && busy) {
+      cursor.updateAndGet(c -> c.keepingPlaceOf(claim.oldRotation()));
     }
   }
 

@@ -214,10 +214,12 @@ class BalancerBasicsIT {
 
   @Test
   void aSmallGroupIsAcquiredThroughTheReadyIndexToo(TestDatabase db) throws Exception {
-    // 100 keys in one page (the bench's drain): with two bounds per range PostgreSQL estimated one
-    // matching key, and its generic plan read all 100 key rows and sorted them at each delivery.
-    // (For a batch of 10 of 100 keys it still does, once per 10 deliveries: it expects 11 ready
-    // keys, nearly the whole limit.)
+    // 100 keys in one page (the bench's drain): with two bounds on both ranges of one statement
+    // PostgreSQL estimated one matching key, and the generic plan of a batch of one read all 100
+    // key rows and sorted them at each delivery. A batch of one now walks one range, and reads the
+    // ready index with its two bounds. (For a batch of 10 of 100 keys PostgreSQL reads every key
+    // row and sorts them, once per 10 deliveries: it expects 11 ready keys, nearly the whole
+    // limit.)
     // A schema of its own: this class's other tests leave keys in the default one.
     Balancer.migrate(db.dataSource(), "balancer_small");
     acquisitionPlans(db, "balancer_small", "small", 100, 5_000, 1);
@@ -258,35 +260,41 @@ class BalancerBasicsIT {
     db.execute("ANALYZE " + schema + ".partitions");
     db.execute("ANALYZE " + schema + ".messages");
     long cursor = keys / 2;
+    long ceiling = keys;
     var prepared =
-        new org.messagepump.balancer.internal.DeliveryQueries.Prepared(
+        new org.messagepump.balancer.internal.AcquireStatement.Prepared(
             org.messagepump.balancer.internal.Schema.Ctx.of(schema), group);
     StringBuilder all = new StringBuilder();
+    // The bounds a1, a2, b1, b2 (by number): a walk from the middle of the lap.
+    long[] walk = {0, cursor, ceiling, Long.MIN_VALUE, cursor};
     for (int max : batchSizes) {
-      // A walk from the middle of the rotation: (cursor, MAX], then (MIN, cursor]; one bound each.
-      all.append(
-          checkPlans(
-              db,
-              prepared.acquire(max, 1),
-              "text, text, bigint, text, text, bigint",
-              new Object[] {group, group, cursor, group, group, cursor}));
       if (max == 1) {
-        // A batch of one walks one range per statement: the keys after the cursor.
+        // A batch of one walks one range per statement: the keys after the cursor, up to the lap's
+        // highest rotation, looking for keys that joined above it, or (once one did) moving every
+        // key it takes back ...
+        all.append(checkPlans(db, group, prepared.acquireAfter(max, 1), walk, 2));
         all.append(
             checkPlans(
                 db,
-                prepared.acquireAfter(max, 1),
-                "text, text, bigint",
-                new Object[] {group, group, cursor}));
-      }
-      if (max > 1) {
+                group,
+                prepared.movingBack(
+                    max, org.messagepump.balancer.internal.AcquireStatement.WALK_AFTER, 1),
+                walk,
+                1));
+        // ... and the next lap from the lowest rotation, reading its highest.
+        all.append(
+            checkPlans(
+                db,
+                group,
+                prepared.acquireLap(max, 1),
+                new long[] {0, Long.MIN_VALUE, 0, 0, 0},
+                2));
+      } else {
+        // A walk from the middle of the lap: (cursor, highest of the lap], then (MIN, cursor].
+        // The three ranges, the keys that joined above the lap and the highest rotation.
+        all.append(checkPlans(db, group, prepared.acquire(max, 1), walk, 5));
         // Runs: up to 5 consecutive messages of each key (messagesPerTurn).
-        all.append(
-            checkPlans(
-                db,
-                prepared.acquire(max, 5),
-                "text, text, bigint, text, text, bigint",
-                new Object[] {group, group, cursor, group, group, cursor}));
+        all.append(checkPlans(db, group, prepared.acquire(max, 5), walk, 5));
       }
       if (keys < 1_000) {
         // The rest of a walk that wrapped round, rare (only past keys found empty): in a small
@@ -297,19 +305,35 @@ class BalancerBasicsIT {
       all.append(
           checkPlans(
               db,
+              group,
               prepared.acquireBounded(max, 1),
-              "text, text, bigint, bigint, text, text, bigint, bigint",
-              new Object[] {
-                group, group, Long.MIN_VALUE, Long.MIN_VALUE, group, group, cursor / 2, cursor
-              }));
+              new long[] {0, Long.MIN_VALUE, Long.MIN_VALUE, cursor / 2, cursor},
+              2));
     }
     return all.toString();
   }
 
-  /** The plans of {@code sql} for {@code values} (of {@code types}), checked; returned. */
-  private static String checkPlans(TestDatabase db, String sql, String types, Object[] values)
+  /**
+   * The plans of {@code text} for {@code group} and the bounds {@code bounds} (by number), checked;
+   * returned. {@code readyIndexReads}: how many scans of the ready index the plan has (one per
+   * range, one for keys that joined above the lap, one for the lap's highest rotation).
+   */
+  private static String checkPlans(
+      TestDatabase db,
+      String group,
+      org.messagepump.balancer.internal.AcquireStatement.Text text,
+      long[] bounds,
+      int readyIndexReads)
       throws Exception {
-    assertThat(sql.chars().filter(ch -> ch == '?').count()).isEqualTo(values.length);
+    String sql = text.sql();
+    int[] roles = text.roles();
+    assertThat(sql.chars().filter(ch -> ch == '?').count()).isEqualTo(roles.length);
+    Object[] values = new Object[roles.length];
+    StringBuilder types = new StringBuilder();
+    for (int i = 0; i < roles.length; i++) {
+      values[i] = roles[i] == 0 ? group : (Object) bounds[roles[i]];
+      types.append(i > 0 ? ", " : "").append(roles[i] == 0 ? "text" : "bigint");
+    }
     String plan;
     String generic;
     try (Connection c = db.dataSource().getConnection()) {
@@ -348,8 +372,19 @@ class BalancerBasicsIT {
       // The pause check is evaluated once per execution (an InitPlan and a one-time filter), not
       // once per key row.
       assertThat(p).contains("One-Time Filter");
+      // The ready index is read by each range of the walk, and the steps for keys that joined above
+      // the lap and for its highest rotation are InitPlans: once per execution, not per key.
+      assertThat(count(p, "using partitions_ready")).isEqualTo(readyIndexReads);
     }
     return generic + plan;
+  }
+
+  private static int count(String text, String part) {
+    int n = 0;
+    for (int i = text.indexOf(part); i >= 0; i = text.indexOf(part, i + 1)) {
+      n++;
+    }
+    return n;
   }
 
   /** A test's own value as an SQL literal: a number, or a string of letters and digits. */

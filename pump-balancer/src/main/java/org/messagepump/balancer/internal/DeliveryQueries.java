@@ -11,7 +11,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import org.jooq.CommonTableExpression;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
@@ -38,17 +37,8 @@ public final class DeliveryQueries {
 
   private DeliveryQueries() {}
 
-  /** A walk from a cursor in one statement: {@code (a1, MAX]}, then {@code (MIN, b2]}. */
-  static final int WALK_OPEN = 0;
-
-  /** The rest of a walk that wrapped round: {@code (a1, a2]}, then {@code (b1, b2]}. */
-  static final int WALK_BOUNDED = 1;
-
-  /**
-   * One range: {@code (a1, MAX]}. For batches of one: the walk's second range is sent as a
-   * statement of its own (the same text from the start) only when the first found nothing.
-   */
-  static final int WALK_AFTER = 2;
+  /** A rotation that is not one (no key with it, no place drawn). */
+  public static final long NONE = Long.MIN_VALUE;
 
   /** A key acquisition found without a message (to be deleted if it is really empty). */
   public record EmptyKey(String key, long oldRotation) {}
@@ -56,28 +46,42 @@ public final class DeliveryQueries {
   /**
    * A key's head message, deleted by the acquisition statement (the success bookkeeping done up
    * front, as the command queue does): {@code othersSeen} when the statement saw later messages of
-   * the key, {@code age} the message's age by the database clock when it was deleted.
+   * the key, {@code age} the message's age by the database clock when it was deleted, {@code place}
+   * the rotation drawn to move its key back ({@link #NONE}: none, the key keeps its own).
    */
-  public record Claim(AcquiredMessage message, boolean othersSeen, Duration age) {}
+  public record Claim(AcquiredMessage message, boolean othersSeen, Duration age, long place) {
+
+    /** The claim with the place {@code place}. */
+    Claim withPlace(long place) {
+      return new Claim(message, othersSeen, age, place);
+    }
+  }
 
   /**
    * A locked key whose head the acquisition statement found gone or replaced by a commit its
    * snapshot did not see (the key's previous holder committed between the snapshot and the lock):
    * its head is deleted by {@link #deleteRacedHeads}, with a snapshot of its own.
    */
-  public record RacedKey(String key, long rotation, int failures) {}
+  public record RacedKey(String key, long rotation, int failures, long place) {}
 
   /**
    * The result of one acquisition statement: claims (head messages, deleted), empty keys, raced
-   * keys, how many keys it returned, and the rotation of the last of them in walk order
-   * (meaningless when none).
+   * keys, how many keys it returned, the rotation of the last of them in walk order and the range
+   * it came from (0 or 1; meaningless when none), whether a key that joined above the first range's
+   * upper bound was seen ({@code joinedAbove}), the highest rotation of the group's ready keys
+   * ({@code top}, {@link #NONE} when not asked or no row) and the highest place drawn ({@code
+   * drawn}, {@link #NONE} when none).
    */
   public record Acquired(
       List<Claim> claims,
       List<EmptyKey> empty,
       List<RacedKey> raced,
       int rows,
-      long lastRotation) {}
+      long lastRotation,
+      int lastPart,
+      boolean joinedAbove,
+      long top,
+      long drawn) {}
 
   /** The key-row condition of one key. */
   public static Condition key(String group, String key) {
@@ -114,7 +118,7 @@ public final class DeliveryQueries {
    * a second round would otherwise return them again). Both are bind values: the excluded keys as
    * one {@code text[]} parameter, whatever their number.
    */
-  private static Condition ready(Field<String> group, Field<String[]> excluded) {
+  static Condition ready(Field<String> group, Field<String[]> excluded) {
     Condition ready =
         P.GROUP
             .eq(group)
@@ -137,12 +141,17 @@ public final class DeliveryQueries {
    * first those whose rotation lies in {@code (a1, a2]}, then — only if these are fewer than {@code
    * max} — those in {@code (b1, b2]}, each range lowest rotation first, locked {@code FOR NO KEY
    * UPDATE SKIP LOCKED}; the first {@code perKey} messages of each (its head, or a run) are deleted
-   * and returned, up to {@code max} messages in all. A walk from a cursor passes {@code (cursor,
-   * max]} and {@code (min, cursor]}: the keys after the cursor, then round from the lowest (a new
-   * lap), in one statement; a batch of one passes {@code (min, min]} as the second range and gets
-   * the first range alone ({@link #WALK_AFTER}). The key row is not written: its lock is the claim,
-   * and the rotation column stays as it is (the caller's cursor moves instead), so a delivery adds
-   * no row version and no index entry to {@code partitions}.
+   * and returned, up to {@code max} messages in all. {@code shape} is a walk ({@link
+   * AcquireStatement#WALK_OPEN}, {@link AcquireStatement#WALK_AFTER}, {@link
+   * AcquireStatement#WALK_LAP}, {@link AcquireStatement#WALK_BOUNDED}), with {@link
+   * AcquireStatement#MOVE_BACK} or not. A walk from a cursor passes {@code (cursor, highest of the
+   * lap]} and {@code (min, cursor]}: the keys after the cursor, then round from the lowest (the
+   * next lap), in one statement; a batch of one gets the first range alone and the next lap from a
+   * statement of its own. The key row is not written: its lock is the claim, and the rotation
+   * column stays as it is (the caller's cursor moves instead), so a delivery adds no row version
+   * and no index entry to {@code partitions} — unless a key joined above the lap's highest
+   * rotation: then the statement draws a new place for each key of its first range ({@link
+   * Claim#place()}), which the driver writes once the delivery's outcome is known.
    *
    * <p>The claims of one key come in id order, one after the other. A run is all or nothing: when
    * the statement could not delete every message it chose for a key (a raced key, see {@link
@@ -154,16 +163,24 @@ public final class DeliveryQueries {
    * outcome that keeps the message (requeue, hand-off, postponement, parking) writes it back with
    * its id ({@link #restore}), so its place at the head of its key is kept.
    *
-   * <p>The statement is rendered once per {@code max}, walk and {@code perKey} with bind markers
-   * (see {@link Prepared}) and run through JDBC: the group and the bounds are bound. A message
-   * whose columns cannot be read and cannot be kept as they are stored (no raw value could be read
-   * either: not seen with the PostgreSQL driver, which hands out any column as text) fails the
-   * acquisition, which rolls back and deletes nothing.
+   * <p>The statement is rendered once per {@code max}, shape and {@code perKey} with bind markers
+   * (see {@link AcquireStatement.Prepared}) and run through JDBC: the group and the bounds are
+   * bound. A message whose columns cannot be read and cannot be kept as they are stored (no raw
+   * value could be read either: not seen with the PostgreSQL driver, which hands out any column as
+   * text) fails the acquisition, which rolls back and deletes nothing.
    */
   public static Acquired acquireLocked(
-      Tx tx, Prepared prepared, int max, int perKey, long a1, long a2, long b1, long b2)
+      Tx tx,
+      AcquireStatement.Prepared prepared,
+      int max,
+      int perKey,
+      int shape,
+      long a1,
+      long a2,
+      long b1,
+      long b2)
       throws SQLException {
-    String group = prepared.group;
+    String group = prepared.group();
     Connection connection = tx.connection();
     List<Claim> claims = new ArrayList<>();
     List<Integer> parts = new ArrayList<>();
@@ -172,30 +189,23 @@ public final class DeliveryQueries {
     // Keys of a run whose message was chosen but not deleted (raced), and the claims of those keys
     // that were deleted, to be written back.
     java.util.Set<String> racedKeys = new java.util.HashSet<>();
+    // The places drawn, per key (the highest of its rows).
+    java.util.Map<String, long[]> places = new java.util.LinkedHashMap<>();
     int lastPart = -1;
     long last = Long.MIN_VALUE;
     int rows = 0;
-    // A walk from a cursor, (cursor, MAX] then (MIN, cursor], needs one bound per range: the open
-    // statement; without its second range (MIN, MIN], one range. Only the rest of a walk that
-    // wrapped round, (last, cursor], needs both bounds.
-    boolean open = a2 == Long.MAX_VALUE && b1 == Long.MIN_VALUE;
-    int walk = !open ? WALK_BOUNDED : b2 == Long.MIN_VALUE ? WALK_AFTER : WALK_OPEN;
-    try (PreparedStatement ps = connection.prepareStatement(prepared.text(max, walk, perKey))) {
-      // Per range: the group, the group again (the pause check), the rotation bound(s).
-      int i = 0;
-      ps.setString(++i, group);
-      ps.setString(++i, group);
-      ps.setLong(++i, a1);
-      if (walk == WALK_BOUNDED) {
-        ps.setLong(++i, a2);
-      }
-      if (walk != WALK_AFTER) {
-        ps.setString(++i, group);
-        ps.setString(++i, group);
-        if (walk == WALK_BOUNDED) {
-          ps.setLong(++i, b1);
+    boolean joinedAbove = false;
+    long top = NONE;
+    AcquireStatement.Text text = prepared.text(max, shape, perKey);
+    try (PreparedStatement ps = connection.prepareStatement(text.sql())) {
+      long[] bounds = {0, a1, a2, b1, b2};
+      int[] roles = text.roles();
+      for (int i = 0; i < roles.length; i++) {
+        if (roles[i] == AcquireStatement.Text.GROUP) {
+          ps.setString(i + 1, group);
+        } else {
+          ps.setLong(i + 1, bounds[roles[i]]);
         }
-        ps.setLong(++i, b2);
       }
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
@@ -208,6 +218,17 @@ public final class DeliveryQueries {
             lastPart = part;
             last = rotation;
           }
+          rs.getLong(14);
+          joinedAbove |= !rs.wasNull();
+          long t = rs.getLong(15);
+          if (!rs.wasNull()) {
+            top = Math.max(top, t);
+          }
+          long place = rs.getLong(16);
+          if (!rs.wasNull()) {
+            long[] p = places.computeIfAbsent(key, k -> new long[] {part, rotation, NONE});
+            p[2] = Math.max(p[2], place);
+          }
           rs.getLong(5);
           if (rs.wasNull()) {
             empty.add(new EmptyKey(key, rotation));
@@ -216,11 +237,11 @@ public final class DeliveryQueries {
           long id = rs.getLong(6);
           if (rs.wasNull()) {
             if (racedKeys.add(key)) {
-              raced.add(new RacedKey(key, rotation, rs.getInt(3)));
+              raced.add(new RacedKey(key, rotation, rs.getInt(3), NONE));
             }
             continue;
           }
-          claims.add(claim(rs, group, key, rotation, id, rs.getInt(3), 7));
+          claims.add(claim(rs, group, key, rotation, id, rs.getInt(3), 7, NONE));
           parts.add(part);
         }
       }
@@ -230,13 +251,43 @@ public final class DeliveryQueries {
       for (int k = claims.size() - 1; k >= 0; k--) {
         Claim c = claims.get(k);
         if (racedKeys.contains(c.message().key())) {
-          restore(connection, prepared.ctx, c.message(), null);
+          restore(connection, prepared.ctx(), c.message(), null);
           claims.remove(k);
           parts.remove(k);
         }
       }
     }
-    return new Acquired(walkOrder(claims, parts), empty, raced, rows, last);
+    long drawn = NONE;
+    if (!places.isEmpty()) {
+      java.util.Map<String, Long> byKey = inWalkOrder(places);
+      for (long p : byKey.values()) {
+        drawn = Math.max(drawn, p);
+      }
+      claims.replaceAll(c -> c.withPlace(byKey.getOrDefault(c.message().key(), NONE)));
+      raced.replaceAll(
+          r ->
+              new RacedKey(r.key(), r.rotation(), r.failures(), byKey.getOrDefault(r.key(), NONE)));
+    }
+    return new Acquired(
+        walkOrder(claims, parts), empty, raced, rows, last, lastPart, joinedAbove, top, drawn);
+  }
+
+  /**
+   * The places drawn for the keys of one statement, given to the keys in walk order (range, then
+   * rotation): the statement draws them row by row in the order its plan produces the rows, and
+   * keys served by one statement take their new places in the order they were walked.
+   */
+  private static java.util.Map<String, Long> inWalkOrder(java.util.Map<String, long[]> places) {
+    List<String> keys = new ArrayList<>(places.keySet());
+    keys.sort(
+        java.util.Comparator.comparingLong((String k) -> places.get(k)[0])
+            .thenComparingLong(k -> places.get(k)[1]));
+    long[] drawn = places.values().stream().mapToLong(p -> p[2]).sorted().toArray();
+    java.util.Map<String, Long> byKey = new java.util.HashMap<>();
+    for (int i = 0; i < keys.size(); i++) {
+      byKey.put(keys.get(i), drawn[i]);
+    }
+    return byKey;
   }
 
   /**
@@ -248,7 +299,14 @@ public final class DeliveryQueries {
    * back and deletes nothing.
    */
   private static Claim claim(
-      ResultSet rs, String group, String key, long rotation, long id, int failures, int first)
+      ResultSet rs,
+      String group,
+      String key,
+      long rotation,
+      long id,
+      int failures,
+      int first,
+      long place)
       throws SQLException {
     AcquiredMessage m = Rows.claim(rs, group, key, rotation, id, failures, first, first + 4);
     if (m.problem() != null && m.stored() == null) {
@@ -261,7 +319,7 @@ public final class DeliveryQueries {
               + m.problem()
               + "); the acquisition is rolled back");
     }
-    return new Claim(m, rs.getBoolean(first + 6), Rows.ageMicros(rs, first + 4, first + 5));
+    return new Claim(m, rs.getBoolean(first + 6), Rows.ageMicros(rs, first + 4, first + 5), place);
   }
 
   /**
@@ -287,7 +345,8 @@ public final class DeliveryQueries {
         while (rs.next()) {
           RacedKey r = byKey.get(rs.getString(1));
           if (r != null) {
-            claims.add(claim(rs, group, r.key(), r.rotation(), rs.getLong(2), r.failures(), 3));
+            claims.add(
+                claim(rs, group, r.key(), r.rotation(), rs.getLong(2), r.failures(), 3, r.place()));
           }
         }
       }
@@ -324,7 +383,7 @@ public final class DeliveryQueries {
    * the key exists (a probe per deleted message; the acquisition statement reads it from its scan
    * of the key instead).
    */
-  private static List<Field<?>> deletedColumns(boolean probe) {
+  static List<Field<?>> deletedColumns(boolean probe) {
     List<Field<?>> columns = new ArrayList<>();
     columns.add(M.CONTENT.as("d_content"));
     columns.add(M.PROPERTIES.as("d_properties"));
@@ -363,91 +422,6 @@ public final class DeliveryQueries {
     return sorted;
   }
 
-  /**
-   * The acquisition statements of one group in one schema, rendered once by jOOQ with bind markers
-   * and run through plain JDBC (rendering per poll was a large part of the pump's CPU per delivery
-   * on a two-core machine shared with PostgreSQL).
-   */
-  public static final class Prepared {
-    final String group;
-    private final Schema.Ctx ctx;
-
-    /** The statements of {@code group} in the schema of {@code ctx}. */
-    public Prepared(Schema.Ctx ctx, String group) {
-      this.ctx = ctx;
-      this.group = group;
-    }
-
-    /**
-     * The acquisition statement for {@code max} keys of a walk from a cursor: the keys after it,
-     * then those up to it. Parameters 1-2 and 4-5 are the group (each range's key filter and its
-     * pause check), 3 the first range's lower bound, 6 the second's upper bound. {@code max} is
-     * written into the text (an integer of the code, never data): with the limit as a parameter
-     * PostgreSQL built a custom plan at every execution (0.38 ms per delivery in the server log; a
-     * bound LIMIT measured 1.67-2.40x slower), while with only the group bound it settles on one
-     * generic plan per connection. A pump uses one {@code max} (its batch size) nearly always, so
-     * there are few texts.
-     *
-     * <p>One bound per range, not two: PostgreSQL estimates a range with two bounds on parameters
-     * as half a percent of the keys, so with 100 keys the generic plan read every key row and
-     * sorted them all at each delivery (a sequential scan under the row locks, which keep the sort
-     * from stopping early) instead of reading the ready index from the cursor; a single bound is
-     * estimated as a third, and the index is read.
-     *
-     * <p>The texts are kept per schema ({@link Schema.Ctx#acquireText}), not per driver: they do
-     * not depend on the group, which is bound. A batch of 10 asks for every {@code max} from 1 to
-     * 10 over time, and each new driver rendering its own through jOOQ was a burst of rendering
-     * (and of JIT compilation) at its start (docs/benchmarks.md).
-     */
-    public String acquire(int max, int perKey) {
-      return text(max, WALK_OPEN, perKey);
-    }
-
-    /** The text of a walk of kind {@code walk} (see {@link #acquire}), rendered once per schema. */
-    String text(int max, int walk, int perKey) {
-      return ctx.acquireText(max, walk, Math.min(perKey, max), DeliveryQueries::renderAcquire);
-    }
-
-    /**
-     * As {@link #acquire(int, int)}, with the first range only: parameters 1-2 are the group, 3 its
-     * lower bound.
-     */
-    public String acquireAfter(int max, int perKey) {
-      return text(max, WALK_AFTER, perKey);
-    }
-
-    /**
-     * As {@link #acquire(int, int)}, with both bounds on each range: parameters 1-2 and 5-6 are the
-     * group, 3-4 and 7-8 the bounds. For the rest of a walk that wrapped round, {@code (last,
-     * cursor]}.
-     */
-    public String acquireBounded(int max, int perKey) {
-      return text(max, WALK_BOUNDED, perKey);
-    }
-  }
-
-  /** The text of the acquisition statement (see {@link #acquireQuery} and {@link Prepared}). */
-  static String renderAcquire(Schema.Ctx ctx, int max, int walk, int perKey) {
-    DSLContext render = ctx.render();
-    // The group as a one-row subquery "(select ?)": the planner cannot look at its value, so
-    // every plan it makes has the same cost, and after five executions the connection keeps
-    // the generic plan. With a plain "= ?" the custom plan of a group with few keys looked
-    // cheaper (it expects fewer rows than the LIMIT) and was made again at every execution.
-    // The rotation bounds likewise, for the same reason.
-    Field<String> groupParam = DSL.field(DSL.select(DSL.val("")));
-    ResultQuery<?> q = acquireQuery(render, groupParam, max, walk, perKey);
-    // The parameters' order, as acquireLocked binds them (text, text, then the bounds, twice).
-    String order =
-        q.getBindValues().stream()
-            .map(v -> v instanceof String ? "t" : v instanceof Long ? "b" : "?")
-            .collect(java.util.stream.Collectors.joining());
-    String expected = walk == WALK_OPEN ? "ttbttb" : walk == WALK_BOUNDED ? "ttbbttbb" : "ttb";
-    if (!order.equals(expected)) {
-      throw new IllegalStateException("the acquisition statement's parameters are " + order);
-    }
-    return render.render(q);
-  }
-
   private static final org.jooq.DataType<Long[]> LONG_ARRAY = SQLDataType.BIGINT.array();
   private static final org.jooq.DataType<String[]> TEXT_ARRAY = SQLDataType.CLOB.array();
 
@@ -464,177 +438,6 @@ public final class DeliveryQueries {
         render.render(
             deleteQuery(render, M.ID.eq(one), DSL.field(DSL.name("o", "id"), Long.class).ne(one)));
     return new String[] {many, single};
-  }
-
-  /**
-   * The acquisition statement (see {@link #acquireLocked}) of a walk of kind {@code walk}, up to
-   * {@code perKey} consecutive messages of each key, {@code max} rows in all: the group and the
-   * bounds of the ranges are bind values, {@code max} and {@code perKey} are written as integers.
-   * One row per message (a key's rows in no particular order, sharing its columns): key, rotation,
-   * failures, range (0 or 1), message id (null: the key has no message), deleted id (null: it was
-   * not there to delete), content, properties, received_at, attempts, received_at and the clock as
-   * microseconds, and whether a later message of the key was seen.
-   */
-  public static ResultQuery<?> acquireQuery(
-      DSLContext dsl, Field<String> group, int max, int walk, int perKey) {
-    // Each range is its own locking subquery (a locking clause is not allowed on a UNION's
-    // branches); the outer LIMIT stops the Append before the second range is read, and so before
-    // any of its rows is locked, when the first range already gave max keys.
-    boolean open = walk != WALK_BOUNDED;
-    Table<?> c =
-        walk == WALK_AFTER
-            ? DSL.select(DSL.asterisk())
-                .from(range(group, max, "a", 0, true, false))
-                .limit(DSL.inline(max))
-                .asTable("c")
-            : DSL.select(DSL.asterisk())
-                .from(range(group, max, "a", 0, true, !open))
-                .unionAll(
-                    DSL.select(DSL.asterisk())
-                        .from(range(DSL.field(DSL.select(DSL.val(""))), max, "b", 1, !open, true)))
-                .limit(DSL.inline(max))
-                .asTable("c");
-    // h: the locked keys, and the first perKey messages of each (its head, or a run), read without
-    // a lock: the key row's lock is the claim, and every writer of a key's messages holds it. A
-    // lateral scan of the key's index range, at most max rows in all. The join pulls the keys one
-    // at a time, so they are locked as they are reached: once max rows are there, no further key
-    // is read or locked (a key locked and left unused would be skipped by every other worker until
-    // this commits). A key without messages is one row with no id (an empty key). h is read twice
-    // below, so PostgreSQL computes it once: each key is locked once.
-    //
-    // The scan reads one message more than it takes (perKey + 1): whether a message has a later
-    // one of its key (h_more) comes from the same scan. Each message is then deleted by its row
-    // address (ctid, a TID scan). Until 2026-12-01 the head was one scalar subquery, each delete
-    // went through the primary key, and a probe per deleted message looked for a later one: two
-    // index descents per message more; pg_stat_statements on a PostgreSQL 15 server, bench
-    // --quick, batches of 10: 213 -> 143 us per statement (docs/benchmarks.md). The ctid and the
-    // ids are read with the statement's snapshot, which keeps those rows from being pruned until
-    // it ends; a row another transaction deleted (or wrote back, as a new row) meanwhile is not
-    // deleted here, and its key is raced.
-    // How many messages of a key: perKey (an integer of the code, not data), and one for a key
-    // with failures counted, so that a failure is always counted on the key's own count (a success
-    // earlier in the run would have reset it).
-    Field<Integer> take =
-        perKey == 1
-            ? DSL.inline(1)
-            : DSL.when(C_FAILURES.gt(DSL.inline(0)), DSL.inline(1)).otherwise(DSL.inline(perKey));
-    Field<Long> iId = DSL.field(DSL.name("i", "i_id"), Long.class);
-    Field<Object> iCtid = DSL.field(DSL.name("i", "i_ctid"));
-    Table<?> scan =
-        DSL.select(M.ID.as("i_id"), DSL.field("{0}.ctid", M.T).as("i_ctid"))
-            .from(M.T)
-            .where(M.GROUP.eq(C_GROUP))
-            .and(M.KEY.eq(C_KEY))
-            .orderBy(M.ID)
-            .limit(take.add(DSL.inline(1)))
-            .asTable("i");
-    Field<Integer> rn = DSL.field(DSL.name("w", "w_n"), Integer.class);
-    Field<Long> next = DSL.field(DSL.name("w", "w_next"), Long.class);
-    Table<?> numbered =
-        DSL.select(
-                iId.as("w_id"),
-                iCtid.as("w_ctid"),
-                DSL.rowNumber().over(DSL.orderBy(iId)).as("w_n"),
-                DSL.lead(iId).over(DSL.orderBy(iId)).as("w_next"))
-            .from(scan)
-            .asTable("w");
-    Table<?> run =
-        DSL.lateral(
-            DSL.select(
-                    DSL.field(DSL.name("w", "w_id")).as("h_id"),
-                    DSL.field(DSL.name("w", "w_ctid")).as("h_ctid"),
-                    DSL.field(next.isNotNull()).as("h_more"))
-                .from(numbered)
-                .where(rn.le(take))
-                .asTable("hd"));
-    CommonTableExpression<?> h =
-        DSL.name("h")
-            .as(
-                DSL.select(
-                        C_KEY,
-                        C_ROTATION,
-                        C_FAILURES,
-                        C_PART,
-                        DSL.field(DSL.name("hd", "h_id")).as("h_id"),
-                        DSL.field(DSL.name("hd", "h_ctid")).as("h_ctid"),
-                        DSL.field(DSL.name("hd", "h_more")).as("h_more"))
-                    .from(c.leftJoin(run).on(DSL.trueCondition()))
-                    .limit(DSL.inline(max)));
-    Field<Long> hId = DSL.field(DSL.name("h", "h_id"), Long.class);
-    // The messages of h, deleted. The delete decides on each row's newest version: a message that
-    // the previous holder of the key deleted, wrote back or updated, committed after this
-    // statement's snapshot, is not deleted and not returned (its ctid no longer names a live
-    // version; the key is "raced": deleteRacedHeads takes it). Before 2026-12-01 the head was read
-    // and the message deleted at completion: one statement more per delivery, and (for a head
-    // with a writer the snapshot did not see) a second, locked read.
-    List<Field<?>> deleted = new ArrayList<>();
-    deleted.add(M.ID.as("d_id"));
-    deleted.addAll(deletedColumns(false)); // no d_others: the key's scan says it (h_more)
-    CommonTableExpression<?> d =
-        DSL.name("d")
-            .as(
-                dsl.deleteFrom(M.T)
-                    .using(DSL.table(DSL.name("h")))
-                    .where(DSL.condition("{0}.ctid = {1}", M.T, hField("h_ctid")))
-                    .returningResult(deleted));
-    return dsl.with(h)
-        .with(d)
-        .select(
-            hField("c_key"),
-            hField("c_rotation"),
-            hField("c_failures"),
-            hField("c_part"),
-            hId,
-            dField("d_id"),
-            dField("d_content"),
-            dField("d_properties"),
-            dField("d_received"),
-            dField("d_attempts"),
-            dField("d_received_us"),
-            dField("d_now_us"),
-            hField("h_more"))
-        // No ORDER BY (a sort node per delivery): acquireLocked puts the claims in walk order.
-        .from(DSL.table(DSL.name("h")))
-        .leftJoin(DSL.table(DSL.name("d")))
-        .on(dField("d_id").eq(hId));
-  }
-
-  private static Field<Object> hField(String name) {
-    return DSL.field(DSL.name("h", name));
-  }
-
-  private static Field<Object> dField(String name) {
-    return DSL.field(DSL.name("d", name));
-  }
-
-  /**
-   * One range of the walk: ready keys with {@code lower < rotation <= upper} (each bound a
-   * parameter when asked for, else none), locked, each row marked with the range's number {@code
-   * part}.
-   */
-  private static Table<?> range(
-      Field<String> group, int max, String alias, int part, boolean lower, boolean upper) {
-    Condition bounds = DSL.noCondition();
-    if (lower) {
-      bounds = bounds.and(P.ROTATION.gt(DSL.field(DSL.select(DSL.val(0L, SQLDataType.BIGINT)))));
-    }
-    if (upper) {
-      bounds = bounds.and(P.ROTATION.le(DSL.field(DSL.select(DSL.val(0L, SQLDataType.BIGINT)))));
-    }
-    return DSL.select(
-            P.GROUP.as("c_group"),
-            P.KEY.as("c_key"),
-            P.ROTATION.as("c_rotation"),
-            P.FAILURES.as("c_failures"),
-            DSL.inline(part).as("c_part"))
-        .from(P.T)
-        .where(ready(group, null))
-        .and(bounds)
-        .orderBy(P.ROTATION)
-        .limit(DSL.inline(max))
-        .forNoKeyUpdate()
-        .skipLocked()
-        .asTable(alias);
   }
 
   /**
@@ -657,6 +460,7 @@ public final class DeliveryQueries {
             .asTable("c");
     return dsl.update(P.T)
         .set(P.ROTATION, Schema.ROTATION.nextval())
+        .set(P.JOINED, false)
         .from(c)
         .where(P.GROUP.eq(C_GROUP))
         .and(P.KEY.eq(C_KEY))
@@ -953,15 +757,78 @@ public final class DeliveryQueries {
   }
 
   /**
-   * Postpones the key by {@code delay}. Its rotation is not touched: with lockPartition acquisition
-   * never moves it, and without, the key was moved to the back when it was taken.
+   * Postpones the key by {@code delay}. With a {@code place} (not {@link #NONE}) the key takes it
+   * (the failure was its turn, in a lap where turns move keys back); else its rotation is not
+   * touched: with lockPartition the walk has passed it, and without, the key was moved to the back
+   * when it was taken.
    */
-  public static void postpone(DSLContext dsl, AcquiredMessage claim, int failures, Duration delay) {
-    dsl.update(P.T)
-        .set(P.FAILURES, failures)
-        .set(P.RESUME_AT, clockPlus(delay))
-        .where(key(claim.group(), claim.key()))
-        .execute();
+  public static void postpone(
+      DSLContext dsl, AcquiredMessage claim, int failures, Duration delay, long place) {
+    var update = dsl.update(P.T).set(P.FAILURES, failures).set(P.RESUME_AT, clockPlus(delay));
+    if (place != NONE) {
+      update = update.set(P.ROTATION, place).set(P.JOINED, false);
+    }
+    update.where(key(claim.group(), claim.key())).execute();
+  }
+
+  /**
+   * Moves keys back to the places their turns drew ({@link Claim#place()}), in one round trip:
+   * {@code keys} and {@code places} are parallel. A key deleted since (found empty) is not there to
+   * update.
+   */
+  public static void moveBack(
+      Connection connection, Schema.Ctx ctx, String group, List<String> keys, List<Long> places)
+      throws SQLException {
+    try (PreparedStatement ps = connection.prepareStatement(ctx.moveBack())) {
+      for (int i = 0; i < keys.size(); i++) {
+        ps.setLong(1, places.get(i));
+        ps.setString(2, group);
+        ps.setString(3, keys.get(i));
+        if (keys.size() == 1) {
+          ps.executeUpdate();
+          return;
+        }
+        ps.addBatch();
+      }
+      ps.executeBatch();
+    }
+  }
+
+  /**
+   * Gives a key that joined the rotation again a new place at the back, as a key that joined (a
+   * message was stored into it while its last one was being handled: it is not deleted as empty).
+   */
+  public static void rejoin(Connection connection, Schema.Ctx ctx, String group, String key)
+      throws SQLException {
+    try (PreparedStatement ps = connection.prepareStatement(ctx.rejoin())) {
+      ps.setString(1, group);
+      ps.setString(2, key);
+      ps.executeUpdate();
+    }
+  }
+
+  /**
+   * The statements of {@link #moveBack} (place, group, key) and {@link #rejoin} (group, key),
+   * rendered once per schema with bind markers.
+   */
+  static String[] renderPlaces(DSLContext render) {
+    Field<String> group = DSL.val("", SQLDataType.CLOB);
+    Field<String> key = DSL.val("", SQLDataType.CLOB);
+    String moveBack =
+        render.render(
+            render
+                .update(P.T)
+                .set(P.ROTATION, DSL.val(0L, SQLDataType.BIGINT))
+                .set(P.JOINED, DSL.inline(false))
+                .where(P.GROUP.eq(group).and(P.KEY.eq(key))));
+    String rejoin =
+        render.render(
+            render
+                .update(P.T)
+                .set(P.ROTATION, Schema.ROTATION.nextval())
+                .set(P.JOINED, DSL.inline(true))
+                .where(P.GROUP.eq(group).and(P.KEY.eq(key))));
+    return new String[] {moveBack, rejoin};
   }
 
   /**

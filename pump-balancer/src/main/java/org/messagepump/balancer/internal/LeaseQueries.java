@@ -94,7 +94,10 @@ public final class LeaseQueries {
         : LeaseOutcome.UNKNOWN_MESSAGE;
   }
 
-  /** Confirms a handed-off message: deletes it, frees its key (deleting the key row if empty). */
+  /**
+   * Confirms a handed-off message: deletes it, frees its key (deleting the key row if empty; a key
+   * with messages left joins the rotation at the back).
+   */
   public static Applied confirm(Tx tx, Schema.Ctx ctx, long messageId, UUID token) {
     DSLContext dsl = ctx.dsl(tx);
     Lease m = lockLease(dsl, messageId, token);
@@ -110,7 +113,7 @@ public final class LeaseQueries {
       throw new DatabaseException("confirming a message", e);
     }
     Duration age = removed == null ? null : removed.endToEnd();
-    clearLease(dsl, m.group(), m.key(), false).execute();
+    clearLease(dsl, m.group(), m.key()).execute();
     try {
       DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, m.group(), m.key());
     } catch (SQLException e) {
@@ -141,7 +144,7 @@ public final class LeaseQueries {
     if (m.rejection() != null) {
       return new Applied(m.rejection(), null, null);
     }
-    clearLease(dsl, m.group(), m.key(), true).execute();
+    clearLease(dsl, m.group(), m.key()).execute();
     if (propertiesJson != null) {
       dsl.update(M.T)
           .set(M.PROPERTIES, JSONB.valueOf(propertiesJson))
@@ -151,24 +154,27 @@ public final class LeaseQueries {
     return new Applied(LeaseOutcome.APPLIED, m.group(), null);
   }
 
+  /**
+   * Ends the lease of a key: the key is ready again from now, so it joins the rotation at the back
+   * (a new rotation, drawn when the lease ends).
+   */
   private static org.jooq.UpdateConditionStep<?> clearLease(
-      DSLContext dsl, String group, String key, boolean toBack) {
-    var update =
-        dsl.update(P.T)
-            .set(P.LEASE_MESSAGE_ID, (Long) null)
-            .set(P.LEASE_TOKEN, (UUID) null)
-            .set(P.LEASE_OWNER, (String) null)
-            .set(P.LEASE_UNTIL, (java.time.OffsetDateTime) null);
-    if (toBack) {
-      update = update.set(P.ROTATION, Schema.ROTATION.nextval());
-    }
-    return update.where(DeliveryQueries.key(group, key));
+      DSLContext dsl, String group, String key) {
+    return dsl.update(P.T)
+        .set(P.LEASE_MESSAGE_ID, (Long) null)
+        .set(P.LEASE_TOKEN, (UUID) null)
+        .set(P.LEASE_OWNER, (String) null)
+        .set(P.LEASE_UNTIL, (java.time.OffsetDateTime) null)
+        .set(P.ROTATION, Schema.ROTATION.nextval())
+        .set(P.JOINED, DSL.inline(true))
+        .where(DeliveryQueries.key(group, key));
   }
 
   /**
    * The reaper: ends up to {@code limit} expired leases of the group ({@code FOR UPDATE SKIP
    * LOCKED}, so processes never reap the same lease and a confirm holding the row wins), counting
-   * an attempt on each message. One indexed statement for the keys, one for the messages.
+   * an attempt on each message; each key joins the rotation at the back. One indexed statement for
+   * the keys, one for the messages.
    */
   public static List<Expired> reap(DSLContext dsl, String group, int limit) {
     Table<?> c =
@@ -188,6 +194,8 @@ public final class LeaseQueries {
             .set(P.LEASE_TOKEN, (UUID) null)
             .set(P.LEASE_OWNER, (String) null)
             .set(P.LEASE_UNTIL, (java.time.OffsetDateTime) null)
+            .set(P.ROTATION, Schema.ROTATION.nextval())
+            .set(P.JOINED, DSL.inline(true))
             .from(c)
             .where(P.GROUP.eq(C_GROUP))
             .and(P.KEY.eq(C_KEY))

@@ -61,7 +61,9 @@ public final class Schema {
     private final String keyDelete;
     private final String restore;
     private final String racedHeads;
-    private final java.util.Map<Long, String> acquireTexts =
+    private final String moveBack;
+    private final String rejoin;
+    private final java.util.Map<Long, AcquireStatement.Text> acquireTexts =
         new java.util.concurrent.ConcurrentHashMap<>();
 
     private static final java.util.Map<String, Ctx> BY_SCHEMA =
@@ -94,6 +96,9 @@ public final class Schema {
       this.keyDelete = keyDeletes[1];
       this.restore = DeliveryQueries.renderRestore(render());
       this.racedHeads = DeliveryQueries.renderRacedHeads(render());
+      String[] places = DeliveryQueries.renderPlaces(render());
+      this.moveBack = places[0];
+      this.rejoin = places[1];
     }
 
     /** The schema name. */
@@ -127,23 +132,24 @@ public final class Schema {
     }
 
     /**
-     * How an acquisition statement's text is rendered: for this schema, a max, a walk kind
-     * (DeliveryQueries.WALK_*) and the most messages of one key it takes.
+     * How an acquisition statement's text is rendered: for this schema, a max, a shape
+     * (AcquireStatement.WALK_*, with AcquireStatement.MOVE_BACK or not) and the most messages of
+     * one key it takes.
      */
     @FunctionalInterface
     interface AcquireRenderer {
-      String render(Ctx ctx, int max, int walk, int perKey);
+      AcquireStatement.Text render(Ctx ctx, int max, int shape, int perKey);
     }
 
     /**
-     * The acquisition statement's text for {@code max} deliveries, a walk of kind {@code walk}, up
-     * to {@code perKey} consecutive messages of each key, rendered once per schema by {@code
-     * renderer} (see DeliveryQueries.Prepared).
+     * The acquisition statement's text for {@code max} deliveries, a shape {@code shape}, up to
+     * {@code perKey} consecutive messages of each key, rendered once per schema by {@code renderer}
+     * (see AcquireStatement.Prepared).
      */
-    String acquireText(int max, int walk, int perKey, AcquireRenderer renderer) {
+    AcquireStatement.Text acquireText(int max, int shape, int perKey, AcquireRenderer renderer) {
       return acquireTexts.computeIfAbsent(
-          ((long) walk << 48) | ((long) max << 24) | perKey,
-          k -> renderer.render(this, max, walk, perKey));
+          ((long) shape << 48) | ((long) max << 24) | perKey,
+          k -> renderer.render(this, max, shape, perKey));
     }
 
     String deleteMany() {
@@ -168,6 +174,14 @@ public final class Schema {
 
     String racedHeads() {
       return racedHeads;
+    }
+
+    String moveBack() {
+      return moveBack;
+    }
+
+    String rejoin() {
+      return rejoin;
     }
   }
 
@@ -217,6 +231,12 @@ public final class Schema {
     public static final Field<OffsetDateTime> PARKED_AT =
         f("parked_at", SQLDataType.TIMESTAMPWITHTIMEZONE);
     public static final Field<String> PARKED_REASON = f("parked_reason", SQLDataType.CLOB);
+
+    /**
+     * True when the key's rotation was taken by joining the rotation (a new key row, a lease that
+     * ended, an unparked key), false when one of its turns moved it back (migration V3).
+     */
+    public static final Field<Boolean> JOINED = f("joined", SQLDataType.BOOLEAN);
 
     private static <T> Field<T> f(String column, org.jooq.DataType<T> type) {
       return DSL.field(DSL.name(SCHEMA, "partitions", column), type);

@@ -251,13 +251,15 @@ public final class StoreQueries {
     return parked;
   }
 
-  /** Unparks a key: failures reset, due now. */
+  /** Unparks a key: failures reset, due now, joined at the back of the rotation. */
   public static boolean unpark(DSLContext dsl, String group, String key) {
     return dsl.update(P.T)
             .setNull(P.PARKED_AT)
             .setNull(P.PARKED_REASON)
             .set(P.FAILURES, 0)
             .set(P.RESUME_AT, clock())
+            .set(P.ROTATION, Schema.ROTATION.nextval())
+            .set(P.JOINED, DSL.inline(true))
             .where(DeliveryQueries.key(group, key))
             .and(P.PARKED_AT.isNotNull())
             .execute()

@@ -1,0 +1,76 @@
+package org.messagepump.balancer.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The cursor's laps, without a database: what a walk learns from each statement. */
+class CursorTest {
+
+  private static final long NONE = DeliveryQueries.NONE;
+
+  /** A statement's result with keys up to {@code last} of range {@code part}. */
+  private static DeliveryQueries.Acquired took(
+      long last, int part, boolean joinedAbove, long top, long drawn) {
+    return new DeliveryQueries.Acquired(
+        List.of(), List.of(), List.of(), 1, last, part, joinedAbove, top, drawn);
+  }
+
+  @Test
+  void theFirstWalkStartsALapThatEndsAtTheHighestRotationThen() {
+    assertThat(Cursor.START.atLapEnd()).isTrue();
+    Cursor.Walk walk = new Cursor.Walk(Cursor.START);
+    walk.took(AcquireStatement.WALK_LAP, took(3, 0, false, 40, NONE));
+    assertThat(walk.reached()).isEqualTo(new Cursor(0, 3, 40, false, NONE));
+    assertThat(walk.reached().atLapEnd()).isFalse();
+  }
+
+  @Test
+  void aKeyThatJoinedAboveTheLapMakesTheRestOfTheLapMoveKeysBack() {
+    Cursor.Walk walk = new Cursor.Walk(new Cursor(2, 10, 40, false, NONE));
+    walk.took(AcquireStatement.WALK_AFTER, took(11, 0, false, NONE, NONE));
+    assertThat(walk.moveBack()).isFalse();
+    walk.took(AcquireStatement.WALK_AFTER, took(12, 0, true, NONE, 45));
+    assertThat(walk.reached()).isEqualTo(new Cursor(2, 12, 40, true, 45));
+    // A statement that moves keys back does not look again: it stays so for the lap.
+    walk.took(
+        AcquireStatement.WALK_AFTER | AcquireStatement.MOVE_BACK, took(13, 0, false, NONE, 46));
+    assertThat(walk.reached()).isEqualTo(new Cursor(2, 13, 40, true, 46));
+  }
+
+  @Test
+  void theNextLapIncludesThePlacesDrawnInTheLapThatEnded() {
+    // Places drawn this lap (up to 46) may not be committed yet: the top seen is lower.
+    Cursor.Walk walk = new Cursor.Walk(new Cursor(2, 38, 40, true, 46));
+    walk.took(AcquireStatement.WALK_LAP, took(1, 0, false, 44, NONE));
+    assertThat(walk.reached()).isEqualTo(new Cursor(3, 1, 46, false, NONE));
+    // A walk of both ranges wraps when its last key is of the second range.
+    Cursor.Walk open = new Cursor.Walk(new Cursor(2, 38, 40, true, 46));
+    open.took(AcquireStatement.WALK_OPEN, took(5, 1, false, 44, 48));
+    assertThat(open.reached()).isEqualTo(new Cursor(3, 5, 48, false, NONE));
+    Cursor.Walk first = new Cursor.Walk(new Cursor(2, 30, 40, false, NONE));
+    first.took(AcquireStatement.WALK_OPEN, took(39, 0, false, 44, NONE));
+    assertThat(first.reached()).isEqualTo(new Cursor(2, 39, 40, false, NONE));
+  }
+
+  @Test
+  void concurrentWalksKeepTheLaterPlace() {
+    Cursor a = new Cursor(2, 12, 40, false, NONE);
+    Cursor b = new Cursor(2, 15, 40, true, 47);
+    assertThat(Cursor.later(a, b)).isEqualTo(new Cursor(2, 15, 40, true, 47));
+    assertThat(Cursor.later(b, a)).isEqualTo(new Cursor(2, 15, 40, true, 47));
+    // A walk of lap 2 that drew 49 ends after another started lap 3 at 48: lap 3 includes 49.
+    Cursor next = new Cursor(3, 2, 48, false, NONE);
+    Cursor late = new Cursor(2, 39, 40, true, 49);
+    assertThat(Cursor.later(next, late)).isEqualTo(new Cursor(3, 2, 49, false, NONE));
+    assertThat(Cursor.later(late, next)).isEqualTo(new Cursor(3, 2, 49, false, NONE));
+  }
+
+  @Test
+  void aBusyKeyKeepsItsPlace() {
+    Cursor c = new Cursor(2, 15, 40, false, NONE);
+    assertThat(c.keepingPlaceOf(12)).isEqualTo(new Cursor(2, 11, 40, false, NONE));
+    assertThat(c.keepingPlaceOf(20)).isSameAs(c);
+  }
+}
