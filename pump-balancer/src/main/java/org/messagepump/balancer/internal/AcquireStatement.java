@@ -19,9 +19,10 @@ import org.messagepump.balancer.internal.Schema.P;
  */
 public final class AcquireStatement {
 
-  private static final Field<String> C_GROUP = DSL.field(DSL.name("c", "c_group"), String.class);
-  private static final Field<String> C_KEY = DSL.field(DSL.name("c", "c_key"), String.class);
-  private static final Field<Long> C_ROTATION = DSL.field(DSL.name("c", "c_rotation"), Long.class);
+  // The columns of the candidates CTE "c"; DeliveryQueries's statements name them too.
+  static final Field<String> C_GROUP = DSL.field(DSL.name("c", "c_group"), String.class);
+  static final Field<String> C_KEY = DSL.field(DSL.name("c", "c_key"), String.class);
+  static final Field<Long> C_ROTATION = DSL.field(DSL.name("c", "c_rotation"), Long.class);
   private static final Field<Integer> C_FAILURES =
       DSL.field(DSL.name("c", "c_failures"), Integer.class);
   private static final Field<Integer> C_PART = DSL.field(DSL.name("c", "c_part"), Integer.class);

@@ -28,13 +28,6 @@ import org.messagepump.core.Tx;
 /** The SQL of acquisition and of the bookkeeping after a handler ran. */
 public final class DeliveryQueries {
 
-  private static final Field<String> C_GROUP = DSL.field(DSL.name("c", "c_group"), String.class);
-  private static final Field<String> C_KEY = DSL.field(DSL.name("c", "c_key"), String.class);
-  private static final Field<Long> C_ROTATION = DSL.field(DSL.name("c", "c_rotation"), Long.class);
-  private static final Field<Integer> C_FAILURES =
-      DSL.field(DSL.name("c", "c_failures"), Integer.class);
-  private static final Field<Integer> C_PART = DSL.field(DSL.name("c", "c_part"), Integer.class);
-
   private DeliveryQueries() {}
 
   /** A rotation that is not one (no key with it, no place drawn). */
@@ -462,9 +455,9 @@ public final class DeliveryQueries {
         .set(P.ROTATION, Schema.ROTATION.nextval())
         .set(P.JOINED, false)
         .from(c)
-        .where(P.GROUP.eq(C_GROUP))
-        .and(P.KEY.eq(C_KEY))
-        .returningResult(C_KEY, C_ROTATION)
+        .where(P.GROUP.eq(AcquireStatement.C_GROUP))
+        .and(P.KEY.eq(AcquireStatement.C_KEY))
+        .returningResult(AcquireStatement.C_KEY, AcquireStatement.C_ROTATION)
         .fetch();
   }
 

@@ -160,14 +160,18 @@ public final class LeaseQueries {
    */
   private static org.jooq.UpdateConditionStep<?> clearLease(
       DSLContext dsl, String group, String key) {
+    return leaseEnded(dsl).where(DeliveryQueries.key(group, key));
+  }
+
+  /** The update of a key whose lease ends: no lease, and a new place at the back (joined). */
+  private static org.jooq.UpdateSetMoreStep<?> leaseEnded(DSLContext dsl) {
     return dsl.update(P.T)
         .set(P.LEASE_MESSAGE_ID, (Long) null)
         .set(P.LEASE_TOKEN, (UUID) null)
         .set(P.LEASE_OWNER, (String) null)
         .set(P.LEASE_UNTIL, (java.time.OffsetDateTime) null)
         .set(P.ROTATION, Schema.ROTATION.nextval())
-        .set(P.JOINED, DSL.inline(true))
-        .where(DeliveryQueries.key(group, key));
+        .set(P.JOINED, DSL.inline(true));
   }
 
   /**
@@ -189,13 +193,7 @@ public final class LeaseQueries {
             .skipLocked()
             .asTable("c");
     var keys =
-        dsl.update(P.T)
-            .set(P.LEASE_MESSAGE_ID, (Long) null)
-            .set(P.LEASE_TOKEN, (UUID) null)
-            .set(P.LEASE_OWNER, (String) null)
-            .set(P.LEASE_UNTIL, (java.time.OffsetDateTime) null)
-            .set(P.ROTATION, Schema.ROTATION.nextval())
-            .set(P.JOINED, DSL.inline(true))
+        leaseEnded(dsl)
             .from(c)
             .where(P.GROUP.eq(C_GROUP))
             .and(P.KEY.eq(C_KEY))
