@@ -93,25 +93,24 @@ public final class PumpCli implements Runnable {
   static final class Version implements CommandLine.IVersionProvider {
     @Override
     public String[] getVersion() {
-      String version = read("version.properties", "version", "development");
-      String commit = read("version.properties", "commit", "none");
+      java.util.Properties built = new java.util.Properties();
+      try (java.io.InputStream in = PumpCli.class.getResourceAsStream("version.properties")) {
+        if (in != null) {
+          built.load(in);
+        }
+      } catch (java.io.IOException e) {
+        // unreadable: reported as a development build
+      }
+      String version = value(built, "version", "development");
+      String commit = value(built, "commit", "none");
       return new String[] {
         "messagepump " + version + ("none".equals(commit) ? "" : " (commit " + commit + ")")
       };
     }
 
-    private static String read(String resource, String key, String fallback) {
-      try (java.io.InputStream in = PumpCli.class.getResourceAsStream(resource)) {
-        if (in == null) {
-          return fallback;
-        }
-        java.util.Properties p = new java.util.Properties();
-        p.load(in);
-        String v = p.getProperty(key);
-        return v == null || v.isBlank() ? fallback : v.trim();
-      } catch (java.io.IOException e) {
-        return fallback;
-      }
+    private static String value(java.util.Properties p, String key, String fallback) {
+      String v = p.getProperty(key);
+      return v == null || v.isBlank() ? fallback : v.trim();
     }
   }
 }
