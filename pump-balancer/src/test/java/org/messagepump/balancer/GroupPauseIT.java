@@ -18,7 +18,7 @@ import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 
 /**
- * The cluster-wide pause of a partition group (issue 18): stored in {@code paused_groups}, honoured
+ * The cluster-wide pause of a partition group: stored in {@code paused_groups}, honoured
  * at acquisition by every running pump, whichever instance ("process") paused it.
  */
 @ExtendWith(PostgresExtension.class)
