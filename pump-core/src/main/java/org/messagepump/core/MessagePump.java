@@ -2,7 +2,6 @@ package org.messagepump.core;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
-import java.util.Objects;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ThreadFactory;
@@ -135,9 +134,13 @@ public final class MessagePump implements AutoCloseable {
             : null;
   }
 
-  /** A builder for a pump reading from {@code dataSource} (a pool such as HikariCP). */
+  /**
+   * A builder for a pump reading from {@code dataSource} (a pool such as HikariCP).
+   *
+   * @throws IllegalArgumentException if {@code dataSource} is null
+   */
   public static Builder builder(DataSource dataSource) {
-    return new Builder(Objects.requireNonNull(dataSource, "dataSource"));
+    return new Builder(notNull("dataSource", dataSource));
   }
 
   /** The pump's name (in thread names, log lines and metric tags). */
@@ -282,8 +285,9 @@ public final class MessagePump implements AutoCloseable {
   }
 
   /**
-   * Builds a {@link MessagePump}. Setters reject bad values with an {@link
-   * IllegalArgumentException} naming the option; {@link #build()} rejects a missing driver.
+   * Builds a {@link MessagePump}. Setters reject bad values, null included, with an {@link
+   * IllegalArgumentException} naming the option; {@link #build()} rejects a missing driver with an
+   * {@link IllegalStateException}.
    */
   public static final class Builder {
     private final DataSource dataSource;
@@ -317,9 +321,9 @@ public final class MessagePump implements AutoCloseable {
       return this;
     }
 
-    /** The driver to pump (required). */
+    /** The driver to pump (required; not null). */
     public Builder driver(Driver driver) {
-      this.driver = Objects.requireNonNull(driver, "driver");
+      this.driver = notNull("driver", driver);
       return this;
     }
 
@@ -388,9 +392,12 @@ public final class MessagePump implements AutoCloseable {
       return this;
     }
 
-    /** How long {@link MessagePump#close()} waits for in-flight handlers; ≥ 0. Default 10 s. */
+    /**
+     * How long {@link MessagePump#close()} waits for in-flight handlers; not null, ≥ 0. Default 10
+     * s.
+     */
     public Builder shutdownGrace(Duration shutdownGrace) {
-      Objects.requireNonNull(shutdownGrace, "shutdownGrace");
+      notNull("shutdownGrace", shutdownGrace);
       if (shutdownGrace.isNegative()) {
         throw new IllegalArgumentException("shutdownGrace must not be negative: " + shutdownGrace);
       }
@@ -398,15 +405,15 @@ public final class MessagePump implements AutoCloseable {
       return this;
     }
 
-    /** Creates the dispatcher and worker threads (the pump names them). */
+    /** Creates the dispatcher and worker threads (the pump names them); not null. */
     public Builder threadFactory(ThreadFactory threadFactory) {
-      this.threadFactory = Objects.requireNonNull(threadFactory, "threadFactory");
+      this.threadFactory = notNull("threadFactory", threadFactory);
       return this;
     }
 
-    /** Where to register the {@code messagepump.*} meters; none by default. */
+    /** Where to register the {@code messagepump.*} meters; not null. None by default. */
     public Builder meterRegistry(MeterRegistry meterRegistry) {
-      this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+      this.meterRegistry = notNull("meterRegistry", meterRegistry);
       return this;
     }
 
@@ -440,7 +447,7 @@ public final class MessagePump implements AutoCloseable {
      * messages as the driver names them), overriding {@link #handlerTimeout(Duration)}.
      */
     public Builder handlerTimeout(String messageType, Duration timeout) {
-      Inputs.key("messageType", messageType);
+      Inputs.key("messageType", notNull("messageType", messageType));
       typeTimeouts.put(messageType, positive("handlerTimeout of " + messageType, timeout));
       return this;
     }
@@ -454,10 +461,7 @@ public final class MessagePump implements AutoCloseable {
      * docs/deployment.md.
      */
     public Builder notificationsDataSource(DataSource notificationsDataSource) {
-      if (notificationsDataSource == null) {
-        throw new IllegalArgumentException("notificationsDataSource must not be null");
-      }
-      this.notificationsDataSource = notificationsDataSource;
+      this.notificationsDataSource = notNull("notificationsDataSource", notificationsDataSource);
       return this;
     }
 
@@ -474,9 +478,7 @@ public final class MessagePump implements AutoCloseable {
     }
 
     private static Duration positive(String option, Duration d) {
-      if (d == null) {
-        throw new IllegalArgumentException(option + " must not be null");
-      }
+      notNull(option, d);
       if (d.isNegative() || d.isZero()) {
         throw new IllegalArgumentException(option + " must be positive: " + d);
       }
@@ -487,5 +489,12 @@ public final class MessagePump implements AutoCloseable {
       }
       return d;
     }
+  }
+
+  private static <T> T notNull(String option, T value) {
+    if (value == null) {
+      throw new IllegalArgumentException(option + " must not be null");
+    }
+    return value;
   }
 }

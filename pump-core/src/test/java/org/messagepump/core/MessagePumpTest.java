@@ -307,6 +307,38 @@ class MessagePumpTest {
   }
 
   @Test
+  void builderRejectsNullWithAnIllegalArgumentNamingTheOption() {
+    MessagePump.Builder b = MessagePump.builder(db.dataSource());
+    assertNullRefused(() -> MessagePump.builder(null), "dataSource");
+    assertNullRefused(() -> b.name(null), "name");
+    assertNullRefused(() -> b.driver(null), "driver");
+    assertNullRefused(() -> b.pollInterval(null), "pollInterval");
+    assertNullRefused(() -> b.backoffBase(null), "backoffBase");
+    assertNullRefused(() -> b.backoffCap(null), "backoffCap");
+    assertNullRefused(() -> b.backoff(null, Duration.ofSeconds(1)), "backoffBase");
+    assertNullRefused(() -> b.backoff(Duration.ofSeconds(1), null), "backoffCap");
+    assertNullRefused(() -> b.shutdownGrace(null), "shutdownGrace");
+    assertNullRefused(() -> b.threadFactory(null), "threadFactory");
+    assertNullRefused(() -> b.meterRegistry(null), "meterRegistry");
+    assertNullRefused(() -> b.handlerTimeout(null), "handlerTimeout");
+    assertNullRefused(() -> b.handlerTimeout(null, Duration.ofSeconds(1)), "messageType");
+    assertNullRefused(() -> b.handlerTimeout("orders.Place", null), "handlerTimeout");
+    assertNullRefused(() -> b.notificationsDataSource(null), "notificationsDataSource");
+    // Nothing refused was kept: the builder still lacks only its driver.
+    assertThatThrownBy(b::build)
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("driver");
+  }
+
+  private static void assertNullRefused(
+      org.assertj.core.api.ThrowableAssert.ThrowingCallable call, String option) {
+    assertThatThrownBy(call)
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining(option)
+        .hasMessageContaining("null");
+  }
+
+  @Test
   void startsOnceAndNamesItsThreads() {
     InMemoryDriver driver = new InMemoryDriver();
     pump = builder(driver).workers(2).build();
