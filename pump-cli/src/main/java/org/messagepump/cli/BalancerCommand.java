@@ -8,6 +8,7 @@ import org.messagepump.balancer.GroupStats;
 import org.messagepump.balancer.LeaseResult;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.PartitionStats;
+import org.messagepump.core.Inputs;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -19,7 +20,7 @@ import picocli.CommandLine.Spec;
 @Command(
     name = "balancer",
     mixinStandardHelpOptions = true,
-    description = "Partition group statistics; confirm or requeue handed-off messages.",
+    description = "Group statistics; confirm or requeue handed-off messages.",
     subcommands = {
       BalancerCommand.Stats.class,
       BalancerCommand.Confirm.class,
@@ -39,6 +40,8 @@ final class BalancerCommand implements Runnable {
   static final class Stats implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
+    @Mixin SchemaOption.Balancers schema;
+
     @Option(names = "--group", description = "Show the keys of this group.")
     String group;
 
@@ -56,7 +59,7 @@ final class BalancerCommand implements Runnable {
         PrintWriter out = spec.commandLine().getOut();
         if (group == null) {
           Table t = new Table("group", "partitions", "messages", "leases", "parked", "oldest (s)");
-          for (GroupStats g : Balancer.groups(database.dataSource())) {
+          for (GroupStats g : Balancer.groups(database.dataSource(), checked(schema))) {
             t.row(
                 g.group(),
                 g.partitions(),
@@ -68,7 +71,13 @@ final class BalancerCommand implements Runnable {
           t.print(out);
           return 0;
         }
-        MessageBalancer balancer = MessageBalancer.create(database.dataSource(), group);
+        MessageBalancer balancer;
+        try {
+          balancer =
+              MessageBalancer.builder(database.dataSource(), group).schema(schema.schema).build();
+        } catch (IllegalArgumentException e) {
+          throw new CliException(e.getMessage(), 2);
+        }
         Table t = new Table("key", "messages", "in flight", "leased message", "failures", "parked");
         for (String key : balancer.partitionKeys().stream().limit(limit).toList()) {
           PartitionStats s = balancer.partitionStats(key).orElse(null);
@@ -97,6 +106,8 @@ final class BalancerCommand implements Runnable {
   static final class Confirm implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
+    @Mixin SchemaOption.Balancers schema;
+
     @Parameters(index = "0", paramLabel = "MESSAGE_ID")
     long messageId;
 
@@ -111,7 +122,7 @@ final class BalancerCommand implements Runnable {
         return lease(
             spec,
             "confirmed",
-            Balancer.confirm(database.dataSource(), messageId, token),
+            Balancer.confirm(database.dataSource(), checked(schema), messageId, token),
             messageId);
       }
     }
@@ -123,6 +134,8 @@ final class BalancerCommand implements Runnable {
       description = "Give a handed-off message back to its key (delivered again).")
   static final class Requeue implements Callable<Integer> {
     @Mixin DatabaseOptions db;
+
+    @Mixin SchemaOption.Balancers schema;
 
     @Parameters(index = "0", paramLabel = "MESSAGE_ID")
     long messageId;
@@ -138,9 +151,21 @@ final class BalancerCommand implements Runnable {
         return lease(
             spec,
             "requeued",
-            Balancer.requeue(database.dataSource(), messageId, token, null),
+            Balancer.requeue(database.dataSource(), checked(schema), messageId, token, null),
             messageId);
       }
+    }
+  }
+
+  /**
+   * The schema given, once the balancer accepts it as a name (exit code 2 otherwise, before any
+   * statement).
+   */
+  private static String checked(SchemaOption.Balancers schema) {
+    try {
+      return Inputs.schema("--schema", schema.schema, Balancer.MAX_SCHEMA_LENGTH);
+    } catch (IllegalArgumentException e) {
+      throw new CliException(e.getMessage(), 2);
     }
   }
 

@@ -23,8 +23,9 @@ import picocli.CommandLine.Spec;
     name = "bench",
     mixinStandardHelpOptions = true,
     description = {
-      "Measure the drivers against a plain SKIP LOCKED loop (the ceiling for one transaction",
-      "per delivery) in one run, on the embedded PostgreSQL with fsync and synchronous_commit on."
+      "Measure every driver against a plain SKIP LOCKED loop.",
+      "The loop is the ceiling for one transaction per delivery; both run in one run, on the"
+          + " embedded PostgreSQL with fsync and synchronous_commit on (or on --jdbc-url)."
     })
 final class BenchCommand implements Callable<Integer> {
 
@@ -43,19 +44,12 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = "--json", paramLabel = "FILE", description = "Also write the figures as JSON.")
   Path json;
 
-  /** The parts of the benchmark. */
-  enum Part {
-    commands,
-    events,
-    balancer
-  }
-
   @Option(
       names = "--only",
       split = ",",
-      paramLabel = "PART",
-      description = "Only these parts: ${COMPLETION-CANDIDATES} (default: all).")
-  java.util.Set<Part> only;
+      paramLabel = "DRIVER",
+      description = "Only these drivers: ${COMPLETION-CANDIDATES} (comma-separated; default: all).")
+  java.util.Set<DriverName> only;
 
   @Spec CommandSpec spec;
 
@@ -76,15 +70,15 @@ final class BenchCommand implements Callable<Integer> {
       out.printf("bench on %s%s%n", database.description(), quick ? " (quick)" : "");
       // Each part measures its own baselines, next to the figures they divide: on a shared
       // two-core machine the same baseline measured minutes apart varied by half.
-      if (only == null || only.contains(Part.commands)) {
+      if (only == null || only.contains(DriverName.commands)) {
         baselines.clear();
         commands(ds);
       }
-      if (only == null || only.contains(Part.events)) {
+      if (only == null || only.contains(DriverName.events)) {
         baselines.clear();
         events(ds);
       }
-      if (only == null || only.contains(Part.balancer)) {
+      if (only == null || only.contains(DriverName.balancer)) {
         baselines.clear();
         balancer(ds);
       }

@@ -17,7 +17,7 @@ import picocli.CommandLine.Spec;
 @Command(
     name = "checkpoints",
     mixinStandardHelpOptions = true,
-    description = "Show, reset or move event handler checkpoints; resume parked streams.",
+    description = "Show, reset or move checkpoints; resume parked streams.",
     subcommands = {
       CheckpointsCommand.Show.class,
       CheckpointsCommand.Reset.class,
@@ -38,6 +38,8 @@ final class CheckpointsCommand implements Runnable {
   static final class Show implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
+    @Mixin SchemaOption.Events schema;
+
     @Option(names = "--handler", paramLabel = "KEY", description = "Only this handler.")
     String handler;
 
@@ -46,7 +48,7 @@ final class CheckpointsCommand implements Runnable {
     @Override
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-        EventHandlers handlers = Stores.events(database.dataSource()).handlers();
+        EventHandlers handlers = Stores.events(database.dataSource(), schema.schema).handlers();
         List<String> keys = handler == null ? handlers.handlerKeys() : List.of(handler);
         Table t = new Table("handler", "stream", "checkpoint", "end", "lag", "failures", "parked");
         for (String key : keys) {
@@ -79,6 +81,8 @@ final class CheckpointsCommand implements Runnable {
   static final class Reset implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
+    @Mixin SchemaOption.Events schema;
+
     @Option(
         names = "--handler",
         paramLabel = "KEY",
@@ -100,7 +104,7 @@ final class CheckpointsCommand implements Runnable {
     @Override
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-        EventHandlers handlers = Stores.events(database.dataSource()).handlers();
+        EventHandlers handlers = Stores.events(database.dataSource(), schema.schema).handlers();
         int n =
             Transactions.inNew(
                 database.dataSource(),
@@ -136,6 +140,8 @@ final class CheckpointsCommand implements Runnable {
   static final class SetOffset implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
+    @Mixin SchemaOption.Events schema;
+
     @Option(
         names = "--handler",
         paramLabel = "KEY",
@@ -160,7 +166,7 @@ final class CheckpointsCommand implements Runnable {
         throw new CliException("--expected and --offset must not be negative", 2);
       }
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-        Stores.events(database.dataSource())
+        Stores.events(database.dataSource(), schema.schema)
             .handlers()
             .setCheckpoint(handler, stream, expected, offset);
         spec.commandLine()
@@ -178,6 +184,8 @@ final class CheckpointsCommand implements Runnable {
   static final class Resume implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
+    @Mixin SchemaOption.Events schema;
+
     @Option(
         names = "--handler",
         paramLabel = "KEY",
@@ -193,7 +201,7 @@ final class CheckpointsCommand implements Runnable {
     @Override
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-        EventHandlers handlers = Stores.events(database.dataSource()).handlers();
+        EventHandlers handlers = Stores.events(database.dataSource(), schema.schema).handlers();
         int n =
             stream == null
                 ? handlers.resumeAll(handler)

@@ -32,8 +32,9 @@ import picocli.CommandLine.Spec;
     name = "console",
     mixinStandardHelpOptions = true,
     description = {
-      "Serve the web operations console (direct loopback clients only unless operators are"
-          + " identified: --token, --operators or --identity-header).",
+      "Serve the web operations console.",
+      "Direct loopback clients only unless operators are identified: --token, --operators or"
+          + " --identity-header.",
       "--demo: embedded PostgreSQL with the demo's orders flowing and failing in the background."
     })
 final class ConsoleCommand implements Callable<Integer> {

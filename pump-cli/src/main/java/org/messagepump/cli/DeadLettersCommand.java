@@ -52,6 +52,8 @@ final class DeadLettersCommand implements Runnable {
   static final class ListLetters implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
+    @Mixin SchemaOption.Commands schema;
+
     @Option(names = "--type", description = "Only this command type.")
     String type;
 
@@ -69,7 +71,7 @@ final class DeadLettersCommand implements Runnable {
         throw new CliException("--limit must be >= 1: " + limit, 2);
       }
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-        DeadLetters letters = Stores.commands(database.dataSource()).deadLetters();
+        DeadLetters letters = Stores.commands(database.dataSource(), schema.schema).deadLetters();
         List<DeadLetter> list = type == null ? letters.list(limit) : letters.list(type, limit);
         Table t = new Table("message id", "type", "failures", "parked at", "last error");
         for (DeadLetter d : list) {
@@ -92,6 +94,8 @@ final class DeadLettersCommand implements Runnable {
   static final class Retry implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
+    @Mixin SchemaOption.Commands schema;
+
     @ArgGroup(exclusive = true, multiplicity = "1")
     Target target;
 
@@ -100,7 +104,7 @@ final class DeadLettersCommand implements Runnable {
     @Override
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-        DeadLetters letters = Stores.commands(database.dataSource()).deadLetters();
+        DeadLetters letters = Stores.commands(database.dataSource(), schema.schema).deadLetters();
         return report(
             spec,
             "retried",
@@ -119,6 +123,8 @@ final class DeadLettersCommand implements Runnable {
   static final class Discard implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
+    @Mixin SchemaOption.Commands schema;
+
     @ArgGroup(exclusive = true, multiplicity = "1")
     Target target;
 
@@ -127,7 +133,7 @@ final class DeadLettersCommand implements Runnable {
     @Override
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-        DeadLetters letters = Stores.commands(database.dataSource()).deadLetters();
+        DeadLetters letters = Stores.commands(database.dataSource(), schema.schema).deadLetters();
         return report(
             spec,
             "discarded",

@@ -19,8 +19,10 @@ import picocli.CommandLine.Spec;
     name = "demo",
     mixinStandardHelpOptions = true,
     description = {
-      "Run orders through commands, event streams and the balancer with injected failures,",
-      "then check that every order was projected once and per-customer order was kept."
+      "Run the demo: orders through all three drivers, with failures.",
+      "Orders flow through commands, event streams and the balancer with injected failures;"
+          + " then the demo checks that every order was projected once and per-customer order"
+          + " was kept."
     })
 final class DemoCommand implements Callable<Integer> {
 

@@ -26,8 +26,9 @@ import picocli.CommandLine.Spec;
     name = "grants",
     mixinStandardHelpOptions = true,
     description = {
-      "Print (or --apply) the GRANT statements a DML-only role needs on the library's schemas.",
-      "Run migrations as the owner; run pumps and producers as this role."
+      "Print (or --apply) the GRANTs a DML-only role needs.",
+      "The GRANT statements on the library's schemas; run migrations as the owner, and pumps"
+          + " and producers as this role."
     })
 final class GrantsCommand implements Callable<Integer> {
 
@@ -40,17 +41,7 @@ final class GrantsCommand implements Callable<Integer> {
       description = "The role to grant to (must exist).")
   String role;
 
-  @Option(
-      names = "--only",
-      paramLabel = "SCHEMA",
-      description = "Only this driver's schema: ${COMPLETION-CANDIDATES}.")
-  MigrateCommand.Schema only;
-
-  @Option(
-      names = "--schema",
-      paramLabel = "NAME",
-      description = "The schema name, when it is not the driver's default (needs --only).")
-  String schema;
+  @Mixin DriverSelection drivers;
 
   @Option(
       names = "--apply",
@@ -61,15 +52,10 @@ final class GrantsCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws SQLException {
-    if (schema != null && only == null) {
-      throw new ParameterException(spec.commandLine(), "--schema needs --only");
-    }
     List<String> statements = new ArrayList<>();
     try {
-      for (MigrateCommand.Schema s : MigrateCommand.Schema.values()) {
-        if (only == null || only == s) {
-          statements.addAll(statements(s, schema == null ? MigrateCommand.defaultName(s) : schema));
-        }
+      for (DriverName d : drivers.selected(spec)) {
+        statements.addAll(statements(d, drivers.schemaOf(d)));
       }
     } catch (IllegalArgumentException | NullPointerException e) {
       throw new ParameterException(spec.commandLine(), e.getMessage());
@@ -96,10 +82,10 @@ final class GrantsCommand implements Callable<Integer> {
     return 0;
   }
 
-  private List<String> statements(MigrateCommand.Schema s, String name) {
-    return switch (s) {
+  private List<String> statements(DriverName d, String name) {
+    return switch (d) {
       case commands -> CommandQueue.grantStatements(name, role);
-      case eventstream -> EventStore.grantStatements(name, role);
+      case events -> EventStore.grantStatements(name, role);
       case balancer -> Balancer.grantStatements(name, role);
     };
   }

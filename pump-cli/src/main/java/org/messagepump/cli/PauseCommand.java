@@ -103,10 +103,12 @@ final class PauseCommand {
   @Command(
       name = "pause",
       mixinStandardHelpOptions = true,
-      description =
-          "Pause a command type (TYPE), an event handler (--handler KEY) or a balancer group"
-              + " (--group GROUP) for every pump of every process: its work waits, producing goes"
-              + " on. Shown by `pump status`; undone by `pump resume`.")
+      description = {
+        "Pause a command type, handler or group in every process.",
+        "A command type (TYPE), an event handler (--handler KEY) or a balancer group (--group"
+            + " GROUP), for every pump of every process: its work waits, producing goes on. Shown"
+            + " by `pump status`; undone by `pump resume`."
+      })
   static final class Pause implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
@@ -133,9 +135,11 @@ final class PauseCommand {
   @Command(
       name = "resume",
       mixinStandardHelpOptions = true,
-      description =
-          "Resume a command type, event handler (--handler) or balancer group (--group) paused"
-              + " with `pump pause`.")
+      description = {
+        "Resume a command type, handler or group paused by `pump pause`.",
+        "A command type (TYPE), an event handler (--handler KEY) or a balancer group (--group"
+            + " GROUP)."
+      })
   static final class Resume implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 

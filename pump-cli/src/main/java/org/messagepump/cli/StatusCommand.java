@@ -12,10 +12,12 @@ import javax.sql.DataSource;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.GroupStats;
 import org.messagepump.balancer.PausedGroup;
+import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.PausedType;
 import org.messagepump.commands.QueueDepth;
 import org.messagepump.eventstream.Checkpoint;
 import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.EventStore;
 import org.messagepump.eventstream.PausedHandler;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -27,10 +29,17 @@ import picocli.CommandLine.Spec;
 @Command(
     name = "status",
     mixinStandardHelpOptions = true,
-    description = "Queue depth, dead letters, handler lag and parked streams, balancer groups.")
+    description = {
+      "Queue depth, dead letters, handler lag and balancer groups.",
+      "Per command type the due and delayed commands and dead letters; per event handler the lag"
+          + " and parked streams; per balancer group its partitions, messages and leases; and what"
+          + " is paused."
+    })
 final class StatusCommand implements Callable<Integer> {
 
   @Mixin DatabaseOptions db;
+
+  @Mixin DriverSelection drivers;
 
   @Option(names = "--json", description = "Print one JSON document instead of tables.")
   boolean json;
@@ -39,8 +48,23 @@ final class StatusCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    java.util.Set<DriverName> selected = drivers.selected(spec);
     try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-      Map<String, Object> status = read(database.dataSource());
+      DataSource ds = database.dataSource();
+      Map<String, Object> status = new LinkedHashMap<>();
+      try {
+        if (selected.contains(DriverName.commands)) {
+          commands(ds, drivers.schemaOf(DriverName.commands), status);
+        }
+        if (selected.contains(DriverName.events)) {
+          events(ds, drivers.schemaOf(DriverName.events), status);
+        }
+        if (selected.contains(DriverName.balancer)) {
+          balancer(ds, drivers.schemaOf(DriverName.balancer), status);
+        }
+      } catch (IllegalArgumentException e) {
+        throw new CliException(e.getMessage(), 2);
+      }
       PrintWriter out = spec.commandLine().getOut();
       if (json) {
         out.println(
@@ -54,10 +78,10 @@ final class StatusCommand implements Callable<Integer> {
     return 0;
   }
 
-  /** The status as plain maps and lists (what {@code --json} prints). */
-  static Map<String, Object> read(DataSource ds) {
-    Map<String, Object> status = new LinkedHashMap<>();
-    QueueDepth depth = Stores.commands(ds).depth();
+  /** The command queue's part of the status, as plain maps and lists (as {@code --json} prints). */
+  private static void commands(DataSource ds, String schema, Map<String, Object> status) {
+    CommandQueue queue = Stores.commands(ds, schema);
+    QueueDepth depth = queue.depth();
     Map<String, Object> byType = new LinkedHashMap<>();
     depth
         .byType()
@@ -73,7 +97,7 @@ final class StatusCommand implements Callable<Integer> {
     commands.put("deadLetters", depth.deadLetters());
     commands.put("byType", byType);
     List<Object> paused = new ArrayList<>();
-    for (PausedType p : Stores.commands(ds).pausedTypes()) {
+    for (PausedType p : queue.pausedTypes()) {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("type", p.type());
       m.put("pausedAt", p.pausedAt().toString());
@@ -82,8 +106,12 @@ final class StatusCommand implements Callable<Integer> {
     }
     commands.put("pausedTypes", paused);
     status.put("commands", commands);
+  }
 
-    EventHandlers handlers = Stores.events(ds).handlers();
+  /** The event handlers' part of the status. */
+  private static void events(DataSource ds, String schema, Map<String, Object> status) {
+    EventStore store = Stores.events(ds, schema);
+    EventHandlers handlers = store.handlers();
     List<Object> eventHandlers = new ArrayList<>();
     for (String key : handlers.handlerKeys()) {
       List<Object> streams = new ArrayList<>();
@@ -116,7 +144,7 @@ final class StatusCommand implements Callable<Integer> {
     }
     status.put("eventHandlers", eventHandlers);
     List<Object> pausedHandlers = new ArrayList<>();
-    for (PausedHandler p : Stores.events(ds).pausedHandlers()) {
+    for (PausedHandler p : store.pausedHandlers()) {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("handlerKey", p.handlerKey());
       m.put("pausedAt", p.pausedAt().toString());
@@ -124,9 +152,12 @@ final class StatusCommand implements Callable<Integer> {
       pausedHandlers.add(m);
     }
     status.put("pausedHandlers", pausedHandlers);
+  }
 
+  /** The balancer groups' part of the status. */
+  private static void balancer(DataSource ds, String schema, Map<String, Object> status) {
     List<Object> groups = new ArrayList<>();
-    for (GroupStats g : Balancer.groups(ds)) {
+    for (GroupStats g : Balancer.groups(ds, schema)) {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("group", g.group());
       m.put("partitions", g.partitions());
@@ -140,7 +171,7 @@ final class StatusCommand implements Callable<Integer> {
     }
     status.put("balancer", groups);
     List<Object> pausedGroups = new ArrayList<>();
-    for (PausedGroup p : Balancer.pausedGroups(ds)) {
+    for (PausedGroup p : Balancer.pausedGroups(ds, schema)) {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("group", p.group());
       m.put("pausedAt", p.pausedAt().toString());
@@ -148,11 +179,22 @@ final class StatusCommand implements Callable<Integer> {
       pausedGroups.add(m);
     }
     status.put("pausedGroups", pausedGroups);
-    return status;
+  }
+
+  private static void print(PrintWriter out, Map<String, Object> status) {
+    if (status.containsKey("commands")) {
+      printCommands(out, status);
+    }
+    if (status.containsKey("eventHandlers")) {
+      printEvents(out, status);
+    }
+    if (status.containsKey("balancer")) {
+      printBalancer(out, status);
+    }
   }
 
   @SuppressWarnings("unchecked")
-  private static void print(PrintWriter out, Map<String, Object> status) {
+  private static void printCommands(PrintWriter out, Map<String, Object> status) {
     Map<String, Object> commands = (Map<String, Object>) status.get("commands");
     out.printf(
         "Commands: %s due, %s delayed, %s dead letters%n",
@@ -172,6 +214,10 @@ final class StatusCommand implements Callable<Integer> {
       pausedTable.print(out);
     }
     out.println();
+  }
+
+  @SuppressWarnings("unchecked")
+  private static void printEvents(PrintWriter out, Map<String, Object> status) {
     out.println("Event handlers:");
     Table handlers =
         new Table("handler", "stream", "checkpoint", "end", "lag", "failures", "parked");
@@ -197,6 +243,10 @@ final class StatusCommand implements Callable<Integer> {
         "handler",
         "handlerKey");
     out.println();
+  }
+
+  @SuppressWarnings("unchecked")
+  private static void printBalancer(PrintWriter out, Map<String, Object> status) {
     out.println("Balancer groups:");
     Table groups = new Table("group", "partitions", "messages", "leases", "parked", "oldest (s)");
     for (Object o : (List<Object>) status.get("balancer")) {

@@ -17,20 +17,12 @@ final class Stores {
 
   private Stores() {}
 
-  static CommandQueue commands(DataSource ds) {
-    return CommandQueue.create(ds, NO_TYPES);
-  }
-
   static CommandQueue commands(DataSource ds, String schema) {
     try {
       return CommandQueue.builder(ds).codec(NO_TYPES).schema(schema).build();
     } catch (IllegalArgumentException e) {
       throw new CliException(e.getMessage(), 2);
     }
-  }
-
-  static EventStore events(DataSource ds) {
-    return EventStore.create(ds, NO_TYPES);
   }
 
   static EventStore events(DataSource ds, String schema) {

@@ -72,7 +72,7 @@ class PumpCliIT {
   void migrateCreatesEverySchemaAndIsIdempotent() {
     Result r = runOnDb("migrate");
     assertThat(r.code()).as(r.err()).isZero();
-    assertThat(r.out()).contains("migrated commands", "migrated eventstream", "migrated balancer");
+    assertThat(r.out()).contains("migrated commands", "migrated events", "migrated balancer");
     assertThat(
             db.queryLong(
                 "SELECT count(*) FROM information_schema.schemata"
@@ -145,7 +145,7 @@ class PumpCliIT {
   @Test
   @Order(3)
   void statusJsonMatchesTheDatabase() throws Exception {
-    CommandQueue queue = Stores.commands(db.dataSource());
+    CommandQueue queue = Stores.commands(db.dataSource(), CommandQueue.DEFAULT_SCHEMA);
     queue.enqueueRaw("ops.Probe", "{}".getBytes(), EnqueueOptions.defaults());
     queue.enqueueRaw(
         "ops.Probe",
