@@ -19,7 +19,7 @@ import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.testkit.PostgresExtension;
 
-/** The README's example of working against a downstream system, run as written. */
+/** docs/resilience.md's example of working against a downstream system, run as written. */
 @ExtendWith(PostgresExtension.class)
 class ReadmeExampleIT {
 

@@ -19,9 +19,9 @@ import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
 /**
- * The README's "Partition-balanced messages" snippet, compiled and run as written
- * (pump-architecture's {@code ReadmeSnippetsTest} checks the text between the markers is what
- * README.md shows).
+ * The README's balancer snippet and docs/balancer.md's balancer-core sample, compiled and run as
+ * written (pump-architecture's {@code ReadmeSnippetsTest} checks that every Java snippet of
+ * README.md is the text between some pair of markers).
  */
 @ExtendWith(PostgresExtension.class)
 class ReadmeSnippetsIT {

@@ -19,9 +19,9 @@ import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
 /**
- * The README's "The pump" and "Commands" snippets, compiled and run as written: the text between
- * the {@code README} markers is what README.md shows (pump-architecture's {@code
- * ReadmeSnippetsTest} checks they are the same).
+ * The README's commands snippet and docs/pump.md's pump snippet, compiled and run as written: the
+ * text between the {@code README} markers is what the page shows (pump-architecture's {@code
+ * ReadmeSnippetsTest} checks it for every Java snippet of README.md).
  */
 @ExtendWith(PostgresExtension.class)
 class ReadmeSnippetsIT {

@@ -11,15 +11,21 @@ import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.core.MessageTypes;
 import org.messagepump.spring.boot.CommandPump;
+import org.messagepump.spring.boot.TransactionalCommandQueue;
 import org.messagepump.testkit.PostgresServer;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
+import org.springframework.dao.DuplicateKeyException;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.stereotype.Service;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.transaction.annotation.Transactional;
 
 /**
  * The whole order service on a real PostgreSQL: HTTP in, the command handled, the projection and
@@ -33,6 +39,7 @@ import org.springframework.test.context.DynamicPropertySource;
       "messagepump.pumps.order-totals.poll-interval=200ms",
       "messagepump.pumps.shipping.poll-interval=200ms"
     })
+@Import(OrderServiceIT.Checkout.class)
 class OrderServiceIT {
 
   static final String DATABASE = PostgresServer.get().createDatabase();
@@ -47,6 +54,7 @@ class OrderServiceIT {
 
   @LocalServerPort int port;
   @Autowired JdbcTemplate jdbc;
+  @Autowired Checkout checkout;
 
   private int post(String json) throws Exception {
     HttpRequest request =
@@ -75,13 +83,19 @@ class OrderServiceIT {
     assertThat(post("{\"orderId\":\"o-1\",\"customer\":\"ann\",\"amountCents\":1000}"))
         .isEqualTo(202);
 
+    // Only ann's and bob's: another test of this class places an order for another customer.
     await()
         .atMost(Duration.ofSeconds(30))
-        .until(() -> count("SELECT count(*) FROM shipments") == 3);
+        .until(() -> count("SELECT count(*) FROM shipments WHERE customer IN ('ann', 'bob')") == 3);
     await()
         .atMost(Duration.ofSeconds(30))
-        .until(() -> count("SELECT coalesce(sum(orders), 0) FROM customer_totals") == 3);
-    assertThat(count("SELECT count(*) FROM orders")).isEqualTo(3);
+        .until(
+            () ->
+                count(
+                        "SELECT coalesce(sum(orders), 0) FROM customer_totals"
+                            + " WHERE customer IN ('ann', 'bob')")
+                    == 3);
+    assertThat(count("SELECT count(*) FROM orders WHERE customer IN ('ann', 'bob')")).isEqualTo(3);
     assertThat(
             jdbc.queryForMap(
                 "SELECT orders, amount_cents FROM customer_totals WHERE customer = 'ann'"))
@@ -129,13 +143,66 @@ class OrderServiceIT {
 
   @Test
   void theMinimalReadmeConfigurationDeclaresACommandPump() {
-    assertThat(new ReadmeExample().ordersPump(null).pumpName()).isEqualTo("orders");
+    ReadmeExample example = new ReadmeExample();
+    assertThat(example.ordersPump(null).pumpName()).isEqualTo("orders");
+    assertThat(example.messageTypes().nameOf(PlaceOrder.class)).isEqualTo("orders.PlaceOrder");
   }
+
+  @Test
+  void theReadmeCheckoutEnqueuesInTheCallersTransaction() {
+    checkout.place(new PlaceOrder("readme-1", "readme", 300));
+    // Committed together: the request row, and the command the orders pump then handles.
+    assertThat(count("SELECT count(*) FROM order_requests WHERE order_id = 'readme-1'")).isOne();
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> count("SELECT count(*) FROM orders WHERE order_id = 'readme-1'") == 1);
+    // The same request again: the insert fails, the method's transaction rolls back, and the
+    // command enqueued in it goes with it.
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> checkout.place(new PlaceOrder("readme-1", "readme", 999)))
+        .isInstanceOf(DuplicateKeyException.class);
+    assertThat(
+            count(
+                "SELECT (SELECT count(*) FROM commandqueue.commands"
+                    + " WHERE convert_from(payload, 'UTF8') LIKE '%readme-1%')"
+                    + " + (SELECT count(*) FROM commandqueue.dead_letters"
+                    + " WHERE convert_from(payload, 'UTF8') LIKE '%readme-1%')"))
+        .isZero();
+    assertThat(count("SELECT amount_cents FROM orders WHERE order_id = 'readme-1'")).isEqualTo(300);
+  }
+
+  /** The README's enqueue from a {@code @Transactional} method, a bean of this test's context. */
+  // README:springBootEnqueue begin
+  // spotless:off
+  @Service
+  static // test only
+  class Checkout {
+    private final JdbcTemplate jdbc;
+    private final TransactionalCommandQueue commands;
+
+    Checkout(JdbcTemplate jdbc, TransactionalCommandQueue commands) {
+      this.jdbc = jdbc;
+      this.commands = commands;
+    }
+
+    @Transactional                                 // the request row and the command commit together
+    public void place(PlaceOrder order) {
+      jdbc.update("INSERT INTO order_requests (order_id) VALUES (?)", order.orderId());
+      commands.enqueue(order);
+    }
+  }
+  // spotless:on
+  // README:springBootEnqueue end
 
   /** The README's minimal handler configuration, compiled and run here. */
   static class ReadmeExample {
     // README:springBoot begin
     // spotless:off
+    @Bean
+    MessageTypes messageTypes() {                    // the JSON type names of your messages
+      return MessageTypes.builder().register(PlaceOrder.class, "orders.PlaceOrder").build();
+    }
+
     @Bean
     CommandPump ordersPump(Orders orders) {          // options: messagepump.pumps.orders.*
       return CommandPump.of("orders", CommandHandlers.builder()
