@@ -290,11 +290,12 @@ class BalancerBasicsIT {
                 new long[] {0, Long.MIN_VALUE, 0, 0, 0},
                 2));
       } else {
-        // A walk from the middle of the lap: (cursor, highest of the lap], then (MIN, cursor].
-        // The three ranges, the keys that joined above the lap and the highest rotation.
-        all.append(checkPlans(db, group, prepared.acquire(max, 1), walk, 5));
+        // A walk from the middle of the lap: (cursor, highest of the lap], then the next lap,
+        // (MIN, cursor] or above the lap, as one range. The two ranges, the keys that joined above
+        // the lap and the highest rotation.
+        all.append(checkPlans(db, group, prepared.acquire(max, 1), walk, 4));
         // Runs: up to 5 consecutive messages of each key (messagesPerTurn).
-        all.append(checkPlans(db, group, prepared.acquire(max, 5), walk, 5));
+        all.append(checkPlans(db, group, prepared.acquire(max, 5), walk, 4));
       }
       if (keys < 1_000) {
         // The rest of a walk that wrapped round, rare (only past keys found empty): in a small

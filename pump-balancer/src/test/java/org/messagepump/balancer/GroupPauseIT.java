@@ -18,8 +18,8 @@ import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 
 /**
- * The cluster-wide pause of a partition group: stored in {@code paused_groups}, honoured
- * at acquisition by every running pump, whichever instance ("process") paused it.
+ * The cluster-wide pause of a partition group: stored in {@code paused_groups}, honoured at
+ * acquisition by every running pump, whichever instance ("process") paused it.
  */
 @ExtendWith(PostgresExtension.class)
 class GroupPauseIT {

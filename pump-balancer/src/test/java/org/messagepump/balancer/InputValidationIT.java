@@ -23,8 +23,8 @@ import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
 /**
- * Every write API and option refuses bad input before anything reaches PostgreSQL: an
- * exception naming the argument and the limit, nothing stored, the caller's transaction intact.
+ * Every write API and option refuses bad input before anything reaches PostgreSQL: an exception
+ * naming the argument and the limit, nothing stored, the caller's transaction intact.
  */
 @ExtendWith(PostgresExtension.class)
 class InputValidationIT {

@@ -13,9 +13,9 @@ import org.messagepump.testkit.StatementCapture;
 import org.messagepump.testkit.TestDatabase;
 
 /**
- * No data value is ever written into SQL text: every statement the balancer sends
- * through a representative workload with hostile values is captured, and none holds a literal but
- * the code's own constants.
+ * No data value is ever written into SQL text: every statement the balancer sends through a
+ * representative workload with hostile values is captured, and none holds a literal but the code's
+ * own constants.
  */
 @ExtendWith(PostgresExtension.class)
 class SqlSafetyIT {

@@ -18,8 +18,8 @@ import org.messagepump.testkit.TestDatabase;
 
 /**
  * A stored row whose columns cannot be handed to a handler (written around the API) never makes
- * acquisition fail: it becomes a delivery that fails as undecodable and its key
- * is parked at maxFailures, while every good message of the same batches is handled exactly once.
+ * acquisition fail: it becomes a delivery that fails as undecodable and its key is parked at
+ * maxFailures, while every good message of the same batches is handled exactly once.
  */
 @ExtendWith(PostgresExtension.class)
 class UnreadableRowsIT {

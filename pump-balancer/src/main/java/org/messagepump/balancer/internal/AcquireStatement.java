@@ -213,12 +213,12 @@ public final class AcquireStatement {
                 // the lap (that joined during it, or were moved back); not the keys of the first
                 // range, which this statement may hold (its own locks are not skipped) and which
                 // were just found taken or not due.
+                // Every rotation up to the cursor is below every rotation above the lap, so the two
+                // are one range in rotation order, (MIN, b2] or (a2, MAX]: one subquery fewer to
+                // set up at every execution, although it is read only when the walk wraps round.
                 : DSL.select(DSL.asterisk())
                     .from(range(group, max, "a", 0, 1, 2))
-                    .unionAll(
-                        DSL.select(DSL.asterisk()).from(range(groupParam(), max, "b", 1, 0, 4)))
-                    .unionAll(
-                        DSL.select(DSL.asterisk()).from(range(groupParam(), max, "z", 1, 2, 0)))
+                    .unionAll(DSL.select(DSL.asterisk()).from(nextLap(max)))
                     .limit(DSL.inline(max))
                     .asTable("c");
     // h: the locked keys, and the first perKey messages of each (its head, or a run), read without
@@ -287,7 +287,14 @@ public final class AcquireStatement {
                         DSL.field(DSL.name("hd", "h_more")).as("h_more"),
                         (looksAbove ? joinedAbove(group) : DSL.castNull(SQLDataType.BIGINT))
                             .as("h_joined"),
-                        (readsTop ? top(group) : DSL.castNull(SQLDataType.BIGINT)).as("h_top"))
+                        (walk == WALK_LAP
+                                ? top(group)
+                                : readsTop
+                                    // Only when the walk wrapped round into the next lap: an
+                                    // InitPlan runs when a row first asks for its value.
+                                    ? DSL.when(C_PART.eq(DSL.inline(1)), top(group))
+                                    : DSL.castNull(SQLDataType.BIGINT))
+                            .as("h_top"))
                     .from(c.leftJoin(run).on(DSL.trueCondition()))
                     .limit(DSL.inline(max)));
     Field<Long> hId = DSL.field(DSL.name("h", "h_id"), Long.class);
@@ -389,6 +396,16 @@ public final class AcquireStatement {
             .and(P.PARKED_AT.isNull()));
   }
 
+  /**
+   * The next lap of a walk that may wrap round ({@link #WALK_OPEN}): ready keys up to the cursor
+   * (bound 4) or above the lap's highest rotation (bound 2), in rotation order, locked, marked as
+   * range 1.
+   */
+  private static Table<?> nextLap(int max) {
+    return rangeWhere(
+        groupParam(), max, "b", 1, P.ROTATION.le(bound(4)).or(P.ROTATION.gt(bound(2))));
+  }
+
   /** The group as a one-row subquery, for a range of its own. */
   private static Field<String> groupParam() {
     return DSL.field(DSL.select(DSL.val("")));
@@ -413,6 +430,12 @@ public final class AcquireStatement {
     if (upper != 0) {
       bounds = bounds.and(P.ROTATION.le(bound(upper)));
     }
+    return rangeWhere(group, max, alias, part, bounds);
+  }
+
+  /** Ready keys of the group whose rotation meets {@code bounds}, locked (see {@link #range}). */
+  private static Table<?> rangeWhere(
+      Field<String> group, int max, String alias, int part, Condition bounds) {
     return DSL.select(
             P.GROUP.as("c_group"),
             P.KEY.as("c_key"),
