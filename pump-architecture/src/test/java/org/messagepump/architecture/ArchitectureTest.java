@@ -60,7 +60,8 @@ class ArchitectureTest {
             "org.postgresql..",
             "org.slf4j..",
             "io.micrometer..",
-            "com.fasterxml.jackson..")
+            "com.fasterxml.jackson..",
+            "com.cronutils..")
         .check(classes);
   }
 

@@ -24,6 +24,7 @@ import picocli.CommandLine.Command;
       BalancerCommand.class,
       PauseCommand.Pause.class,
       PauseCommand.Resume.class,
+      SchedulesCommand.class,
       BenchCommand.class,
       ConsoleCommand.class,
       CommandLine.HelpCommand.class

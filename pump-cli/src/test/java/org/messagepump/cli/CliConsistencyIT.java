@@ -204,6 +204,8 @@ class CliConsistencyIT {
     for (String[] bad :
         List.of(
             new String[] {"dead-letters", "list", "--schema", "Bad-Name"},
+            new String[] {"schedules", "list", "--schema", "Bad-Name"},
+            new String[] {"schedules", "trigger", "nightly", "--schema", "pg_catalog"},
             new String[] {"checkpoints", "show", "--schema", "pg_catalog"},
             new String[] {"balancer", "stats", "--schema", "has space"},
             new String[] {

@@ -19,6 +19,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
+import org.messagepump.commands.NewCommand;
+import org.messagepump.commands.Schedule;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -224,6 +226,67 @@ class PumpCliIT {
     Result bad = runOnDb("pause", "");
     assertThat(bad.code()).isEqualTo(2);
     assertThat(bad.err()).contains("type");
+  }
+
+  @Test
+  @Order(4)
+  void scheduleOperationsChangeWhatTheySay() {
+    CommandQueue.migrate(db.dataSource(), "cli_sched");
+    CommandQueue queue =
+        CommandQueue.builder(db.dataSource())
+            .codec(
+                org.messagepump.core.JsonMessageCodec.of(
+                    org.messagepump.core.MessageTypes.builder().build()))
+            .schema("cli_sched")
+            .build();
+    queue
+        .schedules()
+        .define(
+            Schedule.cron(
+                "ops-nightly",
+                "0 30 2 * * *",
+                "Europe/Berlin",
+                NewCommand.raw(
+                    "ops.Report", "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8))));
+    Result list = runOnDb("schedules", "list", "--schema", "cli_sched");
+    assertThat(list.code()).as(list.err()).isZero();
+    assertThat(list.out())
+        .contains("ops-nightly", "0 30 2 * * *", "Europe/Berlin", "ops.Report", "running")
+        .contains("1 schedule");
+    // Without --schema: the default schema, which has none.
+    assertThat(runOnDb("schedules", "list").out()).contains("0 schedules");
+
+    Result pause = runOnDb("schedules", "pause", "ops-nightly", "--schema", "cli_sched");
+    assertThat(pause.code()).as(pause.err()).isZero();
+    assertThat(pause.out()).contains("paused schedule ops-nightly");
+    assertThat(queue.schedules().find("ops-nightly").orElseThrow().paused()).isTrue();
+    assertThat(runOnDb("schedules", "pause", "ops-nightly", "--schema", "cli_sched").out())
+        .contains("already paused");
+    assertThat(runOnDb("schedules", "list", "--schema", "cli_sched").out()).contains("paused");
+
+    Result resume = runOnDb("schedules", "resume", "ops-nightly", "--schema", "cli_sched");
+    assertThat(resume.code()).as(resume.err()).isZero();
+    assertThat(resume.out()).contains("resumed schedule ops-nightly");
+    assertThat(queue.schedules().find("ops-nightly").orElseThrow().paused()).isFalse();
+
+    Result trigger = runOnDb("schedules", "trigger", "ops-nightly", "--schema", "cli_sched");
+    assertThat(trigger.code()).as(trigger.err()).isZero();
+    assertThat(trigger.out()).contains("triggered schedule ops-nightly: command ");
+    assertThat(
+            db.queryLong(
+                "SELECT count(*) FROM cli_sched.commands WHERE message_type = 'ops.Report'"
+                    + " AND headers->>'messagepump-triggered' = 'true'"))
+        .isOne();
+
+    Result absent = runOnDb("schedules", "trigger", "nope", "--schema", "cli_sched");
+    assertThat(absent.code()).isEqualTo(1);
+    assertThat(absent.err()).contains("no schedule named nope");
+    assertThat(runOnDb("schedules", "resume", "nope", "--schema", "cli_sched").code()).isEqualTo(1);
+    Result bad = runOnDb("schedules", "pause", "", "--schema", "cli_sched");
+    assertThat(bad.code()).isEqualTo(2);
+    assertThat(bad.err()).contains("name");
+    assertThat(runOnDb("schedules", "list", "--schema", "Bad-Schema").code()).isEqualTo(2);
+    assertThat(runOnDb("schedules").code()).isEqualTo(2);
   }
 
   @Test

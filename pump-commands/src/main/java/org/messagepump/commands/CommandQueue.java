@@ -69,6 +69,7 @@ public final class CommandQueue {
   private final Counter duplicates;
   private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
   private final DeadLetters deadLetters;
+  private final Schedules schedules;
 
   private CommandQueue(Builder b) {
     this.dataSource = b.dataSource;
@@ -89,6 +90,7 @@ public final class CommandQueue {
             .tag("result", "duplicate")
             .register(meterRegistry);
     this.deadLetters = new DeadLetters(dataSource, tables, meterRegistry);
+    this.schedules = new Schedules(this, dataSource, tables, enqueuer);
   }
 
   /**
@@ -123,9 +125,9 @@ public final class CommandQueue {
   /**
    * The statements granting {@code role} what a queue, its pumps and its dead-letter operations
    * need in {@code schema}, and nothing more: {@code USAGE} on the schema and {@code SELECT,
-   * INSERT, UPDATE, DELETE} on its three tables (the queue uses no sequences). The owner runs
-   * {@link #migrate(DataSource, String)} and these; the role runs the application. Identifiers are
-   * quoted; a bad schema name or a role name that is empty, holds NUL or is over {@link
+   * INSERT, UPDATE, DELETE} on its tables (the queue uses no sequences). The owner runs {@link
+   * #migrate(DataSource, String)} and these; the role runs the application. Identifiers are quoted;
+   * a bad schema name or a role name that is empty, holds NUL or is over {@link
    * Limits#MAX_KEY_BYTES} bytes is refused with {@link IllegalArgumentException}.
    */
   public static List<String> grantStatements(String schema, String role) {
@@ -311,6 +313,14 @@ public final class CommandQueue {
     return deadLetters;
   }
 
+  /**
+   * The recurring commands of this queue's schema: define, list, pause, resume, trigger. Their
+   * ticks are enqueued by a {@link CommandScheduler}.
+   */
+  public Schedules schedules() {
+    return schedules;
+  }
+
   /** A driver pumping this queue's commands of the handlers' types. */
   public CommandDriver driver(CommandHandlers handlers) {
     return CommandDriver.create(this, handlers);
@@ -347,6 +357,12 @@ public final class CommandQueue {
       throw new IllegalArgumentException(name + " must not be null");
     }
     return value;
+  }
+
+  /** Counts commands a schedule enqueued in a committed transaction and runs the hooks. */
+  void enqueued(int count) {
+    enqueued.increment(count);
+    notifyListeners();
   }
 
   private void count(List<EnqueueResult> results) {

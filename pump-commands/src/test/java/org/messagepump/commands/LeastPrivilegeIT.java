@@ -106,5 +106,14 @@ class LeastPrivilegeIT {
     assertThat(queue.depth().byType()).containsKey("poison");
     assertThat(queue.deadLetters().discardAll("poison")).isEqualTo(1);
     assertThat(queue.deadLetters().retryAll(null)).isZero();
+    // Schedules: define, fire, pause, resume, trigger, list, remove.
+    Schedules schedules = queue.schedules();
+    schedules.define(Schedule.every("dml", Duration.ofSeconds(1), new PlaceOrder("tick")));
+    await().atMost(Duration.ofSeconds(10)).until(() -> schedules.fireDue() == 1);
+    assertThat(schedules.pause("dml")).isTrue();
+    assertThat(schedules.resume("dml")).isTrue();
+    assertThat(schedules.trigger("dml")).isPresent();
+    assertThat(schedules.list()).extracting(ScheduleInfo::triggered).containsExactly(1L);
+    assertThat(schedules.remove("dml")).isTrue();
   }
 }

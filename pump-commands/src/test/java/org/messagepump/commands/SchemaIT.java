@@ -58,8 +58,8 @@ class SchemaIT {
       applied.add(r.get(120, TimeUnit.SECONDS));
     }
     pool.shutdown();
-    // V1 and V2 (paused_types), each applied once whichever process won.
-    assertThat(applied.stream().mapToInt(Integer::intValue).sum()).isEqualTo(2);
+    // V1, V2 (paused_types) and V3 (schedules), each applied once whichever process won.
+    assertThat(applied.stream().mapToInt(Integer::intValue).sum()).isEqualTo(3);
     assertThat(
             db.queryLong(
                 "SELECT count(*) FROM commandqueue.commandqueue_flyway_history WHERE success AND version = '1'"))
@@ -68,7 +68,7 @@ class SchemaIT {
     assertThat(
             db.queryLong(
                 "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'commandqueue'"))
-        .isEqualTo(5); // commands, idempotency_keys, dead_letters, paused_types, history
+        .isEqualTo(6); // commands, idempotency_keys, dead_letters, paused_types, schedules, history
   }
 
   @Test

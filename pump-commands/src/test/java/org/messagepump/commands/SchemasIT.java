@@ -23,8 +23,8 @@ class SchemasIT {
   @Test
   void twoSchemasAreSeparateQueues(TestDatabase db) {
     DataSource ds = db.dataSource();
-    assertThat(CommandQueue.migrate(ds, "tenant_a")).isEqualTo(2); // V1, V2
-    assertThat(CommandQueue.migrate(ds, "tenant_b")).isEqualTo(2);
+    assertThat(CommandQueue.migrate(ds, "tenant_a")).isEqualTo(3); // V1, V2, V3
+    assertThat(CommandQueue.migrate(ds, "tenant_b")).isEqualTo(3);
     assertThat(CommandQueue.migrate(ds, "tenant_a")).isZero();
     assertThat(
             db.queryLong(

@@ -32,7 +32,8 @@ public final class CommandTables {
 
   /** The table names, in the order {@code grantStatements} lists them. */
   public static final java.util.List<String> TABLE_NAMES =
-      java.util.List.of("commands", "idempotency_keys", "dead_letters", "paused_types");
+      java.util.List.of(
+          "commands", "idempotency_keys", "dead_letters", "paused_types", "schedules");
 
   private static final CommandTables DEFAULT = new CommandTables(SCHEMA);
 
@@ -50,12 +51,16 @@ public final class CommandTables {
   /** Command types paused cluster-wide (V2). */
   public final Table<Record> pausedTypes;
 
+  /** Recurring commands (V3). */
+  public final Table<Record> schedules;
+
   private CommandTables(String schema) {
     this.schema = schema;
     this.commands = DSL.table(DSL.name(schema, "commands"));
     this.idempotencyKeys = DSL.table(DSL.name(schema, "idempotency_keys"));
     this.deadLetters = DSL.table(DSL.name(schema, "dead_letters"));
     this.pausedTypes = DSL.table(DSL.name(schema, "paused_types"));
+    this.schedules = DSL.table(DSL.name(schema, "schedules"));
   }
 
   /** The tables of {@code schema}, validated by {@link #schemaName}. */

@@ -1,0 +1,271 @@
+package org.messagepump.commands;
+
+import java.time.Duration;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+import org.messagepump.core.MessagePump;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Fires the due ticks of a queue's {@link Schedules}: one thread that checks, enqueues a command
+ * per due tick (see {@link Schedules#fireDue()}) and sleeps. Run one next to each command pump, or
+ * in any number of processes: each tick is enqueued exactly once whatever the number of schedulers.
+ *
+ * <p>It never checks more often than its {@code pollInterval} (give it the pump's). After a check
+ * it sleeps until the soonest next tick, at least {@code pollInterval}; and a check that fired
+ * nothing doubles the longest sleep, up to {@code maxIdle}, so that schedules defined, resumed or
+ * changed by other processes are seen within {@code maxIdle}. Definitions and resumes made through
+ * the same {@link CommandQueue} wake it at once (still at most one check per {@code pollInterval}).
+ * A failed check (database unreachable) backs off the same way and is logged once per streak.
+ *
+ * <pre>{@code
+ * try (CommandScheduler scheduler = CommandScheduler.builder(queue)
+ *     .pollInterval(Duration.ofSeconds(1))
+ *     .build()) {
+ *   scheduler.start();
+ *   ...
+ * }
+ * }</pre>
+ */
+public final class CommandScheduler implements AutoCloseable {
+
+  /** Default longest sleep between checks while nothing fires: 30 seconds. */
+  public static final Duration DEFAULT_MAX_IDLE = Duration.ofSeconds(30);
+
+  private static final Logger log = LoggerFactory.getLogger(CommandScheduler.class);
+  private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.-]{1,64}");
+
+  private final String name;
+  private final Schedules schedules;
+  private final long pollNanos;
+  private final long maxIdleNanos;
+  private final ThreadFactory threadFactory;
+  private final Runnable wakeUp = this::wake;
+  private final Object lock = new Object();
+  private boolean woken;
+  private boolean started;
+  private boolean closed;
+  private Thread thread;
+  private volatile long checks;
+
+  private CommandScheduler(Builder b) {
+    this.name = b.name;
+    this.schedules = b.queue.schedules();
+    this.pollNanos = b.pollInterval.toNanos();
+    this.maxIdleNanos = Math.max(b.maxIdle.toNanos(), pollNanos);
+    this.threadFactory = b.threadFactory;
+  }
+
+  /** A builder for a scheduler of {@code queue}'s schedules. */
+  public static Builder builder(CommandQueue queue) {
+    if (queue == null) {
+      throw new IllegalArgumentException("queue must not be null");
+    }
+    return new Builder(queue);
+  }
+
+  /** Starts the scheduler's thread. A scheduler starts once. */
+  public void start() {
+    synchronized (lock) {
+      if (closed) {
+        throw new IllegalStateException(name + ": scheduler is closed");
+      }
+      if (started) {
+        throw new IllegalStateException(name + ": scheduler is already started");
+      }
+      started = true;
+      schedules.addWakeUp(wakeUp);
+      thread = threadFactory.newThread(this::run);
+      thread.setName("scheduler-" + name);
+      thread.setDaemon(true);
+      thread.start();
+    }
+  }
+
+  /** True between {@link #start()} and {@link #close()}. */
+  public boolean isRunning() {
+    synchronized (lock) {
+      return started && !closed;
+    }
+  }
+
+  /** Checks again as soon as its {@code pollInterval} allows. */
+  public void wake() {
+    synchronized (lock) {
+      woken = true;
+      lock.notifyAll();
+    }
+  }
+
+  /** The number of checks made so far. */
+  public long checks() {
+    return checks;
+  }
+
+  /** Stops the thread, letting a running check finish (it is one short transaction). */
+  @Override
+  public void close() {
+    Thread t;
+    synchronized (lock) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      lock.notifyAll();
+      t = thread;
+    }
+    schedules.removeWakeUp(wakeUp);
+    if (t != null) {
+      try {
+        t.join(TimeUnit.SECONDS.toMillis(10));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  private void run() {
+    long ceiling = pollNanos;
+    boolean failing = false;
+    while (!isClosed()) {
+      long began = System.nanoTime();
+      long sleep;
+      try {
+        Schedules.Check c = schedules.check();
+        checks++;
+        if (failing) {
+          log.info("scheduler {}: checks work again", name);
+          failing = false;
+        }
+        ceiling = c.fired() > 0 || c.full() ? pollNanos : Math.min(ceiling * 2, maxIdleNanos);
+        long until =
+            c.untilSoonest() == null
+                ? Long.MAX_VALUE
+                : Math.max(0, saturatedNanos(c.untilSoonest()));
+        sleep = c.full() ? pollNanos : Math.max(pollNanos, Math.min(until, ceiling));
+      } catch (RuntimeException e) {
+        checks++;
+        if (!failing) {
+          log.warn("scheduler {}: a check failed; backing off: {}", name, e.toString());
+          failing = true;
+        } else {
+          log.debug("scheduler {}: a check failed again: {}", name, e.toString());
+        }
+        ceiling = Math.min(ceiling * 2, maxIdleNanos);
+        sleep = ceiling;
+      }
+      sleepUntil(began + pollNanos, began + sleep);
+    }
+  }
+
+  /**
+   * Sleeps until {@code latest}, or until a wake-up once {@code earliest} has passed (a wake-up
+   * never makes checks more frequent than the poll interval).
+   */
+  private void sleepUntil(long earliest, long latest) {
+    synchronized (lock) {
+      while (!closed) {
+        long now = System.nanoTime();
+        long deadline = woken ? earliest : latest;
+        long left = deadline - now;
+        if (left <= 0) {
+          woken = false; // consumed: the check about to run sees what the wake-up announced
+          return;
+        }
+        try {
+          TimeUnit.NANOSECONDS.timedWait(lock, left);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          closed = true;
+          return;
+        }
+      }
+    }
+  }
+
+  private boolean isClosed() {
+    synchronized (lock) {
+      return closed;
+    }
+  }
+
+  private static long saturatedNanos(Duration d) {
+    try {
+      return d.toNanos();
+    } catch (ArithmeticException e) {
+      return d.isNegative() ? 0 : Long.MAX_VALUE;
+    }
+  }
+
+  /**
+   * Builds a {@link CommandScheduler}; setters refuse bad values with {@link
+   * IllegalArgumentException}.
+   */
+  public static final class Builder {
+    private final CommandQueue queue;
+    private String name = "commands";
+    private Duration pollInterval = MessagePump.DEFAULT_POLL_INTERVAL;
+    private Duration maxIdle = DEFAULT_MAX_IDLE;
+    private ThreadFactory threadFactory = Thread::new;
+
+    private Builder(CommandQueue queue) {
+      this.queue = queue;
+    }
+
+    /** The name in the thread's name and in log lines: {@code [A-Za-z0-9_.-]{1,64}}. */
+    public Builder name(String name) {
+      if (name == null || !NAME.matcher(name).matches()) {
+        throw new IllegalArgumentException("name must match " + NAME.pattern() + ": " + name);
+      }
+      this.name = name;
+      return this;
+    }
+
+    /**
+     * The shortest time between two checks (default {@link MessagePump#DEFAULT_POLL_INTERVAL}, as a
+     * pump's); positive. A tick fires at most about this late.
+     */
+    public Builder pollInterval(Duration pollInterval) {
+      this.pollInterval = positive("pollInterval", pollInterval);
+      return this;
+    }
+
+    /**
+     * The longest sleep between checks while nothing fires (default {@link #DEFAULT_MAX_IDLE});
+     * positive, and taken as at least {@code pollInterval}.
+     */
+    public Builder maxIdle(Duration maxIdle) {
+      this.maxIdle = positive("maxIdle", maxIdle);
+      return this;
+    }
+
+    /** Makes the scheduler's thread (default {@code Thread::new}). */
+    public Builder threadFactory(ThreadFactory threadFactory) {
+      if (threadFactory == null) {
+        throw new IllegalArgumentException("threadFactory must not be null");
+      }
+      this.threadFactory = threadFactory;
+      return this;
+    }
+
+    /** The scheduler, not started. */
+    public CommandScheduler build() {
+      return new CommandScheduler(this);
+    }
+
+    private static Duration positive(String what, Duration d) {
+      if (d == null) {
+        throw new IllegalArgumentException(what + " must not be null");
+      }
+      if (d.isNegative() || d.isZero()) {
+        throw new IllegalArgumentException(what + " must be positive: " + d);
+      }
+      if (d.compareTo(Duration.ofDays(1)) > 0) {
+        throw new IllegalArgumentException(what + " must be at most one day: " + d);
+      }
+      return d;
+    }
+  }
+}
