@@ -109,12 +109,15 @@ class IdlePollingIT {
     assertThat(acquisitions).isBetween(3, (int) most);
     // The server ran no claim the driver did not count: at most one scan of paused_types per
     // counted acquisition (every backend of the pool has ended, so its statistics are in). Not
-    // exactly one: with 16 workers (about one execution per connection) the statistics showed
-    // fewer scans than the 20 counted claims, and never reached them in 30 s, so not every
-    // execution of the claim scans paused_types.
+    // exactly one, and possibly none: the pause check is a NOT EXISTS correlated with each
+    // candidate command, which PostgreSQL runs as an anti-join, and with an empty queue the
+    // join may end on its empty outer side without reading paused_types at all (a nested loop
+    // always does; a hash join does when it reads the outer side first). Which plan the claim
+    // gets depends on the statistics that the other tests' commands left, so with 16 workers the
+    // statistics have shown 20 counted claims with fewer scans, once with none.
     assertThat(pausedTypesScans(db) - scansBefore)
         .as("claim statements the server ran")
-        .isBetween(1L, (long) acquisitions);
+        .isBetween(0L, (long) acquisitions);
   }
 
   @Test
