@@ -231,10 +231,8 @@ public final class AcquireStatement {
     //
     // The scan reads one message more than it takes (perKey + 1): whether a message has a later
     // one of its key (h_more) comes from the same scan. Each message is then deleted by its row
-    // address (ctid, a TID scan). Until 2026-12-01 the head was one scalar subquery, each delete
-    // went through the primary key, and a probe per deleted message looked for a later one: two
-    // index descents per message more; pg_stat_statements on a PostgreSQL 15 server, bench
-    // --quick, batches of 10: 213 -> 143 us per statement (docs/benchmarks.md). The ctid and the
+    // address (ctid, a TID scan): no primary-key descent for the delete and no probe for a later
+    // message (docs/performance-notes.md, "One index scan per key"). The ctid and the
     // ids are read with the statement's snapshot, which keeps those rows from being pruned until
     // it ends; a row another transaction deleted (or wrote back, as a new row) meanwhile is not
     // deleted here, and its key is raced.
@@ -301,9 +299,8 @@ public final class AcquireStatement {
     // The messages of h, deleted. The delete decides on each row's newest version: a message that
     // the previous holder of the key deleted, wrote back or updated, committed after this
     // statement's snapshot, is not deleted and not returned (its ctid no longer names a live
-    // version; the key is "raced": deleteRacedHeads takes it). Before 2026-12-01 the head was read
-    // and the message deleted at completion: one statement more per delivery, and (for a head
-    // with a writer the snapshot did not see) a second, locked read.
+    // version; the key is "raced": deleteRacedHeads takes it). Deleting here, not at completion,
+    // saves a statement per delivery.
     List<Field<?>> deleted = new ArrayList<>();
     deleted.add(M.ID.as("d_id"));
     deleted.addAll(
