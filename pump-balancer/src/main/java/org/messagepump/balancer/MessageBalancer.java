@@ -297,6 +297,34 @@ public final class MessageBalancer {
     return read("listing parked keys", tx -> StoreQueries.parkedKeys(tx.dsl(), group));
   }
 
+  /** The largest page of {@link #parkedKeys(ParkedKey, int)}. */
+  public static final int MAX_PARKED_PAGE = 10_000;
+
+  /**
+   * A page of this group's parked keys, oldest parked first (ties by key), with the reason and when
+   * each was parked: the keys after {@code after} (the last entry of the previous page), or from
+   * the first when it is null. Each page is a range of the index of parked keys, however many keys
+   * the group has.
+   *
+   * @throws IllegalArgumentException for a limit outside 1..{@value #MAX_PARKED_PAGE}; nothing is
+   *     sent
+   */
+  public List<ParkedKey> parkedKeys(ParkedKey after, int limit) {
+    if (limit < 1 || limit > MAX_PARKED_PAGE) {
+      throw new IllegalArgumentException("limit must be 1.." + MAX_PARKED_PAGE + ": " + limit);
+    }
+    java.time.OffsetDateTime afterAt =
+        after == null ? null : after.parkedAt().atOffset(java.time.ZoneOffset.UTC);
+    return read(
+        "listing parked keys",
+        dsl ->
+            StoreQueries.parkedKeys(
+                    dsl, group, afterAt, after == null ? null : after.partitionKey(), limit)
+                .stream()
+                .map(r -> new ParkedKey(r.key(), r.reason(), r.parkedAt().toInstant()))
+                .toList());
+  }
+
   /** Puts a parked key back into the rotation with no failures; false when it was not parked. */
   public boolean unpark(String partitionKey) {
     Balancer.checkName("partitionKey", partitionKey);

@@ -71,6 +71,40 @@ public final class DeadLetters {
                 .toList());
   }
 
+  /**
+   * The next page of dead letters of {@code type} (null: every type) after the one parked at {@code
+   * afterParkedAt} with id {@code afterMessageId} (the last entry of the previous page; both null:
+   * from the first), in the order of {@link #list(String, int)}: oldest parked first, ties by
+   * message id. Of one type it is a range of the dead letters' index.
+   *
+   * @throws IllegalArgumentException for a bad type, a limit outside 1..{@value #MAX_LIST_LIMIT},
+   *     or only one of the two {@code after} values; nothing is sent
+   */
+  public List<DeadLetter> list(
+      String type, java.time.Instant afterParkedAt, UUID afterMessageId, int limit) {
+    if ((afterParkedAt == null) != (afterMessageId == null)) {
+      throw new IllegalArgumentException(
+          "afterParkedAt and afterMessageId go together: both null, or both set");
+    }
+    if (afterParkedAt == null) {
+      return list(type, limit);
+    }
+    Inputs.optionalKey("type", type);
+    if (limit < 1 || limit > MAX_LIST_LIMIT) {
+      throw new IllegalArgumentException(
+          "limit must be between 1 and " + MAX_LIST_LIMIT + ": " + limit);
+    }
+    return Transactions.inNew(
+        dataSource,
+        "listing dead letters",
+        tx ->
+            DeadLetterQueries.listAfter(
+                    tx.dsl(), tables, type, afterParkedAt, afterMessageId, limit)
+                .stream()
+                .map(DeadLetters::deadLetter)
+                .toList());
+  }
+
   /** The dead letter with this message id, if parked. */
   public Optional<DeadLetter> find(UUID messageId) {
     id(messageId);

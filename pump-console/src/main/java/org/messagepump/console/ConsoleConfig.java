@@ -52,6 +52,9 @@ public final class ConsoleConfig {
   /** Default: audit entries are kept for 400 days. */
   public static final Duration DEFAULT_AUDIT_RETENTION = Duration.ofDays(400);
 
+  /** Default: one sample of the figures serves every page for 1.5 s. */
+  public static final Duration DEFAULT_SAMPLE_INTERVAL = Duration.ofMillis(1_500);
+
   /** Shortest configured secret: 32 characters. */
   public static final int MIN_SECRET_LENGTH = 32;
 
@@ -69,6 +72,7 @@ public final class ConsoleConfig {
   private final Duration loginTtl;
   private final String auditSchema;
   private final Duration auditRetention;
+  private final Duration sampleInterval;
   private final boolean remoteWithoutToken;
   private final String actorName;
   private final Function<HttpServletRequest, String> actor;
@@ -95,6 +99,7 @@ public final class ConsoleConfig {
     this.loginTtl = b.loginTtl;
     this.auditSchema = b.auditSchema;
     this.auditRetention = b.auditRetention;
+    this.sampleInterval = b.sampleInterval;
     this.remoteWithoutToken = b.remoteWithoutToken;
     this.actorName = b.actorName;
     this.actor = b.actor;
@@ -176,6 +181,14 @@ public final class ConsoleConfig {
   }
 
   /**
+   * How long one sample of the figures serves every page and API client before the next one is read
+   * (see {@link Builder#sampleInterval}).
+   */
+  public Duration sampleInterval() {
+    return sampleInterval;
+  }
+
+  /**
    * True when nobody is identified (no token, no identity header, no application security): the
    * console then serves direct loopback clients only.
    */
@@ -244,6 +257,7 @@ public final class ConsoleConfig {
     private Duration loginTtl = DEFAULT_LOGIN_TTL;
     private String auditSchema = ConsoleAudit.DEFAULT_SCHEMA;
     private Duration auditRetention = DEFAULT_AUDIT_RETENTION;
+    private Duration sampleInterval = DEFAULT_SAMPLE_INTERVAL;
     private boolean remoteWithoutToken;
     private String actorName = DEFAULT_ACTOR;
     private Function<HttpServletRequest, String> actor;
@@ -410,6 +424,22 @@ public final class ConsoleConfig {
         throw new IllegalArgumentException("auditRetention must be at least one day");
       }
       this.auditRetention = retention;
+      return this;
+    }
+
+    /**
+     * How long one sample of the figures (queue depth, every handler's lag, every group's figures,
+     * the live charts' points) serves every open page and API client before the next read of the
+     * database (default 1.5 s, between 100 ms and 10 minutes). Samples are read only while someone
+     * asks, one round at a time.
+     */
+    public Builder sampleInterval(Duration interval) {
+      if (interval == null
+          || interval.compareTo(Duration.ofMillis(100)) < 0
+          || interval.compareTo(Duration.ofMinutes(10)) > 0) {
+        throw new IllegalArgumentException("sampleInterval must be between 100 ms and 10 minutes");
+      }
+      this.sampleInterval = interval;
       return this;
     }
 

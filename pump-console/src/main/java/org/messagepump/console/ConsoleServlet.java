@@ -1,6 +1,5 @@
 package org.messagepump.console;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -52,7 +51,6 @@ public final class ConsoleServlet extends HttpServlet {
 
   private static final long serialVersionUID = 1L;
   private static final Logger LOG = LoggerFactory.getLogger(ConsoleServlet.class);
-  private static final ObjectMapper JSON = new ObjectMapper();
 
   /** The security headers of every response (ConsoleServer's own error pages send them too). */
   static final Map<String, String> SECURITY_HEADERS =
@@ -120,7 +118,7 @@ public final class ConsoleServlet extends HttpServlet {
     this.stores =
         new Stores(
             transactions, config.commandsSchema(), config.eventsSchema(), config.balancerSchema());
-    this.sampler = new Sampler(stores, config.meterRegistry());
+    this.sampler = new Sampler(stores, config.meterRegistry(), config.sampleInterval().toMillis());
     this.actions = new Actions(stores);
     this.audit = new Audit(dataSource, config.auditSchema(), config.auditRetention());
     this.refusals = new Refusals(config.meterRegistry());
@@ -198,6 +196,13 @@ public final class ConsoleServlet extends HttpServlet {
     }
   }
 
+  /** Stops the thread that samples the figures the pages share. */
+  @Override
+  public void destroy() {
+    sampler.close();
+    super.destroy();
+  }
+
   private static String action(HttpServletRequest req) {
     String p = String.valueOf(req.getPathInfo());
     return p.startsWith("/actions/") ? p.substring(9).replace('/', '.') : p;
@@ -215,14 +220,14 @@ public final class ConsoleServlet extends HttpServlet {
     if (path.equals("/api/overview")) {
       resp.setContentType("application/json");
       resp.setCharacterEncoding("UTF-8");
-      JSON.writeValue(resp.getOutputStream(), sampler.samples());
+      resp.getOutputStream().write(sampler.json());
       return;
     }
     if (path.startsWith("/actions/")) {
       resp.setHeader("Allow", "POST");
       throw new HttpError(405, "actions are POST requests");
     }
-    html(resp, Pages.render(path, r, stores, actions, audit, refusals));
+    html(resp, Pages.render(path, r, stores, sampler, actions, audit, refusals));
   }
 
   private void post(Request r, String path, HttpServletResponse resp) {
@@ -243,6 +248,7 @@ public final class ConsoleServlet extends HttpServlet {
     } catch (DatabaseException e) {
       throw unavailable(e);
     }
+    sampler.invalidate();
     Audit.log(ran.entry());
     audit.pruneSometimes();
     String next = ran.done().redirect();

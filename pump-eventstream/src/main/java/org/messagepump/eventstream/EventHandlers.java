@@ -8,12 +8,12 @@ import java.util.Objects;
 import javax.sql.DataSource;
 import org.jooq.Condition;
 import org.jooq.Record;
-import org.jooq.Record1;
 import org.messagepump.core.DatabaseException;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
 import org.messagepump.eventstream.internal.CheckpointOperations;
+import org.messagepump.eventstream.internal.LagQueries;
 import org.messagepump.eventstream.internal.Tables;
 
 /**
@@ -40,29 +40,155 @@ import org.messagepump.eventstream.internal.Tables;
  */
 public final class EventHandlers {
 
+  /** The largest page of {@link #behind} and {@link #parkedStreams}. */
+  public static final int MAX_PAGE = 10_000;
+
   private final DataSource dataSource;
   private final CheckpointOperations operations;
   private final Tables.Checkpoints cp;
   private final Tables.Streams streams;
+  private final LagQueries lagQueries;
 
   EventHandlers(DataSource dataSource, Tables tables) {
     this.dataSource = dataSource;
     this.operations = new CheckpointOperations(tables);
+    this.lagQueries = new LagQueries(tables);
     this.cp = tables.checkpoints;
     this.streams = tables.streams;
   }
 
-  /** Every handler key that has started reading at least one stream, sorted. */
+  /**
+   * Every handler key that has started reading at least one stream, sorted. One index probe per
+   * key, however many streams there are.
+   */
   public List<String> handlerKeys() {
     return Transactions.inNew(
+        dataSource, "listing handler keys", tx -> jdbc(() -> lagQueries.handlerKeys(conn(tx))));
+  }
+
+  /**
+   * Per handler (sorted by key): how many streams lag and are parked, the total lag and failures.
+   * Unlike summing {@link #checkpoints}, its cost grows with the streams that may lag (rows behind
+   * their stream's end, parked rows, streams changed since the handler last looked), found through
+   * the pollers' indexes, not with every stream times every handler.
+   */
+  public List<HandlerLag> lagSummaries() {
+    return Transactions.inNew(
         dataSource,
-        "listing handler keys",
+        "summing the handlers' lag",
         tx ->
-            tx.dsl()
-                .selectDistinct(cp.handlerKey)
-                .from(cp.table)
-                .orderBy(cp.handlerKey)
-                .fetch(Record1::value1));
+            jdbc(
+                () ->
+                    lagQueries.summaries(conn(tx)).stream()
+                        .map(
+                            s ->
+                                new HandlerLag(
+                                    s.handlerKey(),
+                                    s.laggingStreams(),
+                                    s.parkedStreams(),
+                                    s.lag(),
+                                    s.failures()))
+                        .toList()));
+  }
+
+  /**
+   * A page of the streams {@code handlerKey} lags on, fails on or has parked, with their keys:
+   * parked first, then the largest lag, then by stream id. Pass the {@link StreamLag#cursor()} of
+   * the last entry of a page as {@code after} for the next one ({@code null} for the first). Its
+   * cost grows with the streams that may lag (see {@link #lagSummaries()}), not with every stream.
+   *
+   * @throws IllegalArgumentException for a bad key, a limit outside 1..{@value #MAX_PAGE}, or a
+   *     cursor of another handler; nothing is sent
+   */
+  public List<StreamLag> behind(String handlerKey, StreamLag.Cursor after, int limit) {
+    requireKey(handlerKey);
+    requireLimit(limit);
+    if (after != null && !after.handlerKey().equals(handlerKey)) {
+      throw new IllegalArgumentException(
+          "the cursor is of handler '" + after.handlerKey() + "', not '" + handlerKey + "'");
+    }
+    return Transactions.inNew(
+        dataSource,
+        "listing the streams handler '" + handlerKey + "' lags on",
+        tx ->
+            jdbc(
+                () ->
+                    lagQueries
+                        .behind(
+                            conn(tx),
+                            handlerKey,
+                            after != null && after.parked(),
+                            after == null ? null : after.lag(),
+                            after == null ? 0 : after.streamId(),
+                            limit)
+                        .stream()
+                        .map(EventHandlers::streamLag)
+                        .toList()));
+  }
+
+  /**
+   * A page of the streams parked for any handler, with their keys: the largest lag first, then by
+   * handler key and stream id. Pass the {@link StreamLag#cursor()} of the last entry of a page as
+   * {@code after} for the next one ({@code null} for the first).
+   *
+   * @throws IllegalArgumentException for a limit outside 1..{@value #MAX_PAGE}; nothing is sent
+   */
+  public List<StreamLag> parkedStreams(StreamLag.Cursor after, int limit) {
+    requireLimit(limit);
+    return Transactions.inNew(
+        dataSource,
+        "listing parked streams",
+        tx ->
+            jdbc(
+                () ->
+                    lagQueries
+                        .parked(
+                            conn(tx),
+                            after == null ? null : after.lag(),
+                            after == null ? null : after.handlerKey(),
+                            after == null ? 0 : after.streamId(),
+                            limit)
+                        .stream()
+                        .map(EventHandlers::streamLag)
+                        .toList()));
+  }
+
+  private static void requireLimit(int limit) {
+    if (limit < 1 || limit > MAX_PAGE) {
+      throw new IllegalArgumentException("limit must be 1.." + MAX_PAGE + ": " + limit);
+    }
+  }
+
+  private static StreamLag streamLag(LagQueries.Row r) {
+    return new StreamLag(
+        new Checkpoint(
+            r.handlerKey(),
+            r.streamId(),
+            r.offset(),
+            r.nextOffset(),
+            r.failures(),
+            instant(r.resumeAt()),
+            instant(r.parkedAt()),
+            r.parkedReason(),
+            r.tracked()),
+        r.streamKey());
+  }
+
+  private static java.sql.Connection conn(Tx tx) {
+    return tx.connection();
+  }
+
+  /** A JDBC read whose {@link SQLException} becomes the drivers' {@link DatabaseException}. */
+  private interface JdbcRead<T> {
+    T read() throws SQLException;
+  }
+
+  private static <T> T jdbc(JdbcRead<T> read) {
+    try {
+      return read.read();
+    } catch (SQLException e) {
+      throw new DatabaseException("reading the handlers' lag", e);
+    }
   }
 
   /**

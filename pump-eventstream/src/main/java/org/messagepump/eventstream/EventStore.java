@@ -449,6 +449,24 @@ public final class EventStore {
                             r.value3() == null ? null : r.value3().toInstant())));
   }
 
+  /**
+   * How many events every stream holds together (the sum of the streams' committed next offsets):
+   * one aggregate over the streams, whatever the number of handlers. Operators take differences of
+   * it for the rate of appends.
+   */
+  public long eventCount() {
+    return Transactions.inNew(
+        dataSource,
+        "counting events",
+        tx ->
+            tx.dsl()
+                .select(DSL.coalesce(DSL.sum(tables.streams.nextOffset), java.math.BigDecimal.ZERO))
+                .from(tables.streams.table)
+                .fetchOne()
+                .value1()
+                .longValue());
+  }
+
   /** The public event of an internal event row. */
   static StoredEvent storedEvent(EventRows.Row row) {
     return new StoredEvent(row.streamId(), row.offset(), row.envelope());

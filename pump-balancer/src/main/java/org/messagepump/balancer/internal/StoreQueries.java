@@ -251,6 +251,29 @@ public final class StoreQueries {
     return parked;
   }
 
+  /** A parked key's row: key, reason, when. */
+  public record ParkedRow(String key, String reason, OffsetDateTime parkedAt) {}
+
+  /**
+   * Up to {@code limit} parked keys of {@code group}, oldest parked first (ties by key), after
+   * {@code (afterAt, afterKey)} when {@code afterKey} is not null: a range of the index of parked
+   * keys ({@code partitions_parked}).
+   */
+  public static List<ParkedRow> parkedKeys(
+      DSLContext dsl, String group, OffsetDateTime afterAt, String afterKey, int limit) {
+    return dsl.select(P.KEY, P.PARKED_REASON, P.PARKED_AT)
+        .from(P.T)
+        .where(P.GROUP.eq(group))
+        .and(P.PARKED_AT.isNotNull())
+        .and(
+            afterKey == null
+                ? DSL.noCondition()
+                : DSL.row(P.PARKED_AT, P.KEY).gt(DSL.val(afterAt), DSL.val(afterKey)))
+        .orderBy(P.PARKED_AT, P.KEY)
+        .limit(limit)
+        .fetch(r -> new ParkedRow(r.value1(), r.value2(), r.value3()));
+  }
+
   /** Unparks a key: failures reset, due now, joined at the back of the rotation. */
   public static boolean unpark(DSLContext dsl, String group, String key) {
     return dsl.update(P.T)

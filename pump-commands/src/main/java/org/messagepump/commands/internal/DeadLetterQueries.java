@@ -86,6 +86,26 @@ public final class DeadLetterQueries {
         .fetch(DeadLetterQueries::deadLetter);
   }
 
+  /**
+   * Dead letters after {@code (afterAt, afterId)} in the order of {@link #list} (keyset paging);
+   * {@code type} null means all types.
+   */
+  public static List<Parked> listAfter(
+      DSLContext dsl,
+      CommandTables t,
+      String type,
+      java.time.Instant afterAt,
+      UUID afterId,
+      int limit) {
+    return dsl.select(READ)
+        .from(t.deadLetters)
+        .where(ofType(type))
+        .and(org.jooq.impl.DSL.row(PARKED_AT, MESSAGE_ID).gt(afterAt, afterId))
+        .orderBy(PARKED_AT, MESSAGE_ID)
+        .limit(limit)
+        .fetch(DeadLetterQueries::deadLetter);
+  }
+
   /** One dead letter, or null. */
   public static Parked find(DSLContext dsl, CommandTables t, UUID id) {
     return dsl.select(READ)

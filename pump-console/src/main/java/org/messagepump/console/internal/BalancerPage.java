@@ -9,21 +9,22 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Map;
 import org.messagepump.balancer.GroupStats;
 import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.balancer.ParkedKey;
 import org.messagepump.balancer.PartitionStats;
 
 /** Groups; per group its partitions with their heads, leases, parked keys and fairness. */
 final class BalancerPage {
 
-  static final int MAX_KEYS = 200;
+  /** Keys a page of partitions shows. */
+  static final int PAGE = 50;
 
   private BalancerPage() {}
 
-  static String render(Request r, Stores stores) {
+  static String render(Request r, Stores stores, Sampler.Snapshot snapshot) {
     String group = r.optional("group", MessageBalancer.MAX_NAME_LENGTH);
-    List<GroupStats> groups = stores.groups();
+    List<GroupStats> groups = snapshot.groups();
     StringBuilder b = new StringBuilder();
     b.append("<section><h2>Groups</h2><table id=\"groups\"><thead><tr><th>group</th>")
         .append("<th>partitions</th><th>messages</th><th></th><th>leases</th><th>parked</th>")
@@ -70,56 +71,105 @@ final class BalancerPage {
 
   private static void group(
       StringBuilder b, Request r, Stores stores, MessageBalancer balancer, long total) {
-    Map<String, String> parked = balancer.parkedKeys();
-    b.append("<section><h2>Parked keys of ")
-        .append(esc(balancer.group()))
-        .append("</h2><table id=\"parked-keys\"><thead><tr><th>key</th><th>reason</th><th></th>")
-        .append("</tr></thead><tbody>");
-    parked.forEach(
-        (key, reason) -> {
-          b.append("<tr><td class=\"key\">")
-              .append(esc(key))
-              .append("</td><td class=\"reason\">")
-              .append(CommandsPage.reason(reason))
-              .append("</td><td>");
-          if (overLimit(key)) {
-            b.append("<span class=\"note\">longer than the balancer's ")
-                .append(MessageBalancer.MAX_NAME_LENGTH)
-                .append("-byte limit: only SQL can unpark it</span>");
-          } else if (!r.config().readOnly()) {
-            b.append(
-                form(
-                    r,
-                    "keys/unpark",
-                    "Unpark key " + key + "? Its messages are delivered again.",
-                    text("group", balancer.group()) + text("key", key),
-                    "Unpark"));
-          }
-          b.append("</td></tr>");
-        });
-    if (parked.isEmpty()) {
-      b.append("<tr><td colspan=\"3\" class=\"note\">No parked keys.</td></tr>");
-    }
-    b.append("</tbody></table></section>");
-
-    List<PartitionStats> keys = new ArrayList<>();
-    List<String> unreadable = new ArrayList<>();
-    for (String key : stores.hottestKeys(balancer.group(), MAX_KEYS)) {
-      if (overLimit(key)) {
-        unreadable.add(key); // stored by other means than the API, which would refuse it
-      } else {
-        balancer.partitionStats(key).ifPresent(keys::add);
+    ParkedKey parkedAfter = null;
+    String afterParked = r.optional("parked_after_key", 4 * MessageBalancer.MAX_NAME_LENGTH);
+    if (afterParked != null) {
+      String at = r.required("parked_after_at", 40);
+      try {
+        parkedAfter = new ParkedKey(afterParked, null, Instant.parse(at));
+      } catch (java.time.format.DateTimeParseException e) {
+        throw HttpError.badRequest("parameter parked_after_at is not an instant: " + at);
       }
     }
-    keys.sort(Comparator.comparingLong(PartitionStats::messageCount).reversed());
-    fairness(b, keys);
+    List<ParkedKey> parked = balancer.parkedKeys(parkedAfter, PAGE);
+    b.append("<section><h2>Parked keys of ")
+        .append(esc(balancer.group()))
+        .append("</h2><p class=\"note\">")
+        .append("The oldest parked first, ")
+        .append(PAGE)
+        .append(" a page.")
+        .append("</p><table id=\"parked-keys\"><thead><tr><th>key</th><th>parked</th>")
+        .append("<th>reason</th><th></th></tr></thead><tbody>");
+    for (ParkedKey p : parked) {
+      String key = p.partitionKey();
+      b.append("<tr><td class=\"key\">")
+          .append(esc(key))
+          .append("</td><td>")
+          .append(Html.time(p.parkedAt()))
+          .append("</td><td class=\"reason\">")
+          .append(CommandsPage.reason(p.reason()))
+          .append("</td><td>");
+      if (overLimit(key)) {
+        b.append("<span class=\"note\">longer than the balancer's ")
+            .append(MessageBalancer.MAX_NAME_LENGTH)
+            .append("-byte limit: only SQL can unpark it</span>");
+      } else if (!r.config().readOnly()) {
+        b.append(
+            form(
+                r,
+                "keys/unpark",
+                "Unpark key " + key + "? Its messages are delivered again.",
+                text("group", balancer.group()) + text("key", key),
+                "Unpark"));
+      }
+      b.append("</td></tr>");
+    }
+    if (parked.isEmpty()) {
+      b.append("<tr><td colspan=\"4\" class=\"note\">No parked keys.</td></tr>");
+    }
+    b.append("</tbody></table>");
+    if (parked.size() == PAGE) {
+      ParkedKey last = parked.get(parked.size() - 1);
+      b.append("<p><a id=\"next-parked\" href=\"")
+          .append(
+              esc(
+                  r.base()
+                      + "/balancer?group="
+                      + Html.url(balancer.group())
+                      + "&parked_after_at="
+                      + Html.url(last.parkedAt().toString())
+                      + "&parked_after_key="
+                      + Html.url(last.partitionKey())))
+          .append("\">Next ")
+          .append(PAGE)
+          .append(" parked keys</a></p>");
+    }
+    b.append("</section>");
+
+    Stores.KeyCount after = null;
+    if (r.optional("after_key", 4 * MessageBalancer.MAX_NAME_LENGTH) != null) {
+      long messages = r.longParam("after_messages");
+      if (messages < 0) {
+        throw HttpError.badRequest("parameter after_messages must not be negative: " + messages);
+      }
+      after =
+          new Stores.KeyCount(
+              r.required("after_key", 4 * MessageBalancer.MAX_NAME_LENGTH), messages);
+    }
+    List<Stores.KeyCount> hottest = stores.hottestKeys(balancer.group(), after, PAGE);
+    List<PartitionStats> keys = new ArrayList<>();
+    List<String> unreadable = new ArrayList<>();
+    for (Stores.KeyCount k : hottest) {
+      if (overLimit(k.key())) {
+        unreadable.add(k.key()); // stored by other means than the API, which would refuse it
+      } else {
+        balancer.partitionStats(k.key()).ifPresent(keys::add);
+      }
+    }
+    keys.sort(
+        Comparator.comparingLong(PartitionStats::messageCount)
+            .reversed()
+            .thenComparing(PartitionStats::partitionKey));
+    if (after == null) {
+      fairness(b, keys);
+    }
     b.append("<section><h2>Partitions</h2><p class=\"note\">")
-        .append(keys.size())
-        .append(" of ")
         .append(total)
-        .append(" keys: the ")
-        .append(MAX_KEYS)
-        .append(" with the most messages, most first. The head is a key's oldest message; a leased")
+        .append(" keys; the keys with the most messages first, ")
+        .append(PAGE)
+        .append(" a page")
+        .append(after == null ? "" : " (a later page)")
+        .append(". The head is a key's oldest message; a leased")
         .append(" head is in flight downstream.</p><table id=\"partitions\"><thead><tr>")
         .append("<th>key</th><th>messages</th><th>head age</th><th>in flight</th>")
         .append("<th>leased message</th><th>lease expires in</th><th>failures</th>")
@@ -159,7 +209,24 @@ final class BalancerPage {
           .append(MessageBalancer.MAX_NAME_LENGTH)
           .append("-byte limit: its figures cannot be read through the balancer's API</td></tr>");
     }
-    b.append("</tbody></table></section>");
+    b.append("</tbody></table>");
+    if (hottest.size() == PAGE) {
+      Stores.KeyCount last = hottest.get(hottest.size() - 1);
+      b.append("<p><a id=\"next-keys\" href=\"")
+          .append(
+              esc(
+                  r.base()
+                      + "/balancer?group="
+                      + Html.url(balancer.group())
+                      + "&after_messages="
+                      + last.messages()
+                      + "&after_key="
+                      + Html.url(last.key())))
+          .append("\">Next ")
+          .append(PAGE)
+          .append(" keys</a></p>");
+    }
+    b.append("</section>");
   }
 
   private static boolean overLimit(String key) {

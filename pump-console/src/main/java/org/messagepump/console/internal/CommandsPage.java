@@ -6,6 +6,7 @@ import static org.messagepump.console.internal.Html.hidden;
 import static org.messagepump.console.internal.Html.text;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -21,11 +22,22 @@ final class CommandsPage {
 
   private CommandsPage() {}
 
-  static String render(Request r, Stores stores, List<UUID> retried) {
+  static String render(Request r, Stores stores, Sampler.Snapshot snapshot, List<UUID> retried) {
     String type = r.optional("type", 200);
     int limit = r.intParam("limit", 50, 1, 1000);
+    Instant afterAt = null;
+    UUID afterId = null;
+    if (r.optional("after_id", 36) != null) {
+      String at = r.required("after_parked", 40);
+      try {
+        afterId = UUID.fromString(r.required("after_id", 36));
+        afterAt = Instant.parse(at);
+      } catch (IllegalArgumentException | java.time.format.DateTimeParseException e) {
+        throw HttpError.badRequest("parameters after_id and after_parked name no dead letter");
+      }
+    }
     StringBuilder b = new StringBuilder();
-    QueueDepth depth = stores.commands().depth();
+    QueueDepth depth = snapshot.depth();
     b.append("<section><h2>Depth by type</h2><table id=\"depth\"><thead><tr><th>type</th>")
         .append("<th>due</th><th>delayed</th><th>dead letters</th><th></th></tr></thead><tbody>");
     Map<String, QueueDepth.TypeDepth> byType = new TreeMap<>(depth.byType());
@@ -71,14 +83,18 @@ final class CommandsPage {
     retried(b, r, stores, retried);
 
     DeadLetters letters = stores.commands().deadLetters();
-    List<DeadLetter> list = type == null ? letters.list(limit) : letters.list(type, limit);
-    long total = type == null ? letters.count() : letters.count(type);
+    List<DeadLetter> list = letters.list(type, afterAt, afterId, limit);
+    long total =
+        type == null
+            ? depth.deadLetters()
+            : depth.byType().containsKey(type) ? depth.byType().get(type).deadLetters() : 0;
     b.append("<section><h2>Dead letters")
         .append(type == null ? "" : " of type " + esc(type))
         .append("</h2><p class=\"note\">")
         .append(list.size())
         .append(" shown of ")
         .append(total)
+        .append(afterId == null ? ", oldest parked first" : ", a later page")
         .append(
             type == null ? "" : " · <a href=\"" + esc(r.base() + "/commands") + "\">all types</a>")
         .append("</p>");
@@ -140,7 +156,26 @@ final class CommandsPage {
     if (list.isEmpty()) {
       b.append("<tr><td colspan=\"9\" class=\"note\">No dead letters.</td></tr>");
     }
-    b.append("</tbody></table></section>");
+    b.append("</tbody></table>");
+    if (list.size() == limit) {
+      DeadLetter last = list.get(list.size() - 1);
+      b.append("<p><a id=\"next-dead-letters\" href=\"")
+          .append(
+              esc(
+                  r.base()
+                      + "/commands?"
+                      + (type == null ? "" : "type=" + Html.url(type) + "&")
+                      + "limit="
+                      + limit
+                      + "&after_parked="
+                      + Html.url(last.parkedAt().toString())
+                      + "&after_id="
+                      + last.messageId()))
+          .append("\">Next ")
+          .append(limit)
+          .append(" dead letters</a></p>");
+    }
+    b.append("</section>");
     return Html.page(r, "/commands", "Commands", b.toString());
   }
 

@@ -8,6 +8,8 @@ import static org.messagepump.console.internal.Html.text;
 import java.util.List;
 import org.messagepump.eventstream.Checkpoint;
 import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.HandlerLag;
+import org.messagepump.eventstream.StreamLag;
 
 /**
  * Lag per handler and per stream, parked streams with resume; reset and set-checkpoint behind a
@@ -15,71 +17,72 @@ import org.messagepump.eventstream.EventHandlers;
  */
 final class EventsPage {
 
-  static final int MAX_STREAMS = 200;
+  /** Streams a page shows. */
+  static final int PAGE = 100;
 
   private EventsPage() {}
 
-  static String render(Request r, Stores stores) {
+  static String render(Request r, Stores stores, Sampler.Snapshot snapshot) {
     String handler = r.optional("handler", 200);
     EventHandlers handlers = stores.handlers();
     StringBuilder b = new StringBuilder();
     b.append("<section><h2>Handlers</h2><table id=\"handlers\"><thead><tr><th>handler</th>")
-        .append("<th>streams</th><th>lag</th><th></th><th>parked streams</th><th>failures</th>")
-        .append("</tr></thead><tbody>");
-    List<String> keys = handlers.handlerKeys();
-    for (String key : keys) {
-      List<Checkpoint> cps = handlers.checkpoints(key);
-      long lag = cps.stream().mapToLong(Checkpoint::lag).sum();
-      long parked = cps.stream().filter(Checkpoint::parked).count();
-      long failures = cps.stream().mapToLong(Checkpoint::failures).sum();
+        .append("<th>lagging streams</th><th>lag</th><th></th><th>parked streams</th>")
+        .append("<th>failures</th></tr></thead><tbody>");
+    HandlerLag chosen = null;
+    for (HandlerLag h : snapshot.handlers()) {
+      String key = h.handlerKey();
+      if (key.equals(handler)) {
+        chosen = h;
+      }
       b.append("<tr><td><a href=\"")
           .append(esc(r.base() + "/events?handler=" + Html.url(key)))
           .append("\">")
           .append(esc(key))
           .append("</a></td><td class=\"num\">")
-          .append(cps.size())
+          .append(h.laggingStreams())
           .append("</td><td class=\"num\">")
-          .append(Html.live("ev." + key + ".lag", lag))
+          .append(Html.live("ev." + key + ".lag", h.lag()))
           .append("</td><td>")
           .append(Html.spark("ev." + key + ".lag"))
           .append("</td><td class=\"num")
-          .append(parked > 0 ? " warn" : "")
+          .append(h.parkedStreams() > 0 ? " warn" : "")
           .append("\">")
-          .append(parked)
+          .append(h.parkedStreams())
           .append("</td><td class=\"num\">")
-          .append(failures)
+          .append(h.failures())
           .append("</td></tr>");
     }
-    if (keys.isEmpty()) {
+    if (snapshot.handlers().isEmpty()) {
       b.append("<tr><td colspan=\"6\" class=\"note\">No event handlers.</td></tr>");
     }
     b.append("</tbody></table></section>");
 
+    StreamLag.Cursor after = cursor(r, handler);
     if (handler == null) {
-      List<Checkpoint> parked = handlers.parked();
-      b.append("<section><h2>Parked streams</h2>");
+      List<StreamLag> parked = handlers.parkedStreams(after, PAGE);
+      b.append("<section><h2>Parked streams</h2><p class=\"note\">Every handler's parked streams,")
+          .append(" the largest lag first, ")
+          .append(PAGE)
+          .append(" a page.</p>");
       streams(b, r, parked, true);
+      next(b, r, null, parked);
       b.append("</section>");
     } else {
-      if (!keys.contains(handler)) {
+      if (chosen == null) {
         throw HttpError.notFound("no event handler " + handler);
       }
-      List<Checkpoint> all = handlers.checkpoints(handler);
-      List<Checkpoint> shown =
-          all.stream()
-              .filter(c -> c.lag() > 0 || c.parked() || c.failures() > 0)
-              .limit(MAX_STREAMS)
-              .toList();
+      List<StreamLag> shown = handlers.behind(handler, after, PAGE);
       b.append("<section><h2>Streams of ")
           .append(esc(handler))
           .append("</h2><p class=\"note\">")
-          .append(shown.size())
-          .append(" lagging, failing or parked of ")
-          .append(all.size())
-          .append(" streams (at most ")
-          .append(MAX_STREAMS)
-          .append(" shown).</p>");
-      if (!r.config().readOnly() && all.stream().anyMatch(Checkpoint::parked)) {
+          .append(chosen.laggingStreams())
+          .append(" lagging and ")
+          .append(chosen.parkedStreams())
+          .append(" parked streams; the parked ones first, then the largest lag, ")
+          .append(PAGE)
+          .append(" a page.</p>");
+      if (!r.config().readOnly() && chosen.parkedStreams() > 0) {
         b.append(
             form(
                 r,
@@ -89,6 +92,7 @@ final class EventsPage {
                 "Resume all parked"));
       }
       streams(b, r, shown, false);
+      next(b, r, handler, shown);
       b.append("</section>");
       if (!r.config().readOnly()) {
         guarded(b, r, handler);
@@ -97,17 +101,60 @@ final class EventsPage {
     return Html.page(r, "/events", "Event handlers", b.toString());
   }
 
-  private static void streams(StringBuilder b, Request r, List<Checkpoint> list, boolean key) {
+  /** The page's start: after the entry named by the {@code after_*} parameters, if any. */
+  private static StreamLag.Cursor cursor(Request r, String handler) {
+    if (r.optional("after_stream", 20) == null) {
+      return null;
+    }
+    long stream = r.longParam("after_stream");
+    long lag = r.longParam("after_lag");
+    if (lag < 0) {
+      throw HttpError.badRequest("parameter after_lag must not be negative: " + lag);
+    }
+    boolean parked = r.intParam("after_parked", 0, 0, 1) == 1;
+    String key = handler != null ? handler : r.required("after_handler", 200);
+    return new StreamLag.Cursor(parked, lag, key, stream);
+  }
+
+  /** The link to the page after {@code shown}, when it was full. */
+  private static void next(StringBuilder b, Request r, String handler, List<StreamLag> shown) {
+    if (shown.size() < PAGE) {
+      return;
+    }
+    StreamLag.Cursor c = shown.get(shown.size() - 1).cursor();
+    String href =
+        r.base()
+            + "/events?"
+            + (handler == null
+                ? "after_handler=" + Html.url(c.handlerKey())
+                : "handler=" + Html.url(handler))
+            + "&after_parked="
+            + (c.parked() ? 1 : 0)
+            + "&after_lag="
+            + c.lag()
+            + "&after_stream="
+            + c.streamId();
+    b.append("<p><a id=\"next-streams\" href=\"")
+        .append(esc(href))
+        .append("\">Next ")
+        .append(PAGE)
+        .append(" streams</a></p>");
+  }
+
+  private static void streams(StringBuilder b, Request r, List<StreamLag> list, boolean key) {
     b.append("<table class=\"streams\"><thead><tr>")
         .append(key ? "<th>handler</th>" : "")
-        .append("<th>stream</th><th>checkpoint</th><th>end</th><th>lag</th><th>failures</th>")
-        .append("<th>resume at</th><th>parked</th><th></th></tr></thead><tbody>");
-    for (Checkpoint c : list) {
+        .append("<th>stream</th><th>id</th><th>checkpoint</th><th>end</th><th>lag</th>")
+        .append("<th>failures</th><th>resume at</th><th>parked</th><th></th></tr></thead><tbody>");
+    for (StreamLag s : list) {
+      Checkpoint c = s.checkpoint();
       b.append("<tr id=\"stream-")
           .append(c.streamId())
           .append("\">")
           .append(key ? "<td>" + esc(c.handlerKey()) + "</td>" : "")
-          .append("<td class=\"num\">")
+          .append("<td class=\"key\">")
+          .append(s.streamKey() == null ? "<span class=\"note\">no key</span>" : esc(s.streamKey()))
+          .append("</td><td class=\"num\">")
           .append(c.streamId())
           .append("</td><td class=\"num\">")
           .append(c.offset())
@@ -126,18 +173,19 @@ final class EventsPage {
                   : "")
           .append("</td><td>");
       if (c.parked() && !r.config().readOnly()) {
+        String name = s.streamKey() == null ? "stream " + c.streamId() : "stream " + s.streamKey();
         b.append(
             form(
                 r,
                 "streams/resume",
-                "Resume stream " + c.streamId() + " for " + c.handlerKey() + "?",
+                "Resume " + name + " for " + c.handlerKey() + "?",
                 text("handler", c.handlerKey()) + hidden("stream", c.streamId()),
                 "Resume"));
       }
       b.append("</td></tr>");
     }
     if (list.isEmpty()) {
-      b.append("<tr><td colspan=\"9\" class=\"note\">None.</td></tr>");
+      b.append("<tr><td colspan=\"10\" class=\"note\">None.</td></tr>");
     }
     b.append("</tbody></table>");
   }

@@ -10,16 +10,16 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.messagepump.balancer.GroupStats;
 import org.messagepump.commands.QueueDepth;
-import org.messagepump.eventstream.Checkpoint;
+import org.messagepump.eventstream.HandlerLag;
 
 /** Per driver and pump: what waits, what lags, what is parked, handled per second; live charts. */
 final class OverviewPage {
 
   private OverviewPage() {}
 
-  static String render(Request r, Stores stores) {
+  static String render(Request r, Sampler.Snapshot snapshot) {
     StringBuilder b = new StringBuilder();
-    QueueDepth depth = stores.commands().depth();
+    QueueDepth depth = snapshot.depth();
     b.append("<section><h2>Commands</h2><div class=\"cards\">");
     card(b, "due", "cmd.due", depth.due());
     card(b, "delayed", "cmd.delayed", depth.delayed());
@@ -27,17 +27,15 @@ final class OverviewPage {
     b.append("</div></section>");
 
     b.append("<section><h2>Event handlers</h2><table><thead><tr><th>handler</th><th>lag</th>")
-        .append("<th></th><th>events/s</th><th></th><th>parked streams</th><th>failures</th>")
+        .append(
+            "<th></th><th>events/s</th><th></th><th>lagging streams</th><th>parked streams</th>")
+        .append("<th>failures</th>")
         .append("</tr></thead><tbody>");
-    for (String key : stores.handlers().handlerKeys()) {
-      long lag = 0;
-      long parked = 0;
-      long failures = 0;
-      for (Checkpoint c : stores.handlers().checkpoints(key)) {
-        lag += c.lag();
-        parked += c.parked() ? 1 : 0;
-        failures += c.failures();
-      }
+    for (HandlerLag h : snapshot.handlers()) {
+      String key = h.handlerKey();
+      long lag = h.lag();
+      long parked = h.parkedStreams();
+      long failures = h.failures();
       String s = "ev." + key;
       b.append("<tr><td><a href=\"")
           .append(esc(r.base() + "/events?handler=" + Html.url(key)))
@@ -51,6 +49,8 @@ final class OverviewPage {
           .append(live(s + ".rate", "…"))
           .append("</td><td>")
           .append(spark(s + ".rate"))
+          .append("</td><td class=\"num\">")
+          .append(h.laggingStreams())
           .append("</td><td class=\"num")
           .append(parked > 0 ? " warn" : "")
           .append("\">")
@@ -64,7 +64,7 @@ final class OverviewPage {
     b.append("<section><h2>Balancer groups</h2><table><thead><tr><th>group</th>")
         .append("<th>partitions</th><th>messages</th><th></th><th>in flight (leases)</th>")
         .append("<th>parked keys</th><th>oldest</th></tr></thead><tbody>");
-    for (GroupStats g : stores.groups()) {
+    for (GroupStats g : snapshot.groups()) {
       String s = "bal." + g.group();
       b.append("<tr><td><a href=\"")
           .append(esc(r.base() + "/balancer?group=" + Html.url(g.group())))

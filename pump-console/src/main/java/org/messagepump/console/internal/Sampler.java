@@ -1,5 +1,7 @@
 package org.messagepump.console.internal;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -11,94 +13,234 @@ import java.util.LinkedList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 import org.messagepump.balancer.GroupStats;
 import org.messagepump.commands.QueueDepth;
-import org.messagepump.eventstream.Checkpoint;
+import org.messagepump.eventstream.HandlerLag;
 
 /**
- * The live charts' data: a sample of every figure, taken when a browser asks and the last one is
- * older than {@link #MIN_INTERVAL_MS} (so nobody looking means no load), kept for {@link #KEPT}
- * samples. Rates (handled/s, events/s) are differences between two samples.
+ * The figures every page and API client shares: one snapshot, taken by one thread of its own when
+ * someone asks and the last one is older than the interval, so the database sees one round of
+ * sampling queries per interval however many pages and clients are open (and none while nobody
+ * looks). Concurrent askers wait for the same round (single flight). The charts keep {@link #KEPT}
+ * samples; rates (handled/s, events/s) are differences between two samples. {@link #close} stops
+ * the thread.
  */
-public final class Sampler {
+public final class Sampler implements AutoCloseable {
 
-  static final long MIN_INTERVAL_MS = 1_500;
   static final int KEPT = 200;
+  private static final long WAIT_MS = 60_000;
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /**
+   * One round's figures.
+   *
+   * @param at when the round began (epoch ms)
+   * @param done when it ended (epoch ms): it is fresh for an interval from then
+   * @param generation the {@link #invalidate} count when the round began
+   * @param depth the command queue's depth
+   * @param handlers each event handler's lag
+   * @param groups each balancer group's figures
+   * @param json the charts' samples as {@code {"t": [epoch ms…], "series": {name: [value…]}}}
+   */
+  public record Snapshot(
+      long at,
+      long done,
+      long generation,
+      QueueDepth depth,
+      List<HandlerLag> handlers,
+      List<GroupStats> groups,
+      byte[] json) {}
 
   private final Stores stores;
   private final MeterRegistry registry;
+  private final long intervalMs;
+  private final ExecutorService thread;
+  private final AtomicLong generation = new AtomicLong();
+  private final Object lock = new Object();
+  private Snapshot latest; // guarded by lock
+  private CompletableFuture<Snapshot> inFlight; // guarded by lock
+
+  // Touched by the sampling thread only.
   private final Deque<Long> times = new ArrayDeque<>();
   private final Map<String, Deque<Double>> series = new TreeMap<>();
   private final Map<String, Double> lastTotals = new LinkedHashMap<>();
   private long lastAt;
 
-  public Sampler(Stores stores, MeterRegistry registry) {
+  /** A sampler whose snapshot serves for {@code intervalMs} after its round ended. */
+  public Sampler(Stores stores, MeterRegistry registry, long intervalMs) {
     this.stores = stores;
     this.registry = registry;
+    this.intervalMs = intervalMs;
+    this.thread =
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "pump-console-sampler");
+              t.setDaemon(true);
+              return t;
+            });
   }
 
-  /** The samples as {@code {"t": [epoch ms…], "series": {name: [value or null…]}}}. */
-  public synchronized Map<String, Object> samples() {
-    long now = System.currentTimeMillis();
-    if (now - lastAt >= MIN_INTERVAL_MS) {
-      take(now);
+  /**
+   * The latest snapshot when it is younger than the interval and no action ran since it began;
+   * otherwise the next round's, shared with every other caller waiting for it.
+   */
+  public Snapshot current() {
+    long wanted = generation.get();
+    while (true) {
+      CompletableFuture<Snapshot> round;
+      synchronized (lock) {
+        if (latest != null
+            && latest.generation() >= wanted
+            && System.currentTimeMillis() - latest.done() < intervalMs) {
+          return latest;
+        }
+        if (inFlight == null) {
+          long g = generation.get();
+          // The task publishes its snapshot before its future completes, under this lock, which
+          // this thread holds until inFlight is set: so a woken waiter sees latest updated.
+          inFlight = CompletableFuture.supplyAsync(() -> publish(g), thread);
+        }
+        round = inFlight;
+      }
+      Snapshot s = await(round);
+      if (s.generation() >= wanted) {
+        return s;
+      }
     }
-    Map<String, Object> out = new LinkedHashMap<>();
-    out.put("t", new ArrayList<>(times));
-    Map<String, Object> s = new LinkedHashMap<>();
-    series.forEach((k, v) -> s.put(k, new ArrayList<>(v)));
-    out.put("series", s);
-    return out;
   }
 
-  private void take(long now) {
+  /** The charts' samples as JSON (see {@link Snapshot#json}). */
+  public byte[] json() {
+    return current().json();
+  }
+
+  /** Makes the next {@link #current} read the database again: an action changed something. */
+  public void invalidate() {
+    generation.incrementAndGet();
+  }
+
+  /** Stops the sampling thread; a round under way is interrupted. */
+  @Override
+  public void close() {
+    thread.shutdownNow();
+    try {
+      if (!thread.awaitTermination(10, TimeUnit.SECONDS)) {
+        throw new IllegalStateException("the console's sampling thread did not stop in 10 s");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private static Snapshot await(CompletableFuture<Snapshot> round) {
+    try {
+      return round.get(WAIT_MS, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while waiting for the console's figures", e);
+    } catch (TimeoutException e) {
+      throw new IllegalStateException("the console's figures took over " + WAIT_MS + " ms", e);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof RuntimeException r) {
+        throw r;
+      }
+      throw new IllegalStateException("reading the console's figures failed", e.getCause());
+    }
+  }
+
+  private Snapshot publish(long generation) {
+    Snapshot s = null;
+    try {
+      s = take(generation);
+      return s;
+    } finally {
+      synchronized (lock) {
+        if (s != null) {
+          latest = s;
+        }
+        inFlight = null;
+      }
+    }
+  }
+
+  private Snapshot take(long generation) {
+    long now = System.currentTimeMillis();
     double seconds = lastAt == 0 ? 0 : (now - lastAt) / 1000.0;
-    Map<String, Double> v = new LinkedHashMap<>();
     QueueDepth depth = stores.commands().depth();
+    List<HandlerLag> handlers = stores.handlers().lagSummaries();
+    List<GroupStats> groups = stores.groups();
+    Map<String, Double> v = new LinkedHashMap<>();
     v.put("cmd.due", (double) depth.due());
     v.put("cmd.delayed", (double) depth.delayed());
     v.put("cmd.dead", (double) depth.deadLetters());
-    for (String key : stores.handlers().handlerKeys()) {
-      long lag = 0;
-      long parked = 0;
-      long position = 0;
-      for (Checkpoint c : stores.handlers().checkpoints(key)) {
-        lag += c.lag();
-        parked += c.parked() ? 1 : 0;
-        position += c.offset();
+    if (!handlers.isEmpty()) {
+      // Handled = appended - added lag: one sum over the streams, whatever the handlers.
+      long events = stores.events().eventCount();
+      for (HandlerLag h : handlers) {
+        String key = "ev." + h.handlerKey();
+        v.put(key + ".lag", (double) h.lag());
+        v.put(key + ".parked", (double) h.parkedStreams());
+        rate(v, key + ".rate", events - h.lag(), seconds);
       }
-      v.put("ev." + key + ".lag", (double) lag);
-      v.put("ev." + key + ".parked", (double) parked);
-      rate(v, "ev." + key + ".rate", position, seconds);
     }
-    for (GroupStats g : stores.groups()) {
+    for (GroupStats g : groups) {
       v.put("bal." + g.group() + ".messages", (double) g.messages());
       v.put("bal." + g.group() + ".leases", (double) g.leases());
       v.put("bal." + g.group() + ".parked", (double) g.parked());
     }
-    if (registry != null) {
-      for (Counter c : registry.find("messagepump.deliveries").counters()) {
-        String pump = c.getId().getTag("pump");
-        String outcome = c.getId().getTag("outcome");
-        if (pump == null || outcome == null) {
-          continue;
-        }
-        String name = "pump." + pump + "." + outcome;
-        if (outcome.equals("parked")) {
-          v.put(name, c.count());
-        } else {
-          rate(v, name, c.count(), seconds);
-        }
-      }
-      for (Gauge g : registry.find("messagepump.inflight").gauges()) {
-        String pump = g.getId().getTag("pump");
-        if (pump != null) {
-          v.put("pump." + pump + ".inflight", g.value());
-        }
-      }
-    }
+    meters(v, seconds);
     append(now, v);
     lastAt = now;
+    Map<String, Object> out = new LinkedHashMap<>();
+    out.put("t", new ArrayList<>(times));
+    Map<String, Object> s = new LinkedHashMap<>();
+    series.forEach((k, d) -> s.put(k, new ArrayList<>(d)));
+    out.put("series", s);
+    try {
+      byte[] json = JSON.writeValueAsBytes(out);
+      return new Snapshot(
+          now,
+          System.currentTimeMillis(),
+          generation,
+          depth,
+          List.copyOf(handlers),
+          List.copyOf(groups),
+          json);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("writing the console's samples as JSON", e);
+    }
+  }
+
+  private void meters(Map<String, Double> v, double seconds) {
+    if (registry == null) {
+      return;
+    }
+    for (Counter c : registry.find("messagepump.deliveries").counters()) {
+      String pump = c.getId().getTag("pump");
+      String outcome = c.getId().getTag("outcome");
+      if (pump == null || outcome == null) {
+        continue;
+      }
+      String name = "pump." + pump + "." + outcome;
+      if (outcome.equals("parked")) {
+        v.put(name, c.count());
+      } else {
+        rate(v, name, c.count(), seconds);
+      }
+    }
+    for (Gauge g : registry.find("messagepump.inflight").gauges()) {
+      String pump = g.getId().getTag("pump");
+      if (pump != null) {
+        v.put("pump." + pump + ".inflight", g.value());
+      }
+    }
   }
 
   private void rate(Map<String, Double> v, String name, double total, double seconds) {

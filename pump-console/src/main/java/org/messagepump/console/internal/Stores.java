@@ -7,6 +7,7 @@ import java.sql.SQLException;
 import java.util.List;
 import java.util.UUID;
 import javax.sql.DataSource;
+import org.jooq.Condition;
 import org.jooq.Field;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
@@ -44,6 +45,7 @@ public final class Stores {
 
   private final DataSource dataSource;
   private final CommandQueue commands;
+  private final EventStore events;
   private final EventHandlers handlers;
   private final String balancerSchema;
 
@@ -55,8 +57,8 @@ public final class Stores {
       DataSource dataSource, String commandsSchema, String eventsSchema, String balancerSchema) {
     this.dataSource = dataSource;
     this.commands = CommandQueue.builder(dataSource).codec(NO_TYPES).schema(commandsSchema).build();
-    this.handlers =
-        EventStore.builder(dataSource, NO_TYPES).schema(eventsSchema).build().handlers();
+    this.events = EventStore.builder(dataSource, NO_TYPES).schema(eventsSchema).build();
+    this.handlers = events.handlers();
     // The balancer checks its schema when a MessageBalancer is built: do it now, not at a request.
     MessageBalancer.builder(dataSource, "console").schema(balancerSchema).build();
     this.balancerSchema = balancerSchema;
@@ -64,6 +66,10 @@ public final class Stores {
 
   CommandQueue commands() {
     return commands;
+  }
+
+  EventStore events() {
+    return events;
   }
 
   EventHandlers handlers() {
@@ -94,13 +100,27 @@ public final class Stores {
         .fetch(r -> r.value1().toString());
   }
 
+  /** A key of a balancer group and how many messages it holds. */
+  record KeyCount(String key, long messages) {}
+
   /**
-   * The {@code limit} keys of {@code group} with the most messages, most first (ties by key): the
-   * balancer's API lists keys in rotation order only, so this counts them with one bound query.
+   * The {@code limit} keys of {@code group} with the most messages, most first (ties by key), after
+   * {@code after} when it is not null (keyset paging): the balancer's API lists keys in rotation
+   * order only, so this counts them with one bound query on the index of a key's messages.
    */
-  List<String> hottestKeys(String group, int limit) {
+  List<KeyCount> hottestKeys(String group, KeyCount after, int limit) {
     Field<String> key = DSL.field(DSL.name("partition_key"), SQLDataType.CLOB);
-    Field<Integer> n = DSL.count().as("n");
+    Field<Integer> count = DSL.count();
+    Field<Integer> n = count.as("n");
+    Condition page =
+        after == null
+            ? DSL.noCondition()
+            : count
+                .lt(DSL.val((int) Math.min(Integer.MAX_VALUE, after.messages())))
+                .or(
+                    count
+                        .eq(DSL.val((int) Math.min(Integer.MAX_VALUE, after.messages())))
+                        .and(key.gt(after.key())));
     return Transactions.inNew(
         dataSource,
         "counting the messages of each key of group " + group,
@@ -110,9 +130,10 @@ public final class Stores {
                 .from(DSL.table(DSL.name(balancerSchema, "messages")))
                 .where(DSL.field(DSL.name("partition_group"), SQLDataType.CLOB).eq(group))
                 .groupBy(key)
+                .having(page)
                 .orderBy(n.desc(), key)
                 .limit(limit)
-                .fetch(r -> r.value1()));
+                .fetch(r -> new KeyCount(r.value1(), r.value2())));
   }
 
   /**
