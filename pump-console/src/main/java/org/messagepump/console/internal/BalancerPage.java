@@ -24,7 +24,7 @@ final class BalancerPage {
 
   static String render(Request r, Stores stores, Sampler.Snapshot snapshot) {
     String group = r.optional("group", MessageBalancer.MAX_NAME_LENGTH);
-    List<GroupStats> groups = snapshot.groups();
+    List<GroupStats> groups = snapshot.groupsOrThrow();
     StringBuilder b = new StringBuilder();
     b.append("<section><h2>Groups</h2><table id=\"groups\"><thead><tr><th>group</th>")
         .append("<th>partitions</th><th>messages</th><th></th><th>leases</th><th>parked</th>")

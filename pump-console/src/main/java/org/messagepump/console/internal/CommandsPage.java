@@ -37,7 +37,7 @@ final class CommandsPage {
       }
     }
     StringBuilder b = new StringBuilder();
-    QueueDepth depth = snapshot.depth();
+    QueueDepth depth = snapshot.depthOrThrow();
     b.append("<section><h2>Depth by type</h2><table id=\"depth\"><thead><tr><th>type</th>")
         .append("<th>due</th><th>delayed</th><th>dead letters</th><th></th></tr></thead><tbody>");
     Map<String, QueueDepth.TypeDepth> byType = new TreeMap<>(depth.byType());

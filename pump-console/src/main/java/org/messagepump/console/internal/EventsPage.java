@@ -30,7 +30,7 @@ final class EventsPage {
         .append("<th>lagging streams</th><th>lag</th><th></th><th>parked streams</th>")
         .append("<th>failures</th></tr></thead><tbody>");
     HandlerLag chosen = null;
-    for (HandlerLag h : snapshot.handlers()) {
+    for (HandlerLag h : snapshot.handlersOrThrow()) {
       String key = h.handlerKey();
       if (key.equals(handler)) {
         chosen = h;
@@ -53,7 +53,7 @@ final class EventsPage {
           .append(h.failures())
           .append("</td></tr>");
     }
-    if (snapshot.handlers().isEmpty()) {
+    if (snapshot.handlersOrThrow().isEmpty()) {
       b.append("<tr><td colspan=\"6\" class=\"note\">No event handlers.</td></tr>");
     }
     b.append("</tbody></table></section>");

@@ -19,7 +19,7 @@ final class OverviewPage {
 
   static String render(Request r, Sampler.Snapshot snapshot) {
     StringBuilder b = new StringBuilder();
-    QueueDepth depth = snapshot.depth();
+    QueueDepth depth = snapshot.depthOrThrow();
     b.append("<section><h2>Commands</h2><div class=\"cards\">");
     card(b, "due", "cmd.due", depth.due());
     card(b, "delayed", "cmd.delayed", depth.delayed());
@@ -31,7 +31,7 @@ final class OverviewPage {
             "<th></th><th>events/s</th><th></th><th>lagging streams</th><th>parked streams</th>")
         .append("<th>failures</th>")
         .append("</tr></thead><tbody>");
-    for (HandlerLag h : snapshot.handlers()) {
+    for (HandlerLag h : snapshot.handlersOrThrow()) {
       String key = h.handlerKey();
       long lag = h.lag();
       long parked = h.parkedStreams();
@@ -64,7 +64,7 @@ final class OverviewPage {
     b.append("<section><h2>Balancer groups</h2><table><thead><tr><th>group</th>")
         .append("<th>partitions</th><th>messages</th><th></th><th>in flight (leases)</th>")
         .append("<th>parked keys</th><th>oldest</th></tr></thead><tbody>");
-    for (GroupStats g : snapshot.groups()) {
+    for (GroupStats g : snapshot.groupsOrThrow()) {
       String s = "bal." + g.group();
       b.append("<tr><td><a href=\"")
           .append(esc(r.base() + "/balancer?group=" + Html.url(g.group())))

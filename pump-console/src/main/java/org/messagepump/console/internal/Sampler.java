@@ -39,14 +39,17 @@ public final class Sampler implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /**
-   * One round's figures.
+   * One round's figures. A driver whose figures could not be read (its schema missing, say) has
+   * them {@code null} and the failure kept: the other drivers' pages still work.
    *
    * @param at when the round began (epoch ms)
    * @param done when it ended (epoch ms): it is fresh for an interval from then
    * @param generation the {@link #invalidate} count when the round began
-   * @param depth the command queue's depth
-   * @param handlers each event handler's lag
-   * @param groups each balancer group's figures
+   * @param depth the command queue's depth, or null
+   * @param handlers each event handler's lag, or null
+   * @param groups each balancer group's figures, or null
+   * @param failures why a part is null, by part ({@code commands}, {@code events}, {@code
+   *     balancer})
    * @param json the charts' samples as {@code {"t": [epoch ms…], "series": {name: [value…]}}}
    */
   public record Snapshot(
@@ -56,7 +59,31 @@ public final class Sampler implements AutoCloseable {
       QueueDepth depth,
       List<HandlerLag> handlers,
       List<GroupStats> groups,
-      byte[] json) {}
+      Map<String, RuntimeException> failures,
+      byte[] json) {
+
+    /** The command queue's depth; its read's failure when it could not be read. */
+    QueueDepth depthOrThrow() {
+      return orThrow(depth, "commands");
+    }
+
+    /** Each handler's lag; its read's failure when it could not be read. */
+    List<HandlerLag> handlersOrThrow() {
+      return orThrow(handlers, "events");
+    }
+
+    /** Each group's figures; its read's failure when it could not be read. */
+    List<GroupStats> groupsOrThrow() {
+      return orThrow(groups, "balancer");
+    }
+
+    private <T> T orThrow(T part, String name) {
+      if (part == null) {
+        throw failures.get(name);
+      }
+      return part;
+    }
+  }
 
   private final Stores stores;
   private final MeterRegistry registry;
@@ -173,16 +200,22 @@ public final class Sampler implements AutoCloseable {
   private Snapshot take(long generation) {
     long now = System.currentTimeMillis();
     double seconds = lastAt == 0 ? 0 : (now - lastAt) / 1000.0;
-    QueueDepth depth = stores.commands().depth();
-    List<HandlerLag> handlers = stores.handlers().lagSummaries();
-    List<GroupStats> groups = stores.groups();
+    Map<String, RuntimeException> failures = new LinkedHashMap<>();
+    QueueDepth depth = part("commands", failures, () -> stores.commands().depth());
+    List<HandlerLag> handlers = part("events", failures, () -> stores.handlers().lagSummaries());
+    // Handled = appended - added lag: one sum over the streams, whatever the handlers.
+    Long events =
+        handlers == null || handlers.isEmpty()
+            ? null
+            : part("events", failures, () -> stores.events().eventCount());
+    List<GroupStats> groups = part("balancer", failures, stores::groups);
     Map<String, Double> v = new LinkedHashMap<>();
-    v.put("cmd.due", (double) depth.due());
-    v.put("cmd.delayed", (double) depth.delayed());
-    v.put("cmd.dead", (double) depth.deadLetters());
-    if (!handlers.isEmpty()) {
-      // Handled = appended - added lag: one sum over the streams, whatever the handlers.
-      long events = stores.events().eventCount();
+    if (depth != null) {
+      v.put("cmd.due", (double) depth.due());
+      v.put("cmd.delayed", (double) depth.delayed());
+      v.put("cmd.dead", (double) depth.deadLetters());
+    }
+    if (events != null) {
       for (HandlerLag h : handlers) {
         String key = "ev." + h.handlerKey();
         v.put(key + ".lag", (double) h.lag());
@@ -190,7 +223,7 @@ public final class Sampler implements AutoCloseable {
         rate(v, key + ".rate", events - h.lag(), seconds);
       }
     }
-    for (GroupStats g : groups) {
+    for (GroupStats g : groups == null ? List.<GroupStats>of() : groups) {
       v.put("bal." + g.group() + ".messages", (double) g.messages());
       v.put("bal." + g.group() + ".leases", (double) g.leases());
       v.put("bal." + g.group() + ".parked", (double) g.parked());
@@ -210,11 +243,23 @@ public final class Sampler implements AutoCloseable {
           System.currentTimeMillis(),
           generation,
           depth,
-          List.copyOf(handlers),
-          List.copyOf(groups),
+          handlers == null ? null : List.copyOf(handlers),
+          groups == null ? null : List.copyOf(groups),
+          Map.copyOf(failures),
           json);
     } catch (JsonProcessingException e) {
       throw new IllegalStateException("writing the console's samples as JSON", e);
+    }
+  }
+
+  /** One driver's read; its failure kept under {@code name} (the first one), null returned. */
+  private static <T> T part(
+      String name, Map<String, RuntimeException> failures, java.util.function.Supplier<T> read) {
+    try {
+      return read.get();
+    } catch (RuntimeException e) {
+      failures.putIfAbsent(name, e);
+      return null;
     }
   }
 
