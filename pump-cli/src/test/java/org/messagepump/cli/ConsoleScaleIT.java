@@ -225,11 +225,11 @@ class ConsoleScaleIT {
       s.execute(
           "UPDATE eventstream.handler_checkpoints SET parked_at = clock_timestamp(),"
               + " parked_reason = 'rejected: order ' || stream_id || ' has no customer',"
-              + " failures = 3 WHERE stream_id % 13331 = 7");
+              + " failures = 3, checkpoint_offset = 2 WHERE stream_id % 13331 = 7");
       // Every handler has looked at every stream as of now...
       s.execute(
           "UPDATE eventstream.handlers"
-              + " SET horizon = pg_snapshot_xmin(pg_current_snapshot())::text::bigint + 1");
+              + " SET horizon = (SELECT max(changed_xid) + 1 FROM eventstream.streams)");
       // ...and 1,000 streams got 2 more events since.
       s.execute(
           "UPDATE eventstream.streams SET next_offset = next_offset + 2,"

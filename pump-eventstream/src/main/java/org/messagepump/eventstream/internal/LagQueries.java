@@ -44,7 +44,9 @@ public final class LagQueries {
       "r.handler_key, r.stream_id, r.next_offset, r.stream_key, r.checkpoint_offset, r.failures,"
           + " r.resume_at, r.parked_at, r.parked_reason, r.tracked";
 
-  private final String summariesSql;
+  private final String horizonsSql;
+  private final String horizonSql;
+  private final String summarySql;
   private final String behindFirstSql;
   private final String behindAfterSql;
   private final String parkedFirstSql;
@@ -67,24 +69,33 @@ public final class LagQueries {
             + " FROM keys WHERE keys.handler_key IS NOT NULL) ";
     this.handlerKeysSql =
         keyScan + "SELECT handler_key FROM keys WHERE handler_key IS NOT NULL ORDER BY handler_key";
-    // The streams of handler k.handler_key that may lag (see the class doc), with their figures.
+    this.horizonsSql =
+        keyScan
+            + "SELECT k.handler_key, coalesce(h.horizon, 0), coalesce(h.deferred, '{}')"
+            + " FROM keys AS k LEFT JOIN "
+            + handlers
+            + " AS h ON h.handler_key = k.handler_key WHERE k.handler_key IS NOT NULL"
+            + " ORDER BY k.handler_key";
+    this.horizonSql =
+        "SELECT coalesce(max(horizon), 0), coalesce(max(deferred), '{}') FROM "
+            + handlers
+            + " WHERE handler_key = ?";
+    // The streams of one handler that may lag (see the class doc), with their figures. Every
+    // value is bound (the handler key, its horizon and deferred streams): each branch of the
+    // union is a range of one index.
     String candidates =
         "SELECT c.stream_id FROM "
             + cp
-            + " AS c WHERE c.handler_key = k.handler_key AND c.pending AND c.parked_at IS NULL"
+            + " AS c WHERE c.handler_key = ? AND c.pending AND c.parked_at IS NULL"
             + " UNION SELECT c.stream_id FROM "
             + cp
-            + " AS c WHERE c.handler_key = k.handler_key AND c.parked_at IS NOT NULL"
+            + " AS c WHERE c.handler_key = ? AND c.parked_at IS NOT NULL"
             + " UNION SELECT s.id FROM "
             + streams
-            + " AS s WHERE s.changed_xid >= coalesce((SELECT h.horizon FROM "
-            + handlers
-            + " AS h WHERE h.handler_key = k.handler_key), 0)"
-            + " UNION SELECT unnest(h.deferred) FROM "
-            + handlers
-            + " AS h WHERE h.handler_key = k.handler_key";
+            + " AS s WHERE s.changed_xid >= ?"
+            + " UNION SELECT unnest(?::bigint[])";
     String rows =
-        "SELECT k.handler_key, s.id AS stream_id, s.next_offset, sk.stream_key,"
+        "SELECT ?::text AS handler_key, s.id AS stream_id, s.next_offset, sk.stream_key,"
             + " coalesce(c.checkpoint_offset, 0) AS checkpoint_offset,"
             + " coalesce(c.failures, 0) AS failures, c.resume_at, c.parked_at, c.parked_reason,"
             + " c.stream_id IS NOT NULL AS tracked,"
@@ -96,25 +107,16 @@ public final class LagQueries {
             + streams
             + " AS s ON s.id = x.stream_id LEFT JOIN "
             + cp
-            + " AS c ON c.handler_key = k.handler_key AND c.stream_id = s.id LEFT JOIN "
+            + " AS c ON c.handler_key = ? AND c.stream_id = s.id LEFT JOIN "
             + keys
             + " AS sk ON sk.stream_id = s.id";
     String shown = "(r.lag > 0 OR r.parked OR r.failures > 0)";
-    this.summariesSql =
-        keyScan
-            + "SELECT k.handler_key, count(r.stream_id) FILTER (WHERE r.lag > 0),"
-            + " count(r.stream_id) FILTER (WHERE r.parked), coalesce(sum(r.lag), 0),"
-            + " coalesce(sum(r.failures), 0) FROM keys AS k LEFT JOIN LATERAL ("
+    this.summarySql =
+        "SELECT count(*) FILTER (WHERE r.lag > 0), count(*) FILTER (WHERE r.parked),"
+            + " coalesce(sum(r.lag), 0), coalesce(sum(r.failures), 0) FROM ("
             + rows
-            + ") AS r ON true WHERE k.handler_key IS NOT NULL"
-            + " GROUP BY k.handler_key ORDER BY k.handler_key";
-    String behind =
-        "SELECT "
-            + COLUMNS
-            + " FROM (SELECT ?::text AS handler_key) AS k CROSS JOIN LATERAL ("
-            + rows
-            + ") AS r WHERE "
-            + shown;
+            + ") AS r";
+    String behind = "SELECT " + COLUMNS + " FROM (" + rows + ") AS r WHERE " + shown;
     String behindOrder = " ORDER BY r.parked DESC, r.lag DESC, r.stream_id LIMIT ?";
     this.behindFirstSql = behind + behindOrder;
     // (parked, lag, -stream_id) descending is the order: parked first, largest lag, lowest id.
@@ -152,18 +154,56 @@ public final class LagQueries {
     return out;
   }
 
-  /** Per handler key (sorted): lagging and parked streams, total lag and failures. */
+  /** A handler's horizon and the streams its last refresh deferred. */
+  private record Horizon(String handlerKey, long horizon, Object[] deferred) {}
+
+  /**
+   * Per handler key (sorted): lagging and parked streams, total lag and failures. One statement for
+   * the keys and their horizons, then one per handler.
+   */
   public List<Summary> summaries(Connection c) throws SQLException {
-    List<Summary> out = new ArrayList<>();
-    try (PreparedStatement ps = c.prepareStatement(summariesSql);
+    List<Horizon> horizons = new ArrayList<>();
+    try (PreparedStatement ps = c.prepareStatement(horizonsSql);
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
-        out.add(
-            new Summary(
-                rs.getString(1), rs.getLong(2), rs.getLong(3), rs.getLong(4), rs.getLong(5)));
+        horizons.add(
+            new Horizon(rs.getString(1), rs.getLong(2), (Object[]) rs.getArray(3).getArray()));
+      }
+    }
+    List<Summary> out = new ArrayList<>();
+    for (Horizon h : horizons) {
+      try (PreparedStatement ps = c.prepareStatement(summarySql)) {
+        bindRows(ps, h);
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          out.add(
+              new Summary(
+                  h.handlerKey(), rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4)));
+        }
       }
     }
     return out;
+  }
+
+  private Horizon horizon(Connection c, String handlerKey) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(horizonSql)) {
+      ps.setString(1, handlerKey);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return new Horizon(handlerKey, rs.getLong(1), (Object[]) rs.getArray(2).getArray());
+      }
+    }
+  }
+
+  /** Binds the six values of the rows of one handler; returns the next parameter's index. */
+  private static int bindRows(PreparedStatement ps, Horizon h) throws SQLException {
+    ps.setString(1, h.handlerKey());
+    ps.setString(2, h.handlerKey());
+    ps.setString(3, h.handlerKey());
+    ps.setLong(4, h.horizon());
+    ps.setArray(5, ps.getConnection().createArrayOf("bigint", h.deferred()));
+    ps.setString(6, h.handlerKey());
+    return 7;
   }
 
   /**
@@ -179,10 +219,10 @@ public final class LagQueries {
       long afterStreamId,
       int limit)
       throws SQLException {
+    Horizon h = horizon(c, handlerKey);
     try (PreparedStatement ps =
         c.prepareStatement(afterLag == null ? behindFirstSql : behindAfterSql)) {
-      int i = 1;
-      ps.setString(i++, handlerKey);
+      int i = bindRows(ps, h);
       if (afterLag != null) {
         ps.setInt(i++, afterParked ? 1 : 0);
         ps.setLong(i++, afterLag);
