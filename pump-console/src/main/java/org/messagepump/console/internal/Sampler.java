@@ -115,17 +115,18 @@ public final class Sampler implements AutoCloseable {
   }
 
   /**
-   * The latest snapshot when it is younger than the interval and no action ran since it began;
-   * otherwise the next round's, shared with every other caller waiting for it.
+   * The latest snapshot when no action ran since it began; when it is older than the interval, the
+   * next round starts (one at a time) and this one is still served, so no page waits for the
+   * database's figures but the first and those after an action, which wait for the next round,
+   * shared with every other caller waiting for it.
    */
   public Snapshot current() {
     long wanted = generation.get();
     while (true) {
       CompletableFuture<Snapshot> round;
       synchronized (lock) {
-        if (latest != null
-            && latest.generation() >= wanted
-            && System.currentTimeMillis() - latest.done() < intervalMs) {
+        boolean current = latest != null && latest.generation() >= wanted;
+        if (current && System.currentTimeMillis() - latest.done() < intervalMs) {
           return latest;
         }
         if (inFlight == null) {
@@ -133,6 +134,10 @@ public final class Sampler implements AutoCloseable {
           // The task publishes its snapshot before its future completes, under this lock, which
           // this thread holds until inFlight is set: so a woken waiter sees latest updated.
           inFlight = CompletableFuture.supplyAsync(() -> publish(g), thread);
+        }
+        if (current) {
+          // Older than the interval but no action since: served now, the next round under way.
+          return latest;
         }
         round = inFlight;
       }
