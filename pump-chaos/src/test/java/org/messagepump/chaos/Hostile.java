@@ -157,6 +157,7 @@ final class Hostile {
     private int lines;
     private int pumpLines;
     private int warnOrError;
+    private int commitFailures;
     private boolean inPump;
 
     ErrLines() {
@@ -174,6 +175,9 @@ final class Hostile {
                     inPump = l.matches("\\[[^\\]]*\\] [A-Z]+ org\\.messagepump\\..*");
                     if (inPump && (l.contains("] WARN ") || l.contains("] ERROR "))) {
                       warnOrError++;
+                    }
+                    if (inPump && l.contains(": commit failed; ")) {
+                      commitFailures++;
                     }
                   }
                   if (inPump) {
@@ -207,6 +211,11 @@ final class Hostile {
     /** WARN and ERROR lines of the {@code org.messagepump} loggers. */
     synchronized int warnOrError() {
       return warnOrError;
+    }
+
+    /** The pump's lines saying that a batch's commit failed (one per failed commit). */
+    synchronized int commitFailures() {
+      return commitFailures;
     }
 
     @Override
