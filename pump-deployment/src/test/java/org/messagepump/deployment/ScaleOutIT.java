@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -32,6 +33,9 @@ import org.messagepump.eventstream.EventStore;
  * Pump processes scale out with no coordination but the database: N pump JVMs (pump-chaos's
  * NodeMain, 4 workers each) drain a backlog on the primary of the formation (synchronous standby),
  * and the rate each N reaches is measured from the ledger. The primary's write rate is the ceiling.
+ * Nothing is sized for a particular machine: once the processes are warm, their drain rate is
+ * measured, the window is sized from it and the backlog topped up until it lasts that window twice
+ * over; a window in which the backlog ran out fails the test rather than understating the rate.
  * Every preloaded message is acknowledged in the ledger; once the processes have stopped, each one
  * must be either delivered exactly once (in the ledger) or still waiting in its table: lost
  * (neither) and duplicates (twice in the ledger) are counted and must be zero.
@@ -39,7 +43,27 @@ import org.messagepump.eventstream.EventStore;
 class ScaleOutIT {
 
   private static final int WORKERS = 4;
-  private static final Duration WINDOW = Duration.ofSeconds(10);
+
+  /** Messages per process preloaded before the processes start: their warm-up. */
+  private static final int WARM_UP = 2_000;
+
+  /** A measurement of the drain rate that sizes the window and the backlog. */
+  private static final Duration CALIBRATION = Duration.ofSeconds(2);
+
+  /**
+   * The window holds about this many deliveries, within {@link #MIN_WINDOW}..{@link #MAX_WINDOW}.
+   */
+  private static final int WINDOW_DELIVERIES = 20_000;
+
+  private static final Duration MIN_WINDOW = Duration.ofSeconds(5);
+  private static final Duration MAX_WINDOW = Duration.ofSeconds(20);
+
+  /** The backlog waiting when the window starts lasts the window this many times at the rate. */
+  private static final int MARGIN = 2;
+
+  /** Calibrations before giving up on sizing the backlog. */
+  private static final int MAX_ROUNDS = 6;
+
   private static HikariDataSource admin;
 
   @BeforeAll
@@ -89,10 +113,21 @@ class ScaleOutIT {
    * acknowledged, delivered, duplicated, still waiting and lost (neither delivered nor waiting).
    */
   private record Run(
-      double perSecond, long acknowledged, long handled, long duplicates, long waiting, long lost) {
+      double perSecond,
+      double calibratedPerSecond,
+      Duration window,
+      long waitingAtEnd,
+      long acknowledged,
+      long handled,
+      long duplicates,
+      long waiting,
+      long lost) {
 
     void report(ChaosReport r, String prefix) {
       r.put(prefix + "PerSecond", Math.round(perSecond))
+          .put(prefix + "CalibratedPerSecond", Math.round(calibratedPerSecond))
+          .put(prefix + "WindowMs", window)
+          .put(prefix + "WaitingAtWindowEnd", waitingAtEnd)
           .put(prefix + "Acknowledged", acknowledged)
           .put(prefix + "Handled", handled)
           .put(prefix + "Waiting", waiting)
@@ -103,6 +138,7 @@ class ScaleOutIT {
 
   private static void check(Run run) {
     assertThat(run.perSecond()).as("rate").isPositive();
+    assertThat(run.waitingAtEnd()).as("the backlog lasted the window").isPositive();
     assertThat(run.lost()).as("lost").isZero();
     assertThat(run.duplicates()).as("duplicates").isZero();
     assertThat(run.handled() + run.waiting())
@@ -123,8 +159,9 @@ class ScaleOutIT {
                   + " eventstream.handler_checkpoints, eventstream.events, eventstream.streams"
                   + " CASCADE");
     }
-    int backlog = 15_000 * processes;
-    preload(kind, backlog, ledger);
+    AtomicInteger preloaded = new AtomicInteger();
+    int warmUp = WARM_UP * processes;
+    feed(kind, ledger, preloaded, warmUp);
     List<NodeProcess> nodes = new ArrayList<>();
     try {
       for (int i = 1; i <= processes; i++) {
@@ -151,6 +188,7 @@ class ScaleOutIT {
             .pollInterval(Duration.ofMillis(500))
             .until(
                 () -> {
+                  feed(kind, ledger, preloaded, warmUp);
                   boolean ready =
                       ledger.queryLong(
                               "SELECT count(*) FROM chaos.marks WHERE label LIKE 'ready:%'")
@@ -167,18 +205,42 @@ class ScaleOutIT {
           .atMost(Duration.ofSeconds(180))
           .pollInterval(Duration.ofMillis(500))
           .until(
-              () ->
-                  ledger.queryLong(
-                          "SELECT count(*) FROM (SELECT node FROM chaos.ledger GROUP BY node"
-                              + " HAVING count(*) >= 300) warm")
-                      == processes);
-      Cluster.sleep(2_000);
+              () -> {
+                feed(kind, ledger, preloaded, warmUp);
+                return ledger.queryLong(
+                        "SELECT count(*) FROM (SELECT node FROM chaos.ledger GROUP BY node"
+                            + " HAVING count(*) >= 300) warm")
+                    == processes;
+              });
+      // The machine's rate, measured while work waits throughout: it sizes the window, and the
+      // backlog is topped up (the processes keep draining meanwhile) and measured again until what
+      // waits lasts the next calibration and the window MARGIN times over at the rate just seen.
+      double calibrated;
+      Duration window;
+      for (int round = 1; ; round++) {
+        long a = ledger.rows();
+        long t0 = System.nanoTime();
+        Cluster.sleep(CALIBRATION.toMillis());
+        long b = ledger.rows();
+        calibrated = (b - a) / ((System.nanoTime() - t0) / 1e9);
+        window = window(calibrated);
+        long waiting = waiting(kind, ledger);
+        long needed =
+            (long) Math.ceil(calibrated * (CALIBRATION.plus(window).toMillis() / 1e3) * MARGIN);
+        if (waiting > 0 && waiting >= needed) {
+          break;
+        }
+        assertThat(round).as("calibrations to size the backlog").isLessThan(MAX_ROUNDS);
+        // When nothing waited, the rate seen is too low: add at least the warm-up backlog again.
+        int more = (int) Math.max(needed - waiting, warmUp);
+        preload(kind, preloaded.getAndAdd(more), more, ledger);
+      }
       long a = ledger.rows();
       long t0 = System.nanoTime();
-      Cluster.sleep(WINDOW.toMillis());
+      Cluster.sleep(window.toMillis());
       long b = ledger.rows();
       double seconds = (System.nanoTime() - t0) / 1e9;
-      assertThat(b).as("the backlog lasted the window").isLessThan(backlog);
+      long waitingAtEnd = waiting(kind, ledger);
       double perSecond = (b - a) / seconds;
       for (NodeProcess n : nodes) {
         n.stop(Duration.ofSeconds(15));
@@ -193,12 +255,43 @@ class ScaleOutIT {
                   + " message_id FROM chaos.ledger EXCEPT "
                   + waitingIds(kind)
                   + ") lost");
-      return new Run(perSecond, f.acknowledged(), f.handled(), f.duplicates(), waiting, lost);
+      return new Run(
+          perSecond,
+          calibrated,
+          window,
+          waitingAtEnd,
+          f.acknowledged(),
+          f.handled(),
+          f.duplicates(),
+          waiting,
+          lost);
     } finally {
       for (NodeProcess n : nodes) {
         n.stop(Duration.ofSeconds(15));
       }
     }
+  }
+
+  /**
+   * Keeps at least half of {@code amount} waiting while the processes start and warm up (the first
+   * ones drain while the next JVM starts): adds {@code amount} when less waits.
+   */
+  private static void feed(String kind, Ledger ledger, AtomicInteger preloaded, int amount)
+      throws Exception {
+    if (waiting(kind, ledger) < amount / 2) {
+      preload(kind, preloaded.getAndAdd(amount), amount, ledger);
+    }
+  }
+
+  /** A window holding about {@link #WINDOW_DELIVERIES} at {@code perSecond}, within the limits. */
+  private static Duration window(double perSecond) {
+    long ms = perSecond <= 0 ? MAX_WINDOW.toMillis() : (long) (WINDOW_DELIVERIES * 1e3 / perSecond);
+    return Duration.ofMillis(Math.max(MIN_WINDOW.toMillis(), Math.min(MAX_WINDOW.toMillis(), ms)));
+  }
+
+  /** The messages of {@code kind} not delivered yet. */
+  private static long waiting(String kind, Ledger ledger) {
+    return ledger.queryLong("SELECT count(*) FROM (" + waitingIds(kind) + ") w");
   }
 
   /** The ledger ids (text) of the messages of {@code kind} not delivered yet. */
@@ -216,14 +309,17 @@ class ScaleOutIT {
     }
   }
 
-  /** Writes {@code count} messages of {@code kind} and acknowledges each in the ledger. */
-  private static void preload(String kind, int count, Ledger ledger) throws Exception {
+  /**
+   * Writes {@code count} messages of {@code kind}, numbered from {@code first}, and acknowledges
+   * each in the ledger.
+   */
+  private static void preload(String kind, int first, int count, Ledger ledger) throws Exception {
     switch (kind) {
       case "commands":
         CommandQueue queue = CommandQueue.create(admin, Work.CODEC);
-        for (int from = 0; from < count; from += 1_000) {
+        for (int from = first; from < first + count; from += 1_000) {
           List<NewCommand> batch = new ArrayList<>();
-          for (int i = from; i < from + 1_000; i++) {
+          for (int i = from; i < Math.min(first + count, from + 1_000); i++) {
             batch.add(NewCommand.of(new Work(i)));
           }
           List<String> ids = new ArrayList<>();
@@ -241,8 +337,8 @@ class ScaleOutIT {
           for (int s = 0; s < 16; s++) {
             long stream = store.createStream(Tx.of(c));
             List<Object> events = new ArrayList<>();
-            for (int i = 0; i < count / 16; i++) {
-              events.add(new Work(i));
+            for (int i = 0; i < (count + 15) / 16; i++) {
+              events.add(new Work(first + i));
             }
             eventIds.addAll(store.appendTo(Tx.of(c), stream, events).messageIds());
           }
@@ -255,7 +351,7 @@ class ScaleOutIT {
         List<String> messageIds = new ArrayList<>();
         try (Connection c = admin.getConnection()) {
           c.setAutoCommit(false);
-          for (int i = 1; i <= count; i++) {
+          for (int i = first + 1; i <= first + count; i++) {
             // Sequence numbers that are never a multiple of HANDOFF_EVERY: every message is done
             // in its transaction (no hand-off to confirm).
             long seq = i * (long) NodeMain.HANDOFF_EVERY + 1;
