@@ -70,7 +70,7 @@ class ServerRestartIT {
     long handledBefore;
     try {
       for (int i = 1; i <= 2; i++) {
-        // A short connection timeout: HikariCP's reconnect backoff is up to half of it.
+        // A short connection timeout: a poll waits at most 1 s for a connection, then backs off.
         HikariDataSource hikari = db.newDataSource("restart-node-" + i, 8, POOL_TIMEOUT);
         FirstConnection pool = new FirstConnection(hikari);
         pools.add(pool);

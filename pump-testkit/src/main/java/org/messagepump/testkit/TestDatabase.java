@@ -59,9 +59,9 @@ public final class TestDatabase implements AutoCloseable {
   }
 
   /**
-   * As {@link #newDataSource(String, int)}, with HikariCP's connection timeout. While the server is
-   * down HikariCP retries connecting with a backoff of up to half this timeout (at most 5 s), so a
-   * short timeout makes a pool reconnect sooner after a server restart.
+   * As {@link #newDataSource(String, int)}, with HikariCP's connection timeout: how long {@code
+   * getConnection()} waits before it throws. While the server is down HikariCP retries connecting
+   * after 10 ms, doubling the pause up to 5 s, for as long as a thread waits for a connection.
    */
   public synchronized HikariDataSource newDataSource(
       String applicationName, int poolSize, java.time.Duration connectionTimeout) {
