@@ -34,8 +34,9 @@ import org.messagepump.eventstream.EventStore;
  * NodeMain, 4 workers each) drain a backlog on the primary of the formation (synchronous standby),
  * and the rate each N reaches is measured from the ledger. The primary's write rate is the ceiling.
  * Nothing is sized for a particular machine: once the processes are warm, their drain rate is
- * measured, the window is sized from it and the backlog topped up until it lasts that window twice
- * over; a window in which the backlog ran out fails the test rather than understating the rate.
+ * measured, the window is sized from it and the backlog topped up until it lasts that window three
+ * times over; a window in which the backlog ran out fails the test rather than understating the
+ * rate.
  * Every preloaded message is acknowledged in the ledger; once the processes have stopped, each one
  * must be either delivered exactly once (in the ledger) or still waiting in its table: lost
  * (neither) and duplicates (twice in the ledger) are counted and must be zero.
@@ -58,8 +59,12 @@ class ScaleOutIT {
   private static final Duration MIN_WINDOW = Duration.ofSeconds(5);
   private static final Duration MAX_WINDOW = Duration.ofSeconds(20);
 
-  /** The backlog waiting when the window starts lasts the window this many times at the rate. */
-  private static final int MARGIN = 2;
+  /**
+   * The backlog waiting when the window starts lasts the window this many times at the rate. The
+   * rate measured right after a top-up can be lower than the window's (1.7 times lower seen), as
+   * the primary and its synchronous standby catch up on the bulk insert.
+   */
+  private static final int MARGIN = 3;
 
   /** Calibrations before giving up on sizing the backlog. */
   private static final int MAX_ROUNDS = 6;
