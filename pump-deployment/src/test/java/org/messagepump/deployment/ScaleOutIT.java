@@ -36,10 +36,9 @@ import org.messagepump.eventstream.EventStore;
  * Nothing is sized for a particular machine: once the processes are warm, their drain rate is
  * measured, the window is sized from it and the backlog topped up until it lasts that window three
  * times over; a window in which the backlog ran out fails the test rather than understating the
- * rate.
- * Every preloaded message is acknowledged in the ledger; once the processes have stopped, each one
- * must be either delivered exactly once (in the ledger) or still waiting in its table: lost
- * (neither) and duplicates (twice in the ledger) are counted and must be zero.
+ * rate. Every preloaded message is acknowledged in the ledger; once the processes have stopped,
+ * each one must be either delivered exactly once (in the ledger) or still waiting in its table:
+ * lost (neither) and duplicates (twice in the ledger) are counted and must be zero.
  */
 class ScaleOutIT {
 
