@@ -235,8 +235,10 @@ class ScaleOutIT {
           break;
         }
         assertThat(round).as("calibrations to size the backlog").isLessThan(MAX_ROUNDS);
+        // Up to twice what is needed: the processes drain while the top-up is written and the
+        // next calibration runs, so topping up to exactly what is needed falls short every round.
         // When nothing waited, the rate seen is too low: add at least the warm-up backlog again.
-        int more = (int) Math.max(needed - waiting, warmUp);
+        int more = (int) Math.max(2 * needed - waiting, warmUp);
         preload(kind, preloaded.getAndAdd(more), more, ledger);
       }
       long a = ledger.rows();
