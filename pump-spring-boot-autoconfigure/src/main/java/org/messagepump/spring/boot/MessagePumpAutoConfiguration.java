@@ -2,8 +2,10 @@ package org.messagepump.spring.boot;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import javax.sql.DataSource;
 import org.messagepump.balancer.MessageBalancer;
@@ -22,10 +24,14 @@ import org.messagepump.spring.boot.internal.MessagePumps;
 import org.messagepump.spring.boot.internal.MigratedSchemas;
 import org.messagepump.spring.boot.internal.PumpHealthContributor;
 import org.messagepump.spring.boot.internal.SpringBoundDriver;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.BeanNotOfRequiredTypeException;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
@@ -41,8 +47,10 @@ import org.springframework.context.annotation.Configuration;
  * Auto-configuration of messagepump: startup migrations, the command queue, event store and
  * balancer beans (with {@code Transactional*} producers that join the caller's Spring transaction),
  * one {@link MessagePump} per {@link PumpDefinition} bean configured from {@code
- * messagepump.pumps.<name>.*} and started and stopped with the context, Micrometer and an Actuator
- * health contributor. See docs/spring-boot.md.
+ * messagepump.pumps.<name>.*} over {@code messagepump.defaults.*} and then by the {@link
+ * MessagePumpCustomizer} beans, started and stopped with the context, the {@link
+ * MessagePumpRegistry} of their handles, Micrometer and an Actuator health contributor. See
+ * docs/spring-boot.md.
  */
 @AutoConfiguration(
     afterName = {
@@ -57,19 +65,29 @@ import org.springframework.context.annotation.Configuration;
 @EnableConfigurationProperties(MessagePumpProperties.class)
 public class MessagePumpAutoConfiguration {
 
+  private static final Logger log = LoggerFactory.getLogger(MessagePumpAutoConfiguration.class);
+
   /** The bean name of Spring Boot's FlywayMigrationInitializer (the application's migrations). */
   static final String FLYWAY_INITIALIZER = "flywayInitializer";
 
-  /** Runs the startup migrations the {@code messagepump.migrate} property asks for. */
+  /**
+   * Runs the startup migrations the {@code messagepump.migrate} property asks for, after checking
+   * the modules' schema properties (every bean that uses the tables depends on this one).
+   */
   @Bean
   MigratedSchemas messagePumpMigrations(
       DataSource dataSource,
       MessagePumpProperties properties,
       ObjectProvider<org.flywaydb.core.Flyway> flyway,
       BeanFactory beans) {
+    LibraryMigrations.Schemas schemas =
+        new LibraryMigrations.Schemas(
+            properties.getCommands().getSchema(),
+            properties.getEvents().getSchema(),
+            properties.getBalancer().getSchema());
     switch (properties.getMigrate()) {
       case LIBRARY:
-        return new MigratedSchemas(LibraryMigrations.library(dataSource));
+        return new MigratedSchemas(LibraryMigrations.library(dataSource, schemas));
       case FLYWAY:
         if (beans.containsBean(FLYWAY_INITIALIZER)) {
           beans.getBean(FLYWAY_INITIALIZER); // the application's own migrations first
@@ -80,22 +98,31 @@ public class MessagePumpAutoConfiguration {
               "messagepump.migrate=flyway needs the application's Flyway bean"
                   + " (spring-boot-starter-flyway, spring.flyway.enabled=true)");
         }
-        return new MigratedSchemas(LibraryMigrations.flyway(app.getConfiguration()));
+        return new MigratedSchemas(LibraryMigrations.flyway(app.getConfiguration(), schemas));
       default:
         return new MigratedSchemas(List.of());
     }
   }
 
-  /** The pumps of the {@link PumpDefinition} beans, started and stopped with the context. */
+  /**
+   * The pumps of the {@link PumpDefinition} beans, started and stopped with the context, and the
+   * public {@link MessagePumpRegistry} of their handles (empty with {@code
+   * messagepump.enabled=false}).
+   */
   @Bean
   MessagePumps messagePumps(
       ObjectProvider<PumpDefinition> definitions,
       DataSource dataSource,
       MessagePumpProperties properties,
       ObjectProvider<MeterRegistry> meterRegistry,
+      ObjectProvider<MessagePumpCustomizer> customizers,
       BeanFactory beans,
       MigratedSchemas migrated,
       ObjectProvider<DeliveryBinding> alsoBound) {
+    if (!properties.isEnabled()) {
+      log.info("messagepump.enabled=false: no pumps are created");
+      return new MessagePumps(List.of(), name -> null, properties.isAutoStartup());
+    }
     List<PumpDefinition> defs = definitions.orderedStream().toList();
     Set<String> names = new LinkedHashSet<>();
     for (PumpDefinition d : defs) {
@@ -115,9 +142,17 @@ public class MessagePumpAutoConfiguration {
     }
     MeterRegistry registry = meterRegistry.getIfUnique();
     DeliveryBinding entityManagers = alsoBound.getIfUnique();
+    Map<String, DataSource> listenSources = new HashMap<>();
     for (String name : names) {
       // Fail at startup, naming the option, rather than when the context starts the pumps.
-      options(properties, name).applyTo(MessagePump.builder(dataSource));
+      MessagePumpProperties.Pump options = properties.options(name);
+      named(
+          "messagepump.pumps." + name + " (or messagepump.defaults)",
+          () -> options.applyTo(MessagePump.builder(dataSource)));
+      String listenBean = options.getNotificationsDataSource();
+      if (listenBean != null) {
+        listenSources.put(name, notificationsDataSource(beans, name, listenBean));
+      }
     }
     return new MessagePumps(
         new ArrayList<>(names),
@@ -128,18 +163,44 @@ public class MessagePumpAutoConfiguration {
               MessagePump.builder(dataSource)
                   .name(name)
                   .driver(new SpringBoundDriver(d.driver(beans), dataSource, name, entityManagers));
-          options(properties, name).applyTo(b);
+          properties.options(name).applyTo(b);
+          DataSource listen = listenSources.get(name);
+          if (listen != null) {
+            b.notificationsDataSource(listen);
+          }
           if (registry != null) {
             b.meterRegistry(registry);
           }
+          customizers.orderedStream().forEach(c -> c.customize(name, b));
           return b.build();
         },
         properties.isAutoStartup());
   }
 
-  private static MessagePumpProperties.Pump options(MessagePumpProperties properties, String name) {
-    MessagePumpProperties.Pump p = properties.getPumps().get(name);
-    return p != null ? p : new MessagePumpProperties.Pump();
+  private static DataSource notificationsDataSource(BeanFactory beans, String pump, String bean) {
+    String property =
+        "messagepump.pumps."
+            + pump
+            + ".notifications-data-source (or messagepump.defaults.notifications-data-source)";
+    if (!beans.containsBean(bean)) {
+      throw new IllegalStateException(
+          property + " names no bean: '" + bean + "' (it takes a DataSource bean's name)");
+    }
+    try {
+      return beans.getBean(bean, DataSource.class);
+    } catch (BeanNotOfRequiredTypeException e) {
+      throw new IllegalStateException(
+          property + " names the bean '" + bean + "', which is not a DataSource", e);
+    }
+  }
+
+  /** Runs {@code build}, naming {@code property} in the message of a value it refuses. */
+  static <T> T named(String property, java.util.function.Supplier<T> build) {
+    try {
+      return build.get();
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(property + ": " + e.getMessage(), e);
+    }
   }
 
   /**
@@ -184,9 +245,11 @@ public class MessagePumpAutoConfiguration {
     CommandQueue commandQueue(
         DataSource dataSource,
         MessageCodec codec,
+        MessagePumpProperties properties,
         ObjectProvider<MeterRegistry> meterRegistry,
         MigratedSchemas migrated) {
-      CommandQueue.Builder b = CommandQueue.builder(dataSource).codec(codec);
+      String schema = properties.getCommands().getSchema();
+      CommandQueue.Builder b = CommandQueue.builder(dataSource).codec(codec).schema(schema);
       meterRegistry.ifUnique(b::meterRegistry);
       return b.build();
     }
@@ -208,9 +271,11 @@ public class MessagePumpAutoConfiguration {
     EventStore eventStore(
         DataSource dataSource,
         MessageCodec codec,
+        MessagePumpProperties properties,
         ObjectProvider<MeterRegistry> meterRegistry,
         MigratedSchemas migrated) {
-      EventStore.Builder b = EventStore.builder(dataSource, codec);
+      String schema = properties.getEvents().getSchema();
+      EventStore.Builder b = EventStore.builder(dataSource, codec).schema(schema);
       meterRegistry.ifUnique(b::meterRegistry);
       return b.build();
     }
@@ -230,13 +295,15 @@ public class MessagePumpAutoConfiguration {
     @ConditionalOnMissingBean
     TransactionalBalancer transactionalBalancer(
         DataSource dataSource,
+        MessagePumpProperties properties,
         ObjectProvider<MeterRegistry> meterRegistry,
         MigratedSchemas migrated) {
       MeterRegistry registry = meterRegistry.getIfUnique();
+      String schema = properties.getBalancer().getSchema();
       return new TransactionalBalancer(
           dataSource,
           group -> {
-            MessageBalancer.Builder b = MessageBalancer.builder(dataSource, group);
+            MessageBalancer.Builder b = MessageBalancer.builder(dataSource, group).schema(schema);
             if (registry != null) {
               b.meterRegistry(registry);
             }
@@ -248,6 +315,7 @@ public class MessagePumpAutoConfiguration {
   /** One Actuator health indicator per pump, under {@code messagepump}. */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
+  @ConditionalOnBooleanProperty(name = "messagepump.enabled", matchIfMissing = true)
   static class HealthConfiguration {
     @Bean
     @ConditionalOnMissingBean(name = "messagepumpHealthContributor")
@@ -280,6 +348,10 @@ public class MessagePumpAutoConfiguration {
       String mapping = c.servletMapping();
       ConsoleConfig.Builder config =
           ConsoleConfig.builder()
+              .schemas(
+                  properties.getCommands().getSchema(),
+                  properties.getEvents().getSchema(),
+                  properties.getBalancer().getSchema())
               .readOnly(c.isReadOnly())
               .showPayloads(c.isShowPayloads())
               .accessToken(c.getAccessToken())

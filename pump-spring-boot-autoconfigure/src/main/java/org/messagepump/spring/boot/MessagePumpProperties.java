@@ -7,12 +7,21 @@ import org.messagepump.core.MessagePump;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
- * The {@code messagepump.*} properties: how the library's tables are migrated, and the options of
- * each pump by its name ({@code messagepump.pumps.<name>.*}). A pump's name is the one its {@link
- * PumpDefinition} bean gives; options left out take the defaults of {@link MessagePump}.
+ * The {@code messagepump.*} properties: whether there are pumps, how the library's tables are
+ * migrated and in which schemas, the options every pump takes ({@code messagepump.defaults.*}) and
+ * those of each pump by its name ({@code messagepump.pumps.<name>.*}). A pump's name is the one its
+ * {@link PumpDefinition} bean gives; options left out take {@code messagepump.defaults}, then the
+ * defaults of {@link MessagePump}. An unknown property under {@code messagepump} fails the binding,
+ * naming it.
  */
-@ConfigurationProperties("messagepump")
+@ConfigurationProperties(prefix = "messagepump", ignoreUnknownFields = false)
 public class MessagePumpProperties {
+
+  /**
+   * Whether the pumps are created at all; false declares none (producers, migrations and the
+   * console stay), for instance on nodes that only enqueue.
+   */
+  private boolean enabled = true;
 
   /** Whether the pumps start with the application context (and stop with it). */
   private boolean autoStartup = true;
@@ -24,8 +33,20 @@ public class MessagePumpProperties {
    */
   private Migrate migrate = Migrate.NONE;
 
-  /** Options of each pump, by pump name. */
+  /** Options every pump takes unless its own messagepump.pumps.<name>.* set them. */
+  private final Pump defaults = new Pump();
+
+  /** Options of each pump, by pump name; unset ones take messagepump.defaults.*. */
   private Map<String, Pump> pumps = new LinkedHashMap<>();
+
+  /** The command queue's tables. */
+  private final Commands commands = new Commands();
+
+  /** The event store's tables. */
+  private final Events events = new Events();
+
+  /** The partition groups' (balancer's) tables. */
+  private final Balancer balancer = new Balancer();
 
   /**
    * The operations console (module pump-console), mounted in the application's servlet container.
@@ -40,6 +61,14 @@ public class MessagePumpProperties {
     LIBRARY,
     /** The modules' Flyway locations run by the application's own Flyway configuration. */
     FLYWAY
+  }
+
+  public boolean isEnabled() {
+    return enabled;
+  }
+
+  public void setEnabled(boolean enabled) {
+    this.enabled = enabled;
   }
 
   public boolean isAutoStartup() {
@@ -64,6 +93,28 @@ public class MessagePumpProperties {
 
   public void setPumps(Map<String, Pump> pumps) {
     this.pumps = pumps;
+  }
+
+  public Pump getDefaults() {
+    return defaults;
+  }
+
+  /** The options of pump {@code name}: its own over {@link #getDefaults()}. */
+  Pump options(String name) {
+    Pump own = pumps.get(name);
+    return (own != null ? own : new Pump()).over(defaults);
+  }
+
+  public Commands getCommands() {
+    return commands;
+  }
+
+  public Events getEvents() {
+    return events;
+  }
+
+  public Balancer getBalancer() {
+    return balancer;
   }
 
   public Console getConsole() {
@@ -171,46 +222,76 @@ public class MessagePumpProperties {
     }
   }
 
-  /** One pump's options; each defaults to the matching {@code MessagePump.DEFAULT_*}. */
+  /**
+   * One pump's options ({@code messagepump.pumps.<name>.*}), or the defaults every pump takes
+   * ({@code messagepump.defaults.*}). An option left unset takes the one under {@code
+   * messagepump.defaults}, and when that is unset too, the matching {@code MessagePump.DEFAULT_*}.
+   */
   public static class Pump {
 
-    /** Worker threads: at most this many deliveries' transactions are open at once. */
-    private int workers = MessagePump.DEFAULT_WORKERS;
+    /** Worker threads: at most this many deliveries' transactions are open at once (default 4). */
+    private Integer workers;
 
-    /** Deliveries per transaction, 1 to 64. */
-    private int batchSize = MessagePump.DEFAULT_BATCH_SIZE;
+    /** Deliveries per transaction, 1 to 64 (default 1). */
+    private Integer batchSize;
 
-    /** Wait after a poll that found nothing. */
-    private Duration pollInterval = MessagePump.DEFAULT_POLL_INTERVAL;
+    /** Wait after a poll that found nothing (default 1s). */
+    private Duration pollInterval;
 
-    /** Backoff base: the Busy delay and the first Failed delay. */
-    private Duration backoffBase = MessagePump.DEFAULT_BACKOFF_BASE;
+    /** Backoff base: the Busy delay and the first Failed delay (default 250ms). */
+    private Duration backoffBase;
 
-    /** Backoff cap: the longest delay after repeated failures. */
-    private Duration backoffCap = MessagePump.DEFAULT_BACKOFF_CAP;
+    /** Backoff cap: the longest delay after repeated failures (default 5m). */
+    private Duration backoffCap;
 
     /** Failures after which a delivery is parked; unset means never (retry forever). */
     private Integer maxFailures;
 
-    /** How long stopping waits for in-flight handlers before interrupting and rolling back. */
-    private Duration shutdownGrace = MessagePump.DEFAULT_SHUTDOWN_GRACE;
+    /**
+     * How long stopping waits for in-flight handlers before interrupting and rolling back (default
+     * 10s).
+     */
+    private Duration shutdownGrace;
 
-    /** Whether to LISTEN on the driver's NOTIFY channel, so new work wakes an idle pump. */
-    private boolean notifications = MessagePump.DEFAULT_NOTIFICATIONS;
+    /**
+     * Whether to LISTEN on the driver's NOTIFY channel, so new work wakes an idle pump (default
+     * true).
+     */
+    private Boolean notifications;
 
-    public int getWorkers() {
+    /**
+     * The longest a handler may run; past it the handler is interrupted, its writes roll back and
+     * the delivery fails with HandlerTimeoutException. Unset means no limit.
+     */
+    private Duration handlerTimeout;
+
+    /**
+     * Handler timeouts of single message types (command type, event type, balancer group's
+     * messages), overriding handler-timeout; keys with dots go in brackets, e.g. {@code
+     * handler-timeout-by-type.[orders.PlaceOrder]=30s}.
+     */
+    private Map<String, Duration> handlerTimeoutByType = new LinkedHashMap<>();
+
+    /**
+     * Bean name of the DataSource the LISTEN connection comes from, when it must not come from the
+     * pump's pool (a direct connection past PgBouncer in transaction mode). Unset means the pump's
+     * own DataSource.
+     */
+    private String notificationsDataSource;
+
+    public Integer getWorkers() {
       return workers;
     }
 
-    public void setWorkers(int workers) {
+    public void setWorkers(Integer workers) {
       this.workers = workers;
     }
 
-    public int getBatchSize() {
+    public Integer getBatchSize() {
       return batchSize;
     }
 
-    public void setBatchSize(int batchSize) {
+    public void setBatchSize(Integer batchSize) {
       this.batchSize = batchSize;
     }
 
@@ -254,26 +335,147 @@ public class MessagePumpProperties {
       this.shutdownGrace = shutdownGrace;
     }
 
-    public boolean isNotifications() {
+    public Boolean getNotifications() {
       return notifications;
     }
 
-    public void setNotifications(boolean notifications) {
+    public void setNotifications(Boolean notifications) {
       this.notifications = notifications;
     }
 
-    /** Applies these options to a pump builder (whose setters validate them, naming the option). */
+    public Duration getHandlerTimeout() {
+      return handlerTimeout;
+    }
+
+    public void setHandlerTimeout(Duration handlerTimeout) {
+      this.handlerTimeout = handlerTimeout;
+    }
+
+    public Map<String, Duration> getHandlerTimeoutByType() {
+      return handlerTimeoutByType;
+    }
+
+    public void setHandlerTimeoutByType(Map<String, Duration> handlerTimeoutByType) {
+      this.handlerTimeoutByType = handlerTimeoutByType;
+    }
+
+    public String getNotificationsDataSource() {
+      return notificationsDataSource;
+    }
+
+    public void setNotificationsDataSource(String notificationsDataSource) {
+      this.notificationsDataSource = notificationsDataSource;
+    }
+
+    /**
+     * These options over {@code defaults}: each option set here, else the one set in {@code
+     * defaults}; the per-type handler timeouts are merged, these winning for the same type.
+     */
+    Pump over(Pump defaults) {
+      Pump m = new Pump();
+      m.workers = workers != null ? workers : defaults.workers;
+      m.batchSize = batchSize != null ? batchSize : defaults.batchSize;
+      m.pollInterval = pollInterval != null ? pollInterval : defaults.pollInterval;
+      m.backoffBase = backoffBase != null ? backoffBase : defaults.backoffBase;
+      m.backoffCap = backoffCap != null ? backoffCap : defaults.backoffCap;
+      m.maxFailures = maxFailures != null ? maxFailures : defaults.maxFailures;
+      m.shutdownGrace = shutdownGrace != null ? shutdownGrace : defaults.shutdownGrace;
+      m.notifications = notifications != null ? notifications : defaults.notifications;
+      m.handlerTimeout = handlerTimeout != null ? handlerTimeout : defaults.handlerTimeout;
+      m.handlerTimeoutByType.putAll(defaults.handlerTimeoutByType);
+      m.handlerTimeoutByType.putAll(handlerTimeoutByType);
+      m.notificationsDataSource =
+          notificationsDataSource != null
+              ? notificationsDataSource
+              : defaults.notificationsDataSource;
+      return m;
+    }
+
+    /**
+     * Applies the options that are set to a pump builder (whose setters validate them, naming the
+     * option); the notifications DataSource, a bean name here, is resolved by the caller.
+     */
     MessagePump.Builder applyTo(MessagePump.Builder b) {
-      b.workers(workers)
-          .batchSize(batchSize)
-          .pollInterval(pollInterval)
-          .backoff(backoffBase, backoffCap)
-          .shutdownGrace(shutdownGrace)
-          .notifications(notifications);
+      if (workers != null) {
+        b.workers(workers);
+      }
+      if (batchSize != null) {
+        b.batchSize(batchSize);
+      }
+      if (pollInterval != null) {
+        b.pollInterval(pollInterval);
+      }
+      b.backoff(
+          backoffBase != null ? backoffBase : MessagePump.DEFAULT_BACKOFF_BASE,
+          backoffCap != null ? backoffCap : MessagePump.DEFAULT_BACKOFF_CAP);
       if (maxFailures != null) {
         b.maxFailures(maxFailures);
       }
+      if (shutdownGrace != null) {
+        b.shutdownGrace(shutdownGrace);
+      }
+      if (notifications != null) {
+        b.notifications(notifications);
+      }
+      if (handlerTimeout != null) {
+        b.handlerTimeout(handlerTimeout);
+      }
+      handlerTimeoutByType.forEach(b::handlerTimeout);
       return b;
+    }
+  }
+
+  /** The command queue's tables: {@code messagepump.commands.*}. */
+  public static class Commands {
+
+    /**
+     * The schema of the command queue's tables, for the producers, the pumps and the startup
+     * migrations: lower-case letters, digits and _, not starting with a digit.
+     */
+    private String schema = "commandqueue";
+
+    public String getSchema() {
+      return schema;
+    }
+
+    public void setSchema(String schema) {
+      this.schema = schema;
+    }
+  }
+
+  /** The event store's tables: {@code messagepump.events.*}. */
+  public static class Events {
+
+    /**
+     * The schema of the event store's tables, for the producers, the pumps and the startup
+     * migrations: lower-case letters, digits and _, not starting with a digit.
+     */
+    private String schema = "eventstream";
+
+    public String getSchema() {
+      return schema;
+    }
+
+    public void setSchema(String schema) {
+      this.schema = schema;
+    }
+  }
+
+  /** The partition groups' (balancer's) tables: {@code messagepump.balancer.*}. */
+  public static class Balancer {
+
+    /**
+     * The schema of the partition groups' (balancer's) tables, for the producers, the pumps and the
+     * startup migrations: lower-case letters, digits and _, not starting with a digit.
+     */
+    private String schema = "balancer";
+
+    public String getSchema() {
+      return schema;
+    }
+
+    public void setSchema(String schema) {
+      this.schema = schema;
     }
   }
 }

@@ -1,19 +1,31 @@
 package org.messagepump.spring.boot;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
+import org.messagepump.balancer.Balancer;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandQueue;
 import org.messagepump.console.ConsoleServlet;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
+import org.messagepump.core.PumpHealth;
+import org.messagepump.eventstream.EventStore;
 import org.messagepump.spring.boot.internal.DeliveryEntityManagers;
-import org.messagepump.spring.boot.internal.MessagePumps;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.context.properties.bind.UnboundConfigurationPropertiesException;
+import org.springframework.boot.convert.DurationStyle;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
@@ -59,8 +71,8 @@ class MessagePumpAutoConfigurationTest {
     runner.run(
         ctx -> {
           assertThat(ctx).hasNotFailed();
-          assertThat(ctx.getBean(MessagePumps.class).names()).containsExactly("pings");
-          assertThat(ctx.getBean(MessagePumps.class).isRunning()).isFalse();
+          assertThat(ctx.getBean(MessagePumpRegistry.class).names()).containsExactly("pings");
+          assertThat(ctx.getBean(MessagePumpRegistry.class).pump("pings").isRunning()).isFalse();
           assertThat(ctx).hasSingleBean(TransactionalCommandQueue.class);
           assertThat(ctx).hasSingleBean(TransactionalEventStore.class);
           assertThat(ctx).hasSingleBean(TransactionalBalancer.class);
@@ -77,7 +89,7 @@ class MessagePumpAutoConfigurationTest {
             ctx -> {
               assertThat(ctx).hasNotFailed();
               assertThat(ctx).doesNotHaveBean(DeliveryEntityManagers.class);
-              assertThat(ctx.getBean(MessagePumps.class).names()).containsExactly("pings");
+              assertThat(ctx.getBean(MessagePumpRegistry.class).names()).containsExactly("pings");
             });
   }
 
@@ -87,18 +99,158 @@ class MessagePumpAutoConfigurationTest {
   }
 
   @Test
-  void unsetOptionsTakeTheMessagePumpDefaults() {
+  void unsetOptionsTakeTheDefaultsPropertiesAndOwnOptionsOverrideThem() {
+    runner
+        .withPropertyValues(
+            "messagepump.defaults.workers=2",
+            "messagepump.defaults.max-failures=5",
+            "messagepump.defaults.handler-timeout=30s",
+            "messagepump.defaults.handler-timeout-by-type.[test.Ping]=1m",
+            "messagepump.defaults.handler-timeout-by-type.[test.Pong]=2m",
+            "messagepump.pumps.pings.workers=3",
+            "messagepump.pumps.pings.handler-timeout-by-type.[test.Ping]=5s")
+        .run(
+            ctx -> {
+              assertThat(ctx).hasNotFailed();
+              MessagePumpProperties.Pump p =
+                  ctx.getBean(MessagePumpProperties.class).options("pings");
+              assertThat(p.getWorkers()).isEqualTo(3);
+              assertThat(p.getMaxFailures()).isEqualTo(5);
+              assertThat(p.getHandlerTimeout()).isEqualTo(Duration.ofSeconds(30));
+              assertThat(p.getHandlerTimeoutByType())
+                  .containsExactlyInAnyOrderEntriesOf(
+                      Map.of(
+                          "test.Ping", Duration.ofSeconds(5), "test.Pong", Duration.ofMinutes(2)));
+              // Unset here and under defaults: the builder keeps MessagePump's own defaults.
+              assertThat(p.getBatchSize()).isNull();
+              assertThat(p.getNotifications()).isNull();
+              assertThat(p.getNotificationsDataSource()).isNull();
+            });
+  }
+
+  @Test
+  void unknownPropertiesFailTheStartupNamingThem() {
+    for (String typo :
+        List.of(
+            "messagepump.pumps.pings.max-failure=3",
+            "messagepump.pumps.pings.handler-timout=5s",
+            "messagepump.defaults.handler-timout=5s",
+            "messagepump.workers=2",
+            "messagepump.console.pth=/ops",
+            "messagepump.commands.shema=orders")) {
+      String name = typo.substring(0, typo.indexOf('='));
+      runner
+          .withPropertyValues(typo)
+          .run(
+              ctx ->
+                  assertThat(ctx)
+                      .getFailure()
+                      .rootCause()
+                      .isInstanceOf(UnboundConfigurationPropertiesException.class)
+                      .hasMessageContaining(name));
+    }
+  }
+
+  @Test
+  void disabledCreatesNoPumpsButKeepsTheProducers() {
+    runner
+        .withPropertyValues("messagepump.enabled=false", "messagepump.pumps.pings.workers=2")
+        .run(
+            ctx -> {
+              assertThat(ctx).hasNotFailed();
+              MessagePumpRegistry registry = ctx.getBean(MessagePumpRegistry.class);
+              assertThat(registry.names()).isEmpty();
+              assertThatThrownBy(() -> registry.pump("pings"))
+                  .isInstanceOf(IllegalArgumentException.class)
+                  .hasMessageContaining("pings");
+              assertThat(ctx).doesNotHaveBean("messagepumpHealthContributor");
+              assertThat(ctx).hasSingleBean(TransactionalCommandQueue.class);
+            });
     runner.run(
         ctx -> {
-          MessagePumpProperties.Pump p =
-              ctx.getBean(MessagePumpProperties.class)
-                  .getPumps()
-                  .getOrDefault("pings", new MessagePumpProperties.Pump());
-          assertThat(p.getWorkers()).isEqualTo(MessagePump.DEFAULT_WORKERS);
-          assertThat(p.getPollInterval()).isEqualTo(MessagePump.DEFAULT_POLL_INTERVAL);
-          assertThat(p.getShutdownGrace()).isEqualTo(MessagePump.DEFAULT_SHUTDOWN_GRACE);
-          assertThat(p.getMaxFailures()).isNull();
+          assertThat(ctx.getBean(MessagePumpRegistry.class).names()).containsExactly("pings");
+          assertThat(ctx).hasBean("messagepumpHealthContributor");
         });
+  }
+
+  @Test
+  void theRegistryHandlesAPumpWhileTheContextIsStopped() {
+    runner.run(
+        ctx -> {
+          PumpHandle pings = ctx.getBean(MessagePumpRegistry.class).pump("pings");
+          assertThat(pings.name()).isEqualTo("pings");
+          assertThat(pings.isRunning()).isFalse();
+          assertThat(pings.health().state()).isEqualTo(PumpHealth.State.STOPPED);
+          assertThat(pings.isPaused()).isFalse();
+          pings.pause();
+          assertThat(pings.isPaused()).isTrue();
+          pings.resume();
+          assertThat(pings.isPaused()).isFalse();
+          assertThatThrownBy(() -> ctx.getBean(MessagePumpRegistry.class).pump("pongs"))
+              .isInstanceOf(IllegalArgumentException.class)
+              .hasMessageContaining("[pings]");
+        });
+  }
+
+  @Test
+  void aBadDefaultFailsTheStartupNamingTheProperty() {
+    runner
+        .withPropertyValues("messagepump.defaults.handler-timeout=0s")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasRootCauseInstanceOf(IllegalArgumentException.class)
+                    .hasStackTraceContaining("messagepump.pumps.pings (or messagepump.defaults)")
+                    .hasStackTraceContaining("handlerTimeout must be positive"));
+  }
+
+  @Test
+  void aNotificationsDataSourceMustNameADataSourceBean() {
+    runner
+        .withPropertyValues("messagepump.pumps.pings.notifications-data-source=direct")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .rootCause()
+                    .hasMessageContaining("messagepump.pumps.pings.notifications-data-source")
+                    .hasMessageContaining("'direct'"));
+    runner
+        .withPropertyValues("messagepump.defaults.notifications-data-source=messageTypes")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .getFailure()
+                    .hasStackTraceContaining("messagepump.pumps.pings.notifications-data-source")
+                    .hasStackTraceContaining("not a DataSource"));
+  }
+
+  @Test
+  void theSchemasAreTheModulesDefaultsAndABadOneFailsNamingTheProperty() {
+    runner.run(
+        ctx -> {
+          MessagePumpProperties p = ctx.getBean(MessagePumpProperties.class);
+          assertThat(p.getCommands().getSchema()).isEqualTo(CommandQueue.DEFAULT_SCHEMA);
+          assertThat(p.getEvents().getSchema()).isEqualTo(EventStore.DEFAULT_SCHEMA);
+          assertThat(p.getBalancer().getSchema()).isEqualTo(Balancer.DEFAULT_SCHEMA);
+          assertThat(ctx.getBean(CommandQueue.class).schema()).isEqualTo("commandqueue");
+        });
+    for (String bad :
+        List.of(
+            "messagepump.commands.schema=Orders",
+            "messagepump.events.schema=pg_events",
+            "messagepump.balancer.schema=1balancer")) {
+      runner
+          .withPropertyValues(bad)
+          .run(
+              ctx ->
+                  assertThat(ctx)
+                      .getFailure()
+                      .rootCause()
+                      .isInstanceOf(IllegalArgumentException.class)
+                      .hasMessageStartingWith(bad.substring(0, bad.indexOf('='))));
+    }
   }
 
   @Test
@@ -128,17 +280,71 @@ class MessagePumpAutoConfigurationTest {
   }
 
   @Test
-  void theConfigurationMetadataIsGenerated() throws Exception {
+  void theConfigurationMetadataDescribesEveryPropertyAndEveryPumpOption() throws Exception {
+    JsonNode metadata;
     try (InputStream in =
         getClass().getResourceAsStream("/META-INF/spring-configuration-metadata.json")) {
       assertThat(in).isNotNull();
-      String json = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-      assertThat(json)
-          .contains("\"messagepump.migrate\"")
-          .contains("\"messagepump.pumps\"")
-          .contains("MessagePumpProperties$Pump")
-          .contains("How the library's tables are created or upgraded at startup");
+      metadata = new ObjectMapper().readTree(in);
     }
+    Map<String, JsonNode> properties = new TreeMap<>();
+    metadata.get("properties").forEach(p -> properties.put(p.get("name").asText(), p));
+    assertThat(properties).hasSizeGreaterThan(20);
+    for (JsonNode p : properties.values()) {
+      assertThat(p.path("description").asText())
+          .as("description of %s", p.get("name").asText())
+          .isNotBlank();
+    }
+    // The map's values are the documented Pump type: each of its options (every setter) is
+    // described under messagepump.defaults, and messagepump.pumps names that type.
+    assertThat(properties.get("messagepump.pumps").get("type").asText())
+        .isEqualTo(
+            "java.util.Map<java.lang.String,org.messagepump.spring.boot.MessagePumpProperties$Pump>");
+    List<String> pumpOptions =
+        Arrays.stream(MessagePumpProperties.Pump.class.getDeclaredMethods())
+            .filter(m -> m.getName().startsWith("set"))
+            .map(m -> kebab(m.getName().substring(3)))
+            .toList();
+    assertThat(pumpOptions).hasSize(11);
+    for (String option : pumpOptions) {
+      JsonNode p = properties.get("messagepump.defaults." + option);
+      assertThat(p).as("messagepump.defaults.%s", option).isNotNull();
+      assertThat(p.get("sourceType").asText())
+          .isEqualTo("org.messagepump.spring.boot.MessagePumpProperties$Pump");
+    }
+    // The documented defaults are MessagePump's own.
+    assertThat(properties.get("messagepump.defaults.workers").get("defaultValue").asInt())
+        .isEqualTo(MessagePump.DEFAULT_WORKERS);
+    assertThat(properties.get("messagepump.defaults.batch-size").get("defaultValue").asInt())
+        .isEqualTo(MessagePump.DEFAULT_BATCH_SIZE);
+    assertThat(properties.get("messagepump.defaults.notifications").get("defaultValue").asBoolean())
+        .isEqualTo(MessagePump.DEFAULT_NOTIFICATIONS);
+    Map<String, Duration> durations =
+        Map.of(
+            "poll-interval", MessagePump.DEFAULT_POLL_INTERVAL,
+            "backoff-base", MessagePump.DEFAULT_BACKOFF_BASE,
+            "backoff-cap", MessagePump.DEFAULT_BACKOFF_CAP,
+            "shutdown-grace", MessagePump.DEFAULT_SHUTDOWN_GRACE);
+    durations.forEach(
+        (option, expected) ->
+            assertThat(
+                    DurationStyle.detectAndParse(
+                        properties
+                            .get("messagepump.defaults." + option)
+                            .get("defaultValue")
+                            .asText()))
+                .as(option)
+                .isEqualTo(expected));
+    assertThat(properties.get("messagepump.commands.schema").get("defaultValue").asText())
+        .isEqualTo(CommandQueue.DEFAULT_SCHEMA);
+    assertThat(properties.get("messagepump.events.schema").get("defaultValue").asText())
+        .isEqualTo(EventStore.DEFAULT_SCHEMA);
+    assertThat(properties.get("messagepump.balancer.schema").get("defaultValue").asText())
+        .isEqualTo(Balancer.DEFAULT_SCHEMA);
+  }
+
+  private static String kebab(String camel) {
+    return camel.replaceAll("([a-z])([A-Z])", "$1-$2").toLowerCase(java.util.Locale.ROOT);
   }
 
   private final WebApplicationContextRunner web =
@@ -159,6 +365,22 @@ class MessagePumpAutoConfigurationTest {
                   ctx.getBean("messagepumpConsole", ServletRegistrationBean.class);
               assertThat(console.getUrlMappings()).containsExactly("/ops/pump/*");
               assertThat(console.getServlet()).isInstanceOf(ConsoleServlet.class);
+              ConsoleServlet servlet = (ConsoleServlet) console.getServlet();
+              assertThat(servlet.config().commandsSchema()).isEqualTo("commandqueue");
+            });
+    web.withPropertyValues(
+            "messagepump.console.enabled=true",
+            "messagepump.commands.schema=orders_q",
+            "messagepump.events.schema=orders_ev",
+            "messagepump.balancer.schema=orders_bal")
+        .run(
+            ctx -> {
+              ConsoleServlet servlet =
+                  (ConsoleServlet)
+                      ctx.getBean("messagepumpConsole", ServletRegistrationBean.class).getServlet();
+              assertThat(servlet.config().commandsSchema()).isEqualTo("orders_q");
+              assertThat(servlet.config().eventsSchema()).isEqualTo("orders_ev");
+              assertThat(servlet.config().balancerSchema()).isEqualTo("orders_bal");
             });
     // Not a web application: nothing to mount it in.
     runner

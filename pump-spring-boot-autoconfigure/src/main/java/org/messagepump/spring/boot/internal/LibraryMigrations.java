@@ -9,6 +9,7 @@ import org.flywaydb.core.api.FlywayException;
 import org.flywaydb.core.api.MigrationVersion;
 import org.flywaydb.core.api.configuration.Configuration;
 import org.flywaydb.core.api.migration.JavaMigration;
+import org.messagepump.core.Inputs;
 import org.messagepump.core.PumpException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -57,22 +58,77 @@ public final class LibraryMigrations {
               "classpath:db/balancer",
               false));
 
+  /**
+   * The schema of each module's tables ({@code messagepump.commands.schema}, {@code
+   * messagepump.events.schema}, {@code messagepump.balancer.schema}).
+   */
+  public record Schemas(String commands, String events, String balancer) {
+
+    /**
+     * Checks each name by its module's rule (the module's longest schema name, no system schema),
+     * naming the property of a name it refuses.
+     *
+     * @throws IllegalArgumentException naming the property of a bad schema name
+     */
+    public Schemas {
+      if (present(0)) {
+        Inputs.schema(
+            property(0),
+            commands,
+            org.messagepump.commands.internal.CommandTables.MAX_SCHEMA_LENGTH);
+      }
+      if (present(1)) {
+        Inputs.schema(
+            property(1), events, org.messagepump.eventstream.internal.Tables.MAX_SCHEMA_LENGTH);
+      }
+      if (present(2)) {
+        Inputs.schema(property(2), balancer, org.messagepump.balancer.Balancer.MAX_SCHEMA_LENGTH);
+      }
+    }
+
+    /** The schema of {@code module}, one of {@link #MODULES}, by its index. */
+    String of(int module) {
+      return switch (module) {
+        case 0 -> commands;
+        case 1 -> events;
+        default -> balancer;
+      };
+    }
+
+    static String property(int module) {
+      return switch (module) {
+        case 0 -> "messagepump.commands.schema";
+        case 1 -> "messagepump.events.schema";
+        default -> "messagepump.balancer.schema";
+      };
+    }
+  }
+
   private LibraryMigrations() {}
 
-  /** Runs each present module's own {@code migrate(dataSource)}; returns the modules migrated. */
-  public static List<String> library(DataSource dataSource) {
+  /** Whether module {@code i} of {@link #MODULES} is on the class path. */
+  static boolean present(int i) {
+    return ClassUtils.isPresent(
+        MODULES.get(i).className(), LibraryMigrations.class.getClassLoader());
+  }
+
+  /**
+   * Runs each present module's own {@code migrate(dataSource, schema)}; returns the modules
+   * migrated.
+   */
+  public static List<String> library(DataSource dataSource, Schemas schemas) {
     List<String> done = new ArrayList<>();
     ClassLoader loader = LibraryMigrations.class.getClassLoader();
     if (ClassUtils.isPresent(MODULES.get(0).className(), loader)) {
-      org.messagepump.commands.CommandQueue.migrate(dataSource);
+      org.messagepump.commands.CommandQueue.migrate(dataSource, schemas.of(0));
       done.add("commands");
     }
     if (ClassUtils.isPresent(MODULES.get(1).className(), loader)) {
-      org.messagepump.eventstream.EventStore.migrate(dataSource);
+      org.messagepump.eventstream.EventStore.migrate(dataSource, schemas.of(1));
       done.add("eventstream");
     }
     if (ClassUtils.isPresent(MODULES.get(2).className(), loader)) {
-      org.messagepump.balancer.Balancer.migrate(dataSource);
+      org.messagepump.balancer.Balancer.migrate(dataSource, schemas.of(2));
       done.add("balancer");
     }
     log.info("messagepump: migrated {} with the library's migrate", done);
@@ -87,31 +143,33 @@ public final class LibraryMigrations {
    * application's target version, Java migrations and placeholders are not carried over: they
    * belong to the application's scripts.
    */
-  public static List<String> flyway(Configuration application) {
+  public static List<String> flyway(Configuration application, Schemas schemas) {
     List<String> done = new ArrayList<>();
     ClassLoader loader = application.getClassLoader();
-    for (Module m : MODULES) {
+    for (int i = 0; i < MODULES.size(); i++) {
+      Module m = MODULES.get(i);
       if (!ClassUtils.isPresent(m.className(), LibraryMigrations.class.getClassLoader())) {
         continue;
       }
+      String schema = schemas.of(i);
       try {
         Flyway.configure(loader)
             .configuration(application)
             .javaMigrations(new JavaMigration[0])
             .target(MigrationVersion.LATEST)
-            .schemas(m.schema())
-            .defaultSchema(m.schema())
+            .schemas(schema)
+            .defaultSchema(schema)
             .createSchemas(true)
             .table(m.historyTable())
             .locations(m.location())
             .placeholderReplacement(true)
-            .placeholders(m.schemaPlaceholder() ? Map.of("schema", m.schema()) : Map.of())
+            .placeholders(m.schemaPlaceholder() ? Map.of("schema", schema) : Map.of())
             .load()
             .migrate();
       } catch (FlywayException e) {
-        throw new PumpException("migrating schema " + m.schema() + " failed: " + e.getMessage(), e);
+        throw new PumpException("migrating schema " + schema + " failed: " + e.getMessage(), e);
       }
-      done.add(m.schema());
+      done.add(schema);
     }
     log.info("messagepump: migrated {} with the application's Flyway", done);
     return done;

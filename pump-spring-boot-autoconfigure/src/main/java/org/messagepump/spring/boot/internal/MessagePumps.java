@@ -5,8 +5,13 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import org.messagepump.core.MessagePump;
+import org.messagepump.core.PumpHealth;
+import org.messagepump.spring.boot.MessagePumpRegistry;
+import org.messagepump.spring.boot.PumpHandle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
@@ -16,9 +21,10 @@ import org.springframework.context.SmartLifecycle;
  * once, each draining its in-flight deliveries within its own {@code shutdown-grace} (then
  * interrupting and rolling back what is left: those deliveries come back), so the context waits
  * about the longest grace period, not their sum. Keep each grace period below Spring's {@code
- * spring.lifecycle.timeout-per-shutdown-phase} (30 s by default).
+ * spring.lifecycle.timeout-per-shutdown-phase} (30 s by default). Also the public {@link
+ * MessagePumpRegistry}: a pump paused through its handle stays paused across a stop and a start.
  */
-public final class MessagePumps implements SmartLifecycle {
+public final class MessagePumps implements SmartLifecycle, MessagePumpRegistry {
 
   private static final Logger log = LoggerFactory.getLogger(MessagePumps.class);
 
@@ -26,6 +32,8 @@ public final class MessagePumps implements SmartLifecycle {
   private final Function<String, MessagePump> factory;
   private final boolean autoStartup;
   private final Map<String, MessagePump> running = new LinkedHashMap<>();
+  private final Set<String> paused = ConcurrentHashMap.newKeySet();
+  private final Map<String, PumpHandle> handles = new LinkedHashMap<>();
 
   /**
    * Pumps named {@code names}, each built by {@code factory} when the context starts (a pump starts
@@ -36,6 +44,9 @@ public final class MessagePumps implements SmartLifecycle {
     this.names = List.copyOf(names);
     this.factory = factory;
     this.autoStartup = autoStartup;
+    for (String name : this.names) {
+      handles.put(name, new Handle(name));
+    }
   }
 
   /** The running pumps by name (empty while stopped). */
@@ -44,8 +55,22 @@ public final class MessagePumps implements SmartLifecycle {
   }
 
   /** The configured pump names, in declaration order. */
+  @Override
   public List<String> names() {
     return names;
+  }
+
+  @Override
+  public PumpHandle pump(String name) {
+    PumpHandle h = handles.get(name);
+    if (h == null) {
+      throw new IllegalArgumentException("no pump named '" + name + "'; pumps: " + names);
+    }
+    return h;
+  }
+
+  private synchronized MessagePump current(String name) {
+    return running.get(name);
   }
 
   @Override
@@ -56,6 +81,9 @@ public final class MessagePumps implements SmartLifecycle {
     for (String name : names) {
       MessagePump pump = factory.apply(name);
       running.put(name, pump);
+      if (paused.contains(name)) {
+        pump.pause(); // a pump paused before start starts paused
+      }
       pump.start();
     }
   }
@@ -103,5 +131,71 @@ public final class MessagePumps implements SmartLifecycle {
   @Override
   public int getPhase() {
     return SmartLifecycle.DEFAULT_PHASE;
+  }
+
+  /** A pump's handle: applies to the running pump of that name, if any. */
+  private final class Handle implements PumpHandle {
+    private final String name;
+
+    Handle(String name) {
+      this.name = name;
+    }
+
+    @Override
+    public String name() {
+      return name;
+    }
+
+    @Override
+    public void pause() {
+      synchronized (MessagePumps.this) {
+        paused.add(name);
+        MessagePump pump = running.get(name);
+        if (pump != null) {
+          pump.pause();
+        }
+      }
+    }
+
+    @Override
+    public void resume() {
+      synchronized (MessagePumps.this) {
+        paused.remove(name);
+        MessagePump pump = running.get(name);
+        if (pump != null) {
+          pump.resume();
+        }
+      }
+    }
+
+    @Override
+    public boolean isPaused() {
+      return paused.contains(name);
+    }
+
+    @Override
+    public boolean isRunning() {
+      MessagePump pump = current(name);
+      return pump != null && pump.isRunning();
+    }
+
+    @Override
+    public PumpHealth health() {
+      MessagePump pump = current(name);
+      return pump != null ? pump.health() : new PumpHealth(PumpHealth.State.STOPPED, null, null);
+    }
+
+    @Override
+    public void wake() {
+      MessagePump pump = current(name);
+      if (pump != null) {
+        pump.wake();
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "PumpHandle[" + name + "]";
+    }
   }
 }
