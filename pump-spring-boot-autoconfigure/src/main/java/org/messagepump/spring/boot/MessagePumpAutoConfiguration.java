@@ -105,9 +105,17 @@ public class MessagePumpAutoConfiguration {
   }
 
   /**
-   * The pumps of the {@link PumpDefinition} beans, started and stopped with the context, and the
-   * public {@link MessagePumpRegistry} of their handles (empty with {@code
-   * messagepump.enabled=false}).
+   * The public {@link MessagePumpRegistry}: a handle per pump of {@link #messagePumps} (none with
+   * {@code messagepump.enabled=false}).
+   */
+  @Bean
+  MessagePumpRegistry messagePumpRegistry(MessagePumps pumps) {
+    return new PumpRegistry(pumps);
+  }
+
+  /**
+   * The pumps of the {@link PumpDefinition} beans, started and stopped with the context (none with
+   * {@code messagepump.enabled=false}).
    */
   @Bean
   MessagePumps messagePumps(

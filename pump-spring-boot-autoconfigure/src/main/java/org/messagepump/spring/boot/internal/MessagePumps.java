@@ -10,8 +10,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.PumpHealth;
-import org.messagepump.spring.boot.MessagePumpRegistry;
-import org.messagepump.spring.boot.PumpHandle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
@@ -21,10 +19,10 @@ import org.springframework.context.SmartLifecycle;
  * once, each draining its in-flight deliveries within its own {@code shutdown-grace} (then
  * interrupting and rolling back what is left: those deliveries come back), so the context waits
  * about the longest grace period, not their sum. Keep each grace period below Spring's {@code
- * spring.lifecycle.timeout-per-shutdown-phase} (30 s by default). Also the public {@link
- * MessagePumpRegistry}: a pump paused through its handle stays paused across a stop and a start.
+ * spring.lifecycle.timeout-per-shutdown-phase} (30 s by default). Its per-name operations back the
+ * public {@code MessagePumpRegistry}: a pump paused by name stays paused across a stop and a start.
  */
-public final class MessagePumps implements SmartLifecycle, MessagePumpRegistry {
+public final class MessagePumps implements SmartLifecycle {
 
   private static final Logger log = LoggerFactory.getLogger(MessagePumps.class);
 
@@ -33,7 +31,6 @@ public final class MessagePumps implements SmartLifecycle, MessagePumpRegistry {
   private final boolean autoStartup;
   private final Map<String, MessagePump> running = new LinkedHashMap<>();
   private final Set<String> paused = ConcurrentHashMap.newKeySet();
-  private final Map<String, PumpHandle> handles = new LinkedHashMap<>();
 
   /**
    * Pumps named {@code names}, each built by {@code factory} when the context starts (a pump starts
@@ -44,9 +41,6 @@ public final class MessagePumps implements SmartLifecycle, MessagePumpRegistry {
     this.names = List.copyOf(names);
     this.factory = factory;
     this.autoStartup = autoStartup;
-    for (String name : this.names) {
-      handles.put(name, new Handle(name));
-    }
   }
 
   /** The running pumps by name (empty while stopped). */
@@ -55,22 +49,67 @@ public final class MessagePumps implements SmartLifecycle, MessagePumpRegistry {
   }
 
   /** The configured pump names, in declaration order. */
-  @Override
   public List<String> names() {
     return names;
   }
 
-  @Override
-  public PumpHandle pump(String name) {
-    PumpHandle h = handles.get(name);
-    if (h == null) {
+  /**
+   * {@code name}, checked to be a configured pump.
+   *
+   * @throws IllegalArgumentException when no pump has that name
+   */
+  public String configured(String name) {
+    if (!names.contains(name)) {
       throw new IllegalArgumentException("no pump named '" + name + "'; pumps: " + names);
     }
-    return h;
+    return name;
   }
 
   private synchronized MessagePump current(String name) {
     return running.get(name);
+  }
+
+  /** Pauses the pump {@code name} now if it runs, and every pump of that name started later. */
+  public synchronized void pause(String name) {
+    paused.add(name);
+    MessagePump pump = running.get(name);
+    if (pump != null) {
+      pump.pause();
+    }
+  }
+
+  /** Resumes the pump {@code name}, and lets pumps of that name started later run. */
+  public synchronized void resume(String name) {
+    paused.remove(name);
+    MessagePump pump = running.get(name);
+    if (pump != null) {
+      pump.resume();
+    }
+  }
+
+  /** Whether the pump {@code name} is paused (by {@link #pause}). */
+  public boolean isPaused(String name) {
+    return paused.contains(name);
+  }
+
+  /** Whether a pump of that name runs now. */
+  public boolean isRunning(String name) {
+    MessagePump pump = current(name);
+    return pump != null && pump.isRunning();
+  }
+
+  /** The running pump's health, or STOPPED. */
+  public PumpHealth health(String name) {
+    MessagePump pump = current(name);
+    return pump != null ? pump.health() : new PumpHealth(PumpHealth.State.STOPPED, null, null);
+  }
+
+  /** Wakes the running pump of that name, if any. */
+  public void wake(String name) {
+    MessagePump pump = current(name);
+    if (pump != null) {
+      pump.wake();
+    }
   }
 
   @Override
@@ -131,71 +170,5 @@ public final class MessagePumps implements SmartLifecycle, MessagePumpRegistry {
   @Override
   public int getPhase() {
     return SmartLifecycle.DEFAULT_PHASE;
-  }
-
-  /** A pump's handle: applies to the running pump of that name, if any. */
-  private final class Handle implements PumpHandle {
-    private final String name;
-
-    Handle(String name) {
-      this.name = name;
-    }
-
-    @Override
-    public String name() {
-      return name;
-    }
-
-    @Override
-    public void pause() {
-      synchronized (MessagePumps.this) {
-        paused.add(name);
-        MessagePump pump = running.get(name);
-        if (pump != null) {
-          pump.pause();
-        }
-      }
-    }
-
-    @Override
-    public void resume() {
-      synchronized (MessagePumps.this) {
-        paused.remove(name);
-        MessagePump pump = running.get(name);
-        if (pump != null) {
-          pump.resume();
-        }
-      }
-    }
-
-    @Override
-    public boolean isPaused() {
-      return paused.contains(name);
-    }
-
-    @Override
-    public boolean isRunning() {
-      MessagePump pump = current(name);
-      return pump != null && pump.isRunning();
-    }
-
-    @Override
-    public PumpHealth health() {
-      MessagePump pump = current(name);
-      return pump != null ? pump.health() : new PumpHealth(PumpHealth.State.STOPPED, null, null);
-    }
-
-    @Override
-    public void wake() {
-      MessagePump pump = current(name);
-      if (pump != null) {
-        pump.wake();
-      }
-    }
-
-    @Override
-    public String toString() {
-      return "PumpHandle[" + name + "]";
-    }
   }
 }
