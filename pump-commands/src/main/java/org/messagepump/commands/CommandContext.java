@@ -19,18 +19,43 @@ public final class CommandContext implements DeliveryContext {
   private final Tx tx;
   private final Envelope envelope;
   private final int attempt;
+  private final Long leaseToken;
 
-  CommandContext(CommandQueue queue, Tx tx, Envelope envelope, int attempt) {
+  CommandContext(CommandQueue queue, Tx tx, Envelope envelope, int attempt, Long leaseToken) {
     this.queue = queue;
     this.tx = tx;
     this.envelope = envelope;
     this.attempt = attempt;
+    this.leaseToken = leaseToken;
   }
 
-  /** The delivery's open transaction; the handler writes through it and never commits. */
+  /**
+   * The delivery's open transaction; the handler writes through it and never commits. In lease mode
+   * there is none: {@link IllegalStateException}, as for {@link #enqueue}; the handler opens its
+   * own transactions and fences its writes with {@link #fencingToken()}.
+   */
   @Override
   public Tx tx() {
+    if (tx == null) {
+      throw new IllegalStateException(
+          "command "
+              + envelope.messageId()
+              + " runs in lease mode, without the pump's transaction: open your own, and use"
+              + " fencingToken() in its writes for exactly-once effects");
+    }
     return tx;
+  }
+
+  /**
+   * Lease mode: the fencing token of this claim, a number that grows with every claim of the queue
+   * and is never issued twice. A handler whose writes must take effect once records it with them
+   * and refuses a write carrying an older token (docs/leases.md). Empty in transactional mode,
+   * where the delivery's transaction already makes the handler's writes and the completion one.
+   */
+  public java.util.OptionalLong fencingToken() {
+    return leaseToken == null
+        ? java.util.OptionalLong.empty()
+        : java.util.OptionalLong.of(leaseToken);
   }
 
   /** The command as stored: ids, type, headers, payload, enqueue time. */
@@ -92,12 +117,12 @@ public final class CommandContext implements DeliveryContext {
    * correlation id is inherited unless {@code options} sets one.
    */
   public EnqueueResult enqueue(Object command, EnqueueOptions options) {
-    return queue.enqueue(tx, command, followUp(options));
+    return queue.enqueue(tx(), command, followUp(options));
   }
 
   /** Enqueues an already-encoded follow-up command in this transaction (same ids as above). */
   public EnqueueResult enqueueRaw(String type, byte[] payload, EnqueueOptions options) {
-    return queue.enqueueAll(tx, List.of(NewCommand.raw(type, payload, followUp(options)))).get(0);
+    return queue.enqueueAll(tx(), List.of(NewCommand.raw(type, payload, followUp(options)))).get(0);
   }
 
   private EnqueueOptions followUp(EnqueueOptions options) {

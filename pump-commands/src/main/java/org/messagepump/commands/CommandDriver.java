@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.DeadLetterQueries;
+import org.messagepump.commands.internal.LeaseQueries;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UndecodableMessageException;
@@ -40,6 +41,9 @@ import org.messagepump.core.spi.Outcome;
  */
 public final class CommandDriver implements Driver {
 
+  private static final org.slf4j.Logger log =
+      org.slf4j.LoggerFactory.getLogger(CommandDriver.class);
+
   /** The driver's name in logs and metric tags. */
   public static final String NAME = "commands";
 
@@ -53,9 +57,23 @@ public final class CommandDriver implements Driver {
   private final AtomicInteger turn = new AtomicInteger();
   private final CommandQueries.ClaimStatement claim;
   private final CommandTables tables;
+  private final Duration lease; // null: transactional mode
+  private final String holder;
+  private final Counter expired;
 
-  private CommandDriver(CommandQueue queue, Map<String, Route> routes) {
+  /** The shortest lease: the pump beats every third of it. */
+  public static final Duration MIN_LEASE = Duration.ofSeconds(1);
+
+  /**
+   * The longest lease. A lease is extended while its handler runs, so its length bounds only how
+   * late a delivery whose process died comes back, not how long a handler may run.
+   */
+  public static final Duration MAX_LEASE = Duration.ofHours(1);
+
+  private CommandDriver(CommandQueue queue, Map<String, Route> routes, Duration lease) {
     this.queue = queue;
+    this.lease = lease;
+    this.holder = lease == null ? null : holderName();
     this.codec = queue.codec();
     this.routes = Collections.unmodifiableMap(routes);
     this.types = List.copyOf(routes.keySet());
@@ -65,6 +83,20 @@ public final class CommandDriver implements Driver {
         Counter.builder("messagepump.commands.parked")
             .description("Commands moved to the dead letters")
             .register(queue.meterRegistry());
+    this.expired =
+        lease == null
+            ? null
+            : Counter.builder("messagepump.commands.leases.expired")
+                .description(
+                    "Commands claimed again after their lease expired, the attempt counted as a"
+                        + " failure")
+                .register(queue.meterRegistry());
+  }
+
+  /** This process as a lease holder: {@code pid@host} as the JVM names it, cut to a key's size. */
+  private static String holderName() {
+    String name = java.lang.management.ManagementFactory.getRuntimeMXBean().getName();
+    return name.length() > 200 ? name.substring(0, 200) : name;
   }
 
   /**
@@ -73,6 +105,30 @@ public final class CommandDriver implements Driver {
    * handler of one name), else {@link IllegalArgumentException}.
    */
   public static CommandDriver create(CommandQueue queue, CommandHandlers handlers) {
+    return new CommandDriver(queue, routes(queue, handlers), null);
+  }
+
+  /**
+   * A driver for {@code queue} with {@code handlers} in lease mode (docs/leases.md): each command
+   * is claimed with a lease of {@code lease} in a short transaction, its handler runs with no
+   * transaction open while the pump extends the lease, and its completion is fenced. For handlers
+   * that run for long (seconds to minutes): at-least-once for the handler's effects, exactly once
+   * for the queue's bookkeeping. {@code lease} must be between {@link #MIN_LEASE} and {@link
+   * #MAX_LEASE}, else {@link IllegalArgumentException}; the handlers are checked as by {@link
+   * #create}.
+   */
+  public static CommandDriver leased(CommandQueue queue, CommandHandlers handlers, Duration lease) {
+    if (lease == null) {
+      throw new IllegalArgumentException("lease must not be null");
+    }
+    if (lease.compareTo(MIN_LEASE) < 0 || lease.compareTo(MAX_LEASE) > 0) {
+      throw new IllegalArgumentException(
+          "lease must be at least " + MIN_LEASE + " and at most " + MAX_LEASE + ": " + lease);
+    }
+    return new CommandDriver(queue, routes(queue, handlers), lease);
+  }
+
+  private static Map<String, Route> routes(CommandQueue queue, CommandHandlers handlers) {
     if (queue == null) {
       throw new IllegalArgumentException("queue must not be null");
     }
@@ -102,7 +158,7 @@ public final class CommandDriver implements Driver {
       }
       routes.put(type, new Route(r.commandClass(), r.handler()));
     }
-    return new CommandDriver(queue, routes);
+    return routes;
   }
 
   private static String describe(CommandHandlers.Registration r) {
@@ -127,10 +183,45 @@ public final class CommandDriver implements Driver {
 
   @Override
   public List<Delivery> acquire(Tx tx, int max) throws SQLException {
-    if (max < 1 || claim == null) {
+    return acquire(tx, max, AcquisitionGate.ALL);
+  }
+
+  /** The lease of lease mode ({@link #leased}); empty in transactional mode. */
+  @Override
+  public java.util.Optional<Duration> lease() {
+    return java.util.Optional.ofNullable(lease);
+  }
+
+  @Override
+  public List<Delivery> extendLeases(Tx tx, List<Delivery> running) throws SQLException {
+    if (lease == null) {
+      return Driver.super.extendLeases(tx, running);
+    }
+    return LeaseQueries.extend(tx.connection(), tables, running, lease);
+  }
+
+  private List<Delivery> claimLeased(Tx tx, int max, AcquisitionGate gate) throws SQLException {
+    String[] order = claim.order(nextTurn(), gate);
+    if (order.length == 0) {
       return List.of();
     }
-    return claim.run(tx.connection(), nextTurn(), max);
+    List<LeaseQueries.Claim> claims =
+        LeaseQueries.claim(tx.connection(), tables, List.of(order), max, holder, lease);
+    List<Delivery> out = new java.util.ArrayList<>(claims.size());
+    for (LeaseQueries.Claim c : claims) {
+      if (c.expiredHolder() != null) {
+        expired.increment();
+        log.warn(
+            "command {} ({}): the lease of attempt {} held by {} expired before it completed;"
+                + " counted as a failure",
+            c.delivery().messageId(),
+            c.delivery().messageType(),
+            c.delivery().failures(),
+            Inputs.reason(c.expiredHolder()));
+      }
+      out.add(c.delivery());
+    }
+    return out;
   }
 
   /**
@@ -142,6 +233,9 @@ public final class CommandDriver implements Driver {
   public List<Delivery> acquire(Tx tx, int max, AcquisitionGate gate) throws SQLException {
     if (max < 1 || claim == null) {
       return List.of();
+    }
+    if (lease != null) {
+      return claimLeased(tx, max, gate);
     }
     return claim.run(tx.connection(), nextTurn(), max, gate);
   }
@@ -172,8 +266,30 @@ public final class CommandDriver implements Driver {
     Object command = decode(route, type, delivery.envelope().payload());
     route
         .handler()
-        .handle(command, new CommandContext(queue, tx, delivery.envelope(), delivery.attempt()));
-    return Outcome.HANDLED; // acquire already deleted the command in this transaction
+        .handle(
+            command,
+            new CommandContext(
+                queue, tx, delivery.envelope(), delivery.attempt(), leaseToken(delivery)));
+    // Transactional mode: acquire already deleted the command in this transaction. Lease mode:
+    // completed() deletes it, fenced, after the handler.
+    return Outcome.HANDLED;
+  }
+
+  private Long leaseToken(Delivery d) {
+    return lease != null && d.driverState() instanceof CommandQueries.Claimed c
+        ? c.leaseToken()
+        : null;
+  }
+
+  /** Lease mode: deletes each completed command, if its lease is still this claim's. */
+  @Override
+  public void completed(Tx tx, List<Delivery> handled) throws SQLException {
+    if (lease == null) {
+      return; // deleted at the claim
+    }
+    for (Delivery d : handled) {
+      LeaseQueries.complete(tx.dsl(), tables, id(d), leaseToken(d));
+    }
   }
 
   private Object decode(Route route, String type, byte[] payload) {
@@ -201,16 +317,26 @@ public final class CommandDriver implements Driver {
    */
   @Override
   public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) throws SQLException {
+    if (lease != null) {
+      return java.util.Optional.empty(); // lease mode: each outcome has a transaction of its own
+    }
     return CommandQueries.ClaimStatement.reclaim(tx.connection(), tables, id(delivery));
   }
 
   @Override
   public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) throws SQLException {
+    if (lease != null) {
+      LeaseQueries.postpone(tx.dsl(), tables, id(delivery), leaseToken(delivery), failures, delay);
+      return;
+    }
     CommandQueries.reinsert(tx.dsl(), tables, delivery, id(delivery), failures, delay);
   }
 
   @Override
   public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
+    if (lease != null) {
+      LeaseQueries.takeForParking(tx.dsl(), tables, id(delivery), leaseToken(delivery));
+    }
     DeadLetterQueries.parkClaimed(tx.dsl(), tables, delivery, id(delivery), failures, reason);
     parked.increment();
   }

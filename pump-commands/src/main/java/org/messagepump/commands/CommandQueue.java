@@ -125,10 +125,10 @@ public final class CommandQueue {
   /**
    * The statements granting {@code role} what a queue, its pumps and its dead-letter operations
    * need in {@code schema}, and nothing more: {@code USAGE} on the schema and {@code SELECT,
-   * INSERT, UPDATE, DELETE} on its tables (the queue uses no sequences). The owner runs {@link
-   * #migrate(DataSource, String)} and these; the role runs the application. Identifiers are quoted;
-   * a bad schema name or a role name that is empty, holds NUL or is over {@link
-   * Limits#MAX_KEY_BYTES} bytes is refused with {@link IllegalArgumentException}.
+   * INSERT, UPDATE, DELETE} on its tables, {@code USAGE} on the sequence of lease mode's fencing
+   * tokens. The owner runs {@link #migrate(DataSource, String)} and these; the role runs the
+   * application. Identifiers are quoted; a bad schema name or a role name that is empty, holds NUL
+   * or is over {@link Limits#MAX_KEY_BYTES} bytes is refused with {@link IllegalArgumentException}.
    */
   public static List<String> grantStatements(String schema, String role) {
     CommandTables t = CommandTables.of(schema);
@@ -144,6 +144,10 @@ public final class CommandQueue {
         "GRANT USAGE ON SCHEMA " + quotedSchema + " TO " + quotedRole,
         "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "
             + String.join(", ", tables)
+            + " TO "
+            + quotedRole,
+        "GRANT USAGE ON SEQUENCE "
+            + render.render(org.jooq.impl.DSL.name(t.schema(), "lease_tokens"))
             + " TO "
             + quotedRole);
   }
@@ -324,6 +328,14 @@ public final class CommandQueue {
   /** A driver pumping this queue's commands of the handlers' types. */
   public CommandDriver driver(CommandHandlers handlers) {
     return CommandDriver.create(this, handlers);
+  }
+
+  /**
+   * A driver pumping this queue's commands of the handlers' types in lease mode: no transaction is
+   * held while a handler runs (docs/leases.md). See {@link CommandDriver#leased}.
+   */
+  public CommandDriver leasedDriver(CommandHandlers handlers, java.time.Duration lease) {
+    return CommandDriver.leased(this, handlers, lease);
   }
 
   /**

@@ -116,6 +116,11 @@ final class DeliveryRunner {
     stopping = true;
   }
 
+  /** True once the pump is stopping. */
+  boolean isStopping() {
+    return stopping;
+  }
+
   /** One batch's state: the delivery at fault when it is abandoned, and why. */
   private static final class Batch {
     Delivery culprit;
@@ -242,7 +247,7 @@ final class DeliveryRunner {
       HandlerTimeoutException timedOut;
       HandlerTimeouts.Watch watch = timeouts.start(d.messageType(), guard);
       try {
-        outcome = handle(guard, handlerTx, d);
+        outcome = handle(guard.target(), handlerTx, d);
       } finally {
         timedOut = watch.finish();
         guard.disarm();
@@ -402,8 +407,13 @@ final class DeliveryRunner {
     return PumpMetrics.Result.ABANDONED;
   }
 
-  /** Asks the driver to handle; classifies what it throws. Returns null when the batch is lost. */
-  private Outcome handle(HandlerConnection guard, Tx tx, Delivery d) {
+  /**
+   * Asks the driver to handle; classifies what it throws. Returns null when the batch is lost (the
+   * pump's connection {@code own} broke, or an interrupt at shutdown). In lease mode there is no
+   * pump connection ({@code own} and {@code tx} null): a connection error is the handler's own, a
+   * failure.
+   */
+  Outcome handle(Connection own, Tx tx, Delivery d) {
     long start = System.nanoTime();
     try {
       Outcome o = driver.handle(tx, d);
@@ -432,7 +442,7 @@ final class DeliveryRunner {
         case TRANSIENT:
           return Outcome.busy(describe(e));
         case CONNECTION:
-          if (connectionLost(guard.target())) {
+          if (own != null && connectionLost(own)) {
             log.info(
                 "{}: connection lost while handling ({}); the delivery will return",
                 pumpName,
@@ -450,8 +460,7 @@ final class DeliveryRunner {
     }
   }
 
-  private PumpMetrics.Result park(Tx tx, Delivery d, int failures, Throwable cause)
-      throws SQLException {
+  PumpMetrics.Result park(Tx tx, Delivery d, int failures, Throwable cause) throws SQLException {
     String reason = Inputs.reason(reason(cause));
     try {
       driver.park(tx, d, failures, reason);
@@ -472,7 +481,7 @@ final class DeliveryRunner {
   }
 
   /** Parks with a reason that holds nothing of the delivery's: the real one was refused. */
-  private void parkPlainly(Tx tx, Delivery d, int failures, Exception refused) throws SQLException {
+  void parkPlainly(Tx tx, Delivery d, int failures, Exception refused) throws SQLException {
     String reason =
         "parked after "
             + failures
@@ -645,7 +654,7 @@ final class DeliveryRunner {
     return s.length() <= max ? s : s.substring(0, max) + "...";
   }
 
-  private void putMdc(Delivery d) {
+  void putMdc(Delivery d) {
     MDC.put("pump", pumpName);
     MDC.put("messageId", d.messageId());
     MDC.put("messageType", d.messageType());
@@ -656,7 +665,7 @@ final class DeliveryRunner {
     }
   }
 
-  private static void clearMdc(Delivery d) {
+  static void clearMdc(Delivery d) {
     MDC.remove("pump");
     MDC.remove("messageId");
     MDC.remove("messageType");

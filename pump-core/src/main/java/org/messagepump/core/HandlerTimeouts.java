@@ -67,7 +67,10 @@ final class HandlerTimeouts {
     return d != null ? d : perPump;
   }
 
-  /** Starts watching the current thread's handling of a delivery of {@code messageType}. */
+  /**
+   * Starts watching the current thread's handling of a delivery of {@code messageType}; {@code
+   * guard} is the pump's connection as the handler sees it, or null in lease mode.
+   */
   Watch start(String messageType, HandlerConnection guard) {
     Duration timeout = timeoutOf(messageType);
     if (timeout == null) {
@@ -147,11 +150,14 @@ final class HandlerTimeouts {
           "{}: handler ran past its timeout of {}; interrupting it and cancelling its statement",
           owner.pumpName,
           timeout);
+      // In lease mode there is no pump connection (guard null): the interrupt is all there is,
+      // and the lease stays extended until the handler returns.
       cancellable =
-          guard.refuse(
-              "the handler ran past its timeout of "
-                  + timeout
-                  + "; the pump's connection is refused to it from now on");
+          guard != null
+              && guard.refuse(
+                  "the handler ran past its timeout of "
+                      + timeout
+                      + "; the pump's connection is refused to it from now on");
       stopHandler();
       repeat();
     }

@@ -81,6 +81,7 @@ public final class MessagePump implements AutoCloseable {
   private final WorkerScheduler dispatcher;
   private final DeliveryRunner runner;
   private final HandlerTimeouts timeouts;
+  private final LeaseKeeper leaseKeeper; // null unless the driver is in lease mode
   private final WakeListener listener;
   private Thread listenerThread;
   private final ExecutorService workers;
@@ -106,11 +107,31 @@ public final class MessagePump implements AutoCloseable {
             : new HandlerTimeouts(name, b.handlerTimeout, b.typeTimeouts, b.threadFactory);
     this.runner =
         new DeliveryRunner(name, b.dataSource, b.driver, backoff, b.maxFailures, metrics, timeouts);
+    this.leaseKeeper =
+        b.driver
+            .lease()
+            .map(
+                lease ->
+                    new LeaseKeeper(name, b.dataSource, b.driver, lease, b.threadFactory, metrics))
+            .orElse(null);
+    LeaseRunner leases =
+        leaseKeeper == null
+            ? null
+            : new LeaseRunner(
+                name,
+                b.dataSource,
+                b.driver,
+                runner,
+                backoff,
+                b.maxFailures,
+                metrics,
+                timeouts,
+                leaseKeeper);
     this.dispatcher =
         new WorkerScheduler(
             name,
             b.dataSource,
-            new Poller(b.driver, runner, b.batchSize, metrics),
+            new Poller(b.driver, runner, b.batchSize, metrics, leases),
             b.workers,
             b.pollInterval,
             backoff,
@@ -257,6 +278,9 @@ public final class MessagePump implements AutoCloseable {
       dispatcherThread.interrupt();
     }
     timeouts.shutdown();
+    if (leaseKeeper != null) {
+      leaseKeeper.shutdown(); // a handler still running past the grace loses its lease in time
+    }
     log.info("{}: closed{}", name, drained ? "" : " (some workers were still stopping)");
   }
 

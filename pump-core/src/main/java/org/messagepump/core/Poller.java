@@ -29,12 +29,29 @@ final class Poller {
   private final int batchSize;
   private final PumpMetrics metrics;
   private final AtomicInteger isolatedPolls = new AtomicInteger();
+  private final LeaseRunner leases;
 
   Poller(Driver driver, DeliveryRunner runner, int batchSize, PumpMetrics metrics) {
+    this(driver, runner, batchSize, metrics, null);
+  }
+
+  /** A poller whose driver is in lease mode when {@code leases} is not null. */
+  Poller(
+      Driver driver,
+      DeliveryRunner runner,
+      int batchSize,
+      PumpMetrics metrics,
+      LeaseRunner leases) {
     this.driver = driver;
     this.runner = runner;
     this.batchSize = batchSize;
     this.metrics = metrics;
+    this.leases = leases;
+  }
+
+  /** The lease mode's runner, or null for a transactional driver. */
+  LeaseRunner leases() {
+    return leases;
   }
 
   /**
@@ -47,15 +64,18 @@ final class Poller {
    * are checked at its end, else in a fresh one), so it parks; the others are handled.
    */
   Polled poll(Connection c, List<DeliveryRunner.Recorded> observed) throws SQLException {
-    return poll(c, observed, null);
+    return poll(c, observed, null, null);
   }
 
   /**
    * As {@link #poll(Connection, List)}; {@code acquired}, when not null, runs as soon as the poll
    * has found work, before the deliveries are handled (the pump's workers then let one more worker
-   * poll).
+   * poll). In lease mode the claim commits before the handlers run, and {@code release}, when not
+   * null, then gives the connection back: no transaction and no connection is held while a leased
+   * handler runs.
    */
-  Polled poll(Connection c, List<DeliveryRunner.Recorded> observed, Runnable acquired)
+  Polled poll(
+      Connection c, List<DeliveryRunner.Recorded> observed, Runnable acquired, Runnable release)
       throws SQLException {
     long start = System.nanoTime();
     boolean isolated = isolatedPolls.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0;
@@ -68,6 +88,17 @@ final class Poller {
     if (deliveries.isEmpty()) {
       c.commit(); // a driver may write while acquiring (e.g. advance a checkpoint to the end)
       return Polled.NOTHING;
+    }
+    if (leases != null) {
+      c.commit(); // the claim: the leases are recorded before any handler runs
+      if (release != null) {
+        release.run();
+      }
+      if (acquired != null) {
+        acquired.run();
+      }
+      leases.run(deliveries, observed);
+      return Polled.COMMITTED;
     }
     if (acquired != null) {
       acquired.run();

@@ -27,9 +27,19 @@ final class PumpMetrics {
   private final Timer acquireDuration;
   private final Counter acquisitionErrors;
   private final AtomicInteger inFlight = new AtomicInteger();
+  private final MeterRegistry registry;
+  private final String pump;
+  private final String driver;
+  private volatile LeaseMeters leaseMeters;
+
+  /** The meters of lease mode, registered only by a pump whose driver has one. */
+  record LeaseMeters(Counter heartbeats, Counter extended, Counter lost) {}
 
   PumpMetrics(MeterRegistry registry, String pump, String driver) {
     MeterRegistry r = Meters.orNoop(registry);
+    this.registry = r;
+    this.pump = pump;
+    this.driver = driver;
     for (Result result : Result.values()) {
       deliveries[result.ordinal()] =
           Counter.builder("messagepump.deliveries")
@@ -56,6 +66,36 @@ final class PumpMetrics {
         .description("Deliveries being handled now")
         .tags("pump", pump, "driver", driver)
         .register(r);
+  }
+
+  /** Lease mode's meters, registered at the first call. */
+  LeaseMeters leases() {
+    LeaseMeters m = leaseMeters;
+    if (m == null) {
+      synchronized (this) {
+        if (leaseMeters == null) {
+          leaseMeters =
+              new LeaseMeters(
+                  counter(
+                      "messagepump.leases.heartbeats",
+                      "Heartbeat transactions that extended the leases of running deliveries"),
+                  counter(
+                      "messagepump.leases.extended", "Leases extended, one per delivery per beat"),
+                  counter(
+                      "messagepump.leases.lost",
+                      "Deliveries whose lease another claim took: their completion was refused"));
+        }
+        m = leaseMeters;
+      }
+    }
+    return m;
+  }
+
+  private Counter counter(String name, String description) {
+    return Counter.builder(name)
+        .description(description)
+        .tags("pump", pump, "driver", driver)
+        .register(registry);
   }
 
   void delivered(Result result, int count) {

@@ -77,7 +77,29 @@ public final class PumpTester {
         new DeliveryRunner(
             "tester", b.dataSource, b.driver, backoff, b.maxFailures, metrics, timeouts);
     this.dataSource = b.dataSource;
-    this.poller = new Poller(b.driver, runner, b.batchSize, metrics);
+    LeaseRunner leases =
+        b.driver
+            .lease()
+            .map(
+                lease ->
+                    new LeaseRunner(
+                        "tester",
+                        b.dataSource,
+                        b.driver,
+                        runner,
+                        backoff,
+                        b.maxFailures,
+                        metrics,
+                        timeouts,
+                        new LeaseKeeper(
+                            "tester",
+                            b.dataSource,
+                            b.driver,
+                            lease,
+                            Executors.defaultThreadFactory(),
+                            metrics)))
+            .orElse(null);
+    this.poller = new Poller(b.driver, runner, b.batchSize, metrics, leases);
   }
 
   /** A builder for a tester of {@code driver} on {@code dataSource}. */

@@ -149,11 +149,19 @@ final class WorkerScheduler implements Runnable {
   /** One poll and its deliveries. */
   private Turn pollOnce(long wakeMark) {
     Connection c = null;
+    boolean[] released = {false};
     try {
       c = dataSource.getConnection();
       inFlight.add(c);
       c.setAutoCommit(false);
-      switch (poller.poll(c, null, this::foundWork)) {
+      Connection own = c;
+      Runnable release =
+          () -> {
+            released[0] = true;
+            inFlight.remove(own);
+            close(own);
+          };
+      switch (poller.poll(c, null, this::foundWork, release)) {
         case NOTHING:
           recovered();
           turns.foundNothing(wakeMark, System.nanoTime());
@@ -165,7 +173,7 @@ final class WorkerScheduler implements Runnable {
           return Turn.ABANDONED;
       }
     } catch (SQLException | RuntimeException e) {
-      if (c != null) {
+      if (c != null && !released[0]) {
         Transactions.rollbackQuietly(c);
       }
       if (!turns.stopped()) {
@@ -173,7 +181,7 @@ final class WorkerScheduler implements Runnable {
       }
       return Turn.NOTHING;
     } finally {
-      if (c != null) {
+      if (c != null && !released[0]) {
         inFlight.remove(c);
         close(c);
       }

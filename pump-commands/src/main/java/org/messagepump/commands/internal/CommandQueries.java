@@ -42,7 +42,7 @@ import org.messagepump.core.spi.Delivery;
 /** The SQL of the pending-commands table: acquire, delete, postpone, depth. */
 public final class CommandQueries {
 
-  private static final List<Field<?>> COLUMNS =
+  static final List<Field<?>> COLUMNS =
       List.of(
           MESSAGE_ID,
           MESSAGE_TYPE,
@@ -71,7 +71,7 @@ public final class CommandQueries {
   }
 
   /** The acquire statement returning only {@code columns} of the locked rows. */
-  private static Select<Record> acquire(
+  static Select<Record> acquire(
       DSLContext dsl, CommandTables t, List<String> types, int max, List<Field<?>> columns) {
     if (types.size() == 1) {
       // Two bind markers, both the type: the pause check is uncorrelated, so PostgreSQL runs it
@@ -195,7 +195,7 @@ public final class CommandQueries {
     }
 
     /** The types the gate admits, scanned from {@code start} on (wrapping around). */
-    private String[] order(int start, AcquisitionGate gate) {
+    public String[] order(int start, AcquisitionGate gate) {
       List<String> order = new ArrayList<>(types.size());
       for (int i = 0; i < types.size(); i++) {
         String type = types.get((start + i) % types.size());
@@ -244,6 +244,11 @@ public final class CommandQueries {
      * driver state and written back unchanged on postponement or parking.
      */
     private static Delivery delivery(ResultSet rs) throws SQLException {
+      return delivery(rs, null);
+    }
+
+    /** As {@link #delivery(ResultSet)}, for a claim in lease mode with its fencing token. */
+    static Delivery delivery(ResultSet rs, Long leaseToken) throws SQLException {
       UUID id = rs.getObject(1, UUID.class);
       String rawHeaders = rs.getString(5);
       Map<String, String> headers;
@@ -277,8 +282,8 @@ public final class CommandQueries {
           rs.getInt(7),
           null,
           problem == null
-              ? new Claimed(id, deliverAt)
-              : new Claimed(id, deliverAt, problem, rawHeaders, rawEnqueuedAt));
+              ? new Claimed(id, deliverAt, null, null, null, leaseToken)
+              : new Claimed(id, deliverAt, problem, rawHeaders, rawEnqueuedAt, leaseToken));
     }
 
     private static Instant deliverAt(Delivery d) {
@@ -324,14 +329,20 @@ public final class CommandQueries {
   /**
    * A claimed command's id and due time (the driver state of its delivery); for a row that could
    * not be read, what was wrong (never quoting the data) and the stored text of its headers and
-   * enqueue time, written back as they were on postponement or parking.
+   * enqueue time, written back as they were on postponement or parking; in lease mode, the fencing
+   * token of its claim (null in transactional mode).
    */
   public record Claimed(
-      UUID id, Instant deliverAt, String problem, String rawHeaders, String rawEnqueuedAt) {
+      UUID id,
+      Instant deliverAt,
+      String problem,
+      String rawHeaders,
+      String rawEnqueuedAt,
+      Long leaseToken) {
 
     /** A readable row's state. */
     public Claimed(UUID id, Instant deliverAt) {
-      this(id, deliverAt, null, null, null);
+      this(id, deliverAt, null, null, null, null);
     }
   }
 

@@ -54,10 +54,14 @@ public final class CommandTables {
   /** Recurring commands (V3). */
   public final Table<Record> schedules;
 
+  /** The fencing tokens of lease mode (V4). */
+  public final org.jooq.Sequence<Long> leaseTokens;
+
   private CommandTables(String schema) {
     this.schema = schema;
     this.commands = DSL.table(DSL.name(schema, "commands"));
     this.idempotencyKeys = DSL.table(DSL.name(schema, "idempotency_keys"));
+    this.leaseTokens = DSL.sequence(DSL.name(schema, "lease_tokens"), SQLDataType.BIGINT);
     this.deadLetters = DSL.table(DSL.name(schema, "dead_letters"));
     this.pausedTypes = DSL.table(DSL.name(schema, "paused_types"));
     this.schedules = DSL.table(DSL.name(schema, "schedules"));
@@ -136,6 +140,13 @@ public final class CommandTables {
   /** Column {@code paused_at} of paused types. */
   public static final Field<Instant> PAUSED_AT =
       DSL.field(DSL.name("paused_at"), SQLDataType.INSTANT);
+
+  /** Column {@code lease_token} of pending commands: the fencing token of a lease (V4). */
+  public static final Field<Long> LEASE_TOKEN =
+      DSL.field(DSL.name("lease_token"), SQLDataType.BIGINT);
+
+  /** Column {@code leased_by} of pending commands: the holder of a lease, null when not leased. */
+  public static final Field<String> LEASED_BY = DSL.field(DSL.name("leased_by"), SQLDataType.CLOB);
 
   /** Column {@code reason} of paused types. */
   public static final Field<String> REASON = DSL.field(DSL.name("reason"), SQLDataType.CLOB);

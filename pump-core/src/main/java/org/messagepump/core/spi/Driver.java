@@ -91,6 +91,41 @@ public interface Driver {
   }
 
   /**
+   * Lease mode: empty (the default) when a delivery is held by the pump's transaction while its
+   * handler runs; the length of a lease when this driver claims deliveries with a lease instead
+   * (docs/leases.md). In lease mode:
+   *
+   * <ul>
+   *   <li>{@link #acquire} records a lease on each delivery it returns (a fencing token, the
+   *       holder, an expiry {@code lease} from now on the database clock), and the pump commits
+   *       that transaction at once. A delivery whose earlier lease expired counts that attempt as a
+   *       failure in its {@link Delivery#failures()}; the pump parks it, without running it, once
+   *       that reaches {@code maxFailures}.
+   *   <li>{@link #handle} runs with no transaction: its {@code tx} is {@code null}. The handler
+   *       opens its own transactions if it writes.
+   *   <li>While the handler runs the pump extends the lease ({@link #extendLeases}) on its own
+   *       schedule, in short transactions of its own.
+   *   <li>{@link #completed}, {@link #postpone} and {@link #park} run in a new short transaction,
+   *       one per delivery, and are fenced: when the delivery's lease is no longer this claim's (it
+   *       expired and another claim took it), they throw {@link
+   *       org.messagepump.core.LeaseLostException} and change nothing.
+   * </ul>
+   */
+  default java.util.Optional<Duration> lease() {
+    return java.util.Optional.empty();
+  }
+
+  /**
+   * Lease mode: extends the leases of {@code running} by {@link #lease()} from now, in {@code tx}
+   * (one statement for all of them), and returns those of {@code running} whose lease is still
+   * theirs (the same instances); a delivery missing from the result has lost its lease. Drivers
+   * without lease mode refuse.
+   */
+  default List<Delivery> extendLeases(Tx tx, List<Delivery> running) throws SQLException {
+    throw new UnsupportedOperationException(name() + " has no lease mode");
+  }
+
+  /**
    * A PostgreSQL {@code NOTIFY} channel that producers signal when work arrives, so an idle pump
    * wakes at once instead of at the next poll. Empty (the default) means polling only.
    */

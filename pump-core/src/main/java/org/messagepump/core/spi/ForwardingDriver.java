@@ -68,6 +68,16 @@ public class ForwardingDriver implements Driver {
   }
 
   @Override
+  public Optional<Duration> lease() {
+    return delegate.lease();
+  }
+
+  @Override
+  public List<Delivery> extendLeases(Tx tx, List<Delivery> running) throws SQLException {
+    return delegate.extendLeases(tx, running);
+  }
+
+  @Override
   public Optional<String> wakeChannel() {
     return delegate.wakeChannel();
   }

@@ -1,0 +1,240 @@
+package org.messagepump.commands.internal;
+
+import static org.messagepump.commands.internal.CommandTables.CLOCK_TIMESTAMP;
+import static org.messagepump.commands.internal.CommandTables.DELIVER_AT;
+import static org.messagepump.commands.internal.CommandTables.FAILURES;
+import static org.messagepump.commands.internal.CommandTables.LEASED_BY;
+import static org.messagepump.commands.internal.CommandTables.LEASE_TOKEN;
+import static org.messagepump.commands.internal.CommandTables.MESSAGE_ID;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.Query;
+import org.jooq.Record;
+import org.jooq.SQLDialect;
+import org.jooq.Table;
+import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
+import org.messagepump.core.LeaseLostException;
+import org.messagepump.core.spi.Delivery;
+
+/**
+ * The SQL of lease mode (docs/leases.md): claim with a lease, extend, and the fenced completion,
+ * postponement and parking. A leased command stays in the pending table; while leased its {@code
+ * deliver_at} is the lease's expiry, so an expired lease is due again like any other command, found
+ * by the same index. Every statement matches the claim's fencing token ({@code lease_token}, from a
+ * sequence: never issued twice); a statement that finds no row with it changes nothing and throws
+ * {@link LeaseLostException}.
+ *
+ * <p>These statements are built by jOOQ and run through JDBC with every value bound, rendered per
+ * call: lease mode is for handlers that run for seconds to minutes, where a render costs nothing
+ * that counts.
+ */
+public final class LeaseQueries {
+
+  private static final org.jooq.conf.Settings RENDER =
+      new org.jooq.conf.Settings().withRenderSchema(true);
+
+  private LeaseQueries() {}
+
+  /**
+   * Claims up to {@code max} due commands of {@code types} (scanned in this order, as the
+   * transactional claim does) with a lease of {@code lease} for {@code holder}: a new fencing token
+   * each, the expiry as their due time. A command whose previous lease expired has that attempt
+   * counted as a failure. Returned oldest first, each with its token in its driver state.
+   */
+  public static List<Claim> claim(
+      Connection connection,
+      CommandTables t,
+      List<String> types,
+      int max,
+      String holder,
+      Duration lease)
+      throws SQLException {
+    DSLContext render = DSL.using(SQLDialect.POSTGRES, RENDER);
+    Table<Record> c = t.commands.as("c");
+    Table<?> claim =
+        CommandQueries.acquire(render, t, types, max, List.of(MESSAGE_ID, LEASED_BY))
+            .asTable("claim");
+    Field<String> expiredHolder = claim.field(LEASED_BY.getName(), String.class);
+    List<Field<?>> returning = new ArrayList<>();
+    for (Field<?> f : CommandQueries.COLUMNS) {
+      returning.add(ofC(f));
+    }
+    returning.add(ofC(LEASE_TOKEN));
+    returning.add(expiredHolder.as("expired_holder"));
+    Query q =
+        render
+            .update(c)
+            .set(LEASE_TOKEN, t.leaseTokens.nextval())
+            .set(LEASED_BY, DSL.val(holder, LEASED_BY))
+            .set(DELIVER_AT, expiry(lease))
+            .set(
+                FAILURES,
+                ofC(FAILURES)
+                    .plus(DSL.when(expiredHolder.isNull(), DSL.inline(0)).otherwise(DSL.inline(1))))
+            .from(claim)
+            .where(ofC(MESSAGE_ID).eq(claim.field(MESSAGE_ID.getName(), UUID.class)))
+            .returningResult(returning);
+    List<Claim> out = new ArrayList<>();
+    try (PreparedStatement ps = prepare(connection, render, q);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        out.add(
+            new Claim(
+                CommandQueries.ClaimStatement.delivery(rs, rs.getLong(10)), rs.getString(11)));
+      }
+    }
+    out.sort(java.util.Comparator.comparing(cl -> cl.delivery().envelope().createdAt()));
+    return out;
+  }
+
+  /**
+   * One claimed command and, when its previous lease had expired (an attempt that never completed,
+   * counted as a failure by this claim), that lease's holder; else null.
+   */
+  public record Claim(Delivery delivery, String expiredHolder) {}
+
+  /**
+   * Extends the leases of {@code running} to {@code lease} from now, in one statement, and returns
+   * those whose lease is still theirs (matched by message id and fencing token).
+   */
+  public static List<Delivery> extend(
+      Connection connection, CommandTables t, List<Delivery> running, Duration lease)
+      throws SQLException {
+    Map<Long, Delivery> byToken = new HashMap<>();
+    UUID[] ids = new UUID[running.size()];
+    Long[] tokens = new Long[running.size()];
+    for (int i = 0; i < running.size(); i++) {
+      Delivery d = running.get(i);
+      CommandQueries.Claimed claimed = (CommandQueries.Claimed) d.driverState();
+      ids[i] = claimed.id();
+      tokens[i] = claimed.leaseToken();
+      byToken.put(claimed.leaseToken(), d);
+    }
+    DSLContext render = DSL.using(SQLDialect.POSTGRES, RENDER);
+    // Tokens are unique to a claim, so an id and a token from the two lists can only match as the
+    // pair they were claimed as; the id finds the row by its primary key.
+    Query q =
+        render
+            .update(t.commands)
+            .set(DELIVER_AT, expiry(lease))
+            .where(MESSAGE_ID.eq(DSL.any(DSL.val(ids, SQLDataType.UUID.array()))))
+            .and(LEASE_TOKEN.eq(DSL.any(DSL.val(tokens, SQLDataType.BIGINT.array()))))
+            .and(LEASED_BY.isNotNull())
+            .returningResult(LEASE_TOKEN);
+    List<Delivery> kept = new ArrayList<>(running.size());
+    try (PreparedStatement ps = prepare(connection, render, q);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        Delivery d = byToken.get(rs.getLong(1));
+        if (d != null) {
+          kept.add(d);
+        }
+      }
+    }
+    return kept;
+  }
+
+  /** Deletes a completed command, if its lease is still this claim's. */
+  public static void complete(DSLContext dsl, CommandTables t, UUID id, long token) {
+    int n =
+        dsl.deleteFrom(t.commands).where(MESSAGE_ID.eq(id)).and(LEASE_TOKEN.eq(token)).execute();
+    fenced(n, id, token, "completion");
+  }
+
+  /**
+   * Ends the lease and makes the command due after {@code delay} with {@code failures}, if its
+   * lease is still this claim's.
+   */
+  public static void postpone(
+      DSLContext dsl, CommandTables t, UUID id, long token, int failures, Duration delay) {
+    int n =
+        dsl.update(t.commands)
+            .set(FAILURES, failures)
+            .set(DELIVER_AT, CommandTables.deliverAt(delay, null))
+            .setNull(LEASED_BY)
+            .where(MESSAGE_ID.eq(id))
+            .and(LEASE_TOKEN.eq(token))
+            .execute();
+    fenced(n, id, token, "postponement");
+  }
+
+  /**
+   * Takes the command out of the pending table for parking, if its lease is still this claim's (the
+   * caller then writes its dead letter in the same transaction).
+   */
+  public static void takeForParking(DSLContext dsl, CommandTables t, UUID id, long token) {
+    int n =
+        dsl.deleteFrom(t.commands).where(MESSAGE_ID.eq(id)).and(LEASE_TOKEN.eq(token)).execute();
+    fenced(n, id, token, "parking");
+  }
+
+  private static void fenced(int rows, UUID id, long token, String what) {
+    if (rows == 0) {
+      throw new LeaseLostException(
+          "the "
+              + what
+              + " of command "
+              + id
+              + " was refused: fencing token "
+              + token
+              + " is no longer its lease's (the lease expired and another claim took it, or an"
+              + " operator moved it)");
+    }
+  }
+
+  /** {@code f} of the claim's target table, aliased {@code c}. */
+  private static <T> Field<T> ofC(Field<T> f) {
+    return DSL.field(DSL.name("c", f.getName()), f.getDataType());
+  }
+
+  /** {@code clock_timestamp()} plus the lease, the seconds bound. */
+  private static Field<Instant> expiry(Duration lease) {
+    Field<?> seconds = DSL.val(lease.toNanos() / 1e9, SQLDataType.DOUBLE);
+    Field<Object> interval =
+        DSL.function(
+            "make_interval",
+            Object.class,
+            DSL.inline(0),
+            DSL.inline(0),
+            DSL.inline(0),
+            DSL.inline(0),
+            DSL.inline(0),
+            DSL.inline(0),
+            seconds);
+    return DSL.field("{0} + {1}", SQLDataType.INSTANT, CLOCK_TIMESTAMP, interval);
+  }
+
+  private static PreparedStatement prepare(Connection connection, DSLContext render, Query q)
+      throws SQLException {
+    PreparedStatement ps = connection.prepareStatement(render.render(q));
+    try {
+      int i = 1;
+      for (Object v : q.getBindValues()) {
+        if (v instanceof Object[] array) {
+          String type =
+              array instanceof UUID[] ? "uuid" : array instanceof Long[] ? "int8" : "text";
+          ps.setArray(i++, connection.createArrayOf(type, array));
+        } else {
+          ps.setObject(i++, v);
+        }
+      }
+      return ps;
+    } catch (SQLException | RuntimeException e) {
+      ps.close();
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,455 @@
+package org.messagepump.commands;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+import static org.messagepump.commands.Fixtures.count;
+
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.PrintWriter;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Logger;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.commands.Fixtures.ChargeCard;
+import org.messagepump.commands.Fixtures.PlaceOrder;
+import org.messagepump.commands.Fixtures.ShipOrder;
+import org.messagepump.core.BusyException;
+import org.messagepump.core.MessagePump;
+import org.messagepump.core.Tx;
+import org.messagepump.core.spi.Delivery;
+import org.messagepump.testkit.PostgresExtension;
+
+/**
+ * Lease mode through the real pump: no transaction is held while a handler runs, a lease outlives
+ * its length by heartbeats, an abandoned claim comes back counted, a claim that always dies parks
+ * without running again, and a holder that lost its lease cannot complete.
+ */
+@ExtendWith(PostgresExtension.class)
+class LeaseModeIT {
+
+  private static final Duration LEASE = Duration.ofSeconds(1);
+
+  private CommandQueue queue;
+
+  @BeforeEach
+  void setUp(DataSource ds) {
+    queue = Fixtures.queue(ds);
+    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
+    Fixtures.execute(ds, "CREATE TABLE IF NOT EXISTS lease_churn (n int)");
+    Fixtures.execute(ds, "CREATE TABLE IF NOT EXISTS lease_effects (order_id text, token bigint)");
+    Fixtures.execute(ds, "TRUNCATE lease_effects");
+  }
+
+  private static MessagePump.Builder pump(DataSource ds, CommandDriver driver) {
+    return MessagePump.builder(ds)
+        .name("leases")
+        .driver(driver)
+        .workers(2)
+        .pollInterval(Duration.ofMillis(50))
+        .backoff(Duration.ofMillis(50), Duration.ofMillis(200))
+        .maxFailures(3);
+  }
+
+  @Test
+  void aLongHandlerHoldsNoTransactionAndVacuumCleansBehindIt(DataSource ds) throws Exception {
+    CountDownLatch running = new CountDownLatch(1);
+    CountDownLatch finish = new CountDownLatch(1);
+    AtomicInteger handled = new AtomicInteger();
+    CommandHandlers handlers =
+        CommandHandlers.builder()
+            .on(
+                PlaceOrder.class,
+                (c, ctx) -> {
+                  running.countDown();
+                  assertThat(finish.await(60, TimeUnit.SECONDS)).isTrue();
+                  handled.incrementAndGet();
+                })
+            .build();
+    UUID id = queue.enqueue(new PlaceOrder("long")).messageId();
+    try (MessagePump p = pump(ds, queue.leasedDriver(handlers, LEASE)).build()) {
+      p.start();
+      assertThat(running.await(30, TimeUnit.SECONDS)).isTrue();
+      // Five lease lengths: only the heartbeats keep the claim.
+      Thread.sleep(5 * LEASE.toMillis());
+      assertThat(openTransactionsBesidesThisOne(ds)).isZero();
+      assertThat(vacuumEmptiesAChurnedTable(ds)).isZero();
+      assertThat(
+              count(ds, "SELECT count(*) FROM commandqueue.commands WHERE leased_by IS NOT NULL"))
+          .isEqualTo(1);
+      finish.countDown();
+      await().atMost(Duration.ofSeconds(30)).until(() -> Fixtures.pending(ds) == 0);
+    }
+    assertThat(handled).hasValue(1);
+    assertThat(count(ds, "SELECT count(*) FROM commandqueue.dead_letters")).isZero();
+    assertThat(id).isNotNull();
+  }
+
+  @Test
+  void theSameMeasureSeesTheTransactionOfTheTransactionalMode(DataSource ds) throws Exception {
+    // The control of the test above: a handler of the transactional mode holds its transaction,
+    // and vacuum cannot empty the table churned behind it.
+    CountDownLatch running = new CountDownLatch(1);
+    CountDownLatch finish = new CountDownLatch(1);
+    CommandHandlers handlers =
+        CommandHandlers.builder()
+            .on(
+                PlaceOrder.class,
+                (c, ctx) -> {
+                  running.countDown();
+                  assertThat(finish.await(60, TimeUnit.SECONDS)).isTrue();
+                })
+            .build();
+    queue.enqueue(new PlaceOrder("held"));
+    try (MessagePump p = pump(ds, queue.driver(handlers)).build()) {
+      p.start();
+      assertThat(running.await(30, TimeUnit.SECONDS)).isTrue();
+      assertThat(openTransactionsBesidesThisOne(ds)).isEqualTo(1);
+      assertThat(vacuumEmptiesAChurnedTable(ds)).isPositive();
+      finish.countDown();
+      await().atMost(Duration.ofSeconds(30)).until(() -> Fixtures.pending(ds) == 0);
+    }
+  }
+
+  /** Transactions open on the server now, other than the one asking. */
+  private static long openTransactionsBesidesThisOne(DataSource ds) {
+    return count(
+        ds,
+        "SELECT count(*) FROM pg_stat_activity WHERE xact_start IS NOT NULL"
+            + " AND pid <> pg_backend_pid() AND backend_type = 'client backend'");
+  }
+
+  /**
+   * Writes and deletes 10,000 rows, vacuums, and returns the table's pages left: 0 when vacuum
+   * could remove every dead row (nothing holds the horizon back), else the pages still there.
+   */
+  private static long vacuumEmptiesAChurnedTable(DataSource ds) throws SQLException {
+    Fixtures.execute(ds, "TRUNCATE lease_churn");
+    Fixtures.execute(ds, "INSERT INTO lease_churn SELECT g FROM generate_series(1, 10000) g");
+    Fixtures.execute(ds, "DELETE FROM lease_churn");
+    try (Connection c = ds.getConnection()) {
+      c.setAutoCommit(true);
+      try (var st = c.createStatement()) {
+        st.execute("VACUUM lease_churn");
+      }
+    }
+    return count(ds, "SELECT pg_relation_size('lease_churn') / current_setting('block_size')::int");
+  }
+
+  @Test
+  void aClaimWhoseProcessDiedComesBackAfterItsLeaseCountedAsAFailure(DataSource ds)
+      throws Exception {
+    UUID id = queue.enqueue(new PlaceOrder("orphan")).messageId();
+    AtomicInteger attempts = new AtomicInteger();
+    CommandHandlers handlers =
+        CommandHandlers.builder()
+            .on(PlaceOrder.class, (c, ctx) -> attempts.set(ctx.attempt()))
+            .build();
+    CommandDriver driver = queue.leasedDriver(handlers, LEASE);
+    List<Delivery> orphaned = claimAndDie(ds, driver);
+    assertThat(orphaned).hasSize(1);
+    long claimedAt = System.nanoTime();
+    try (MessagePump p = pump(ds, driver).build()) {
+      p.start();
+      await().atMost(Duration.ofSeconds(30)).until(() -> Fixtures.pending(ds) == 0);
+    }
+    assertThat(System.nanoTime() - claimedAt).isGreaterThanOrEqualTo(LEASE.toNanos());
+    assertThat(attempts).hasValue(2); // the orphaned claim was attempt 1, counted as failed
+    assertThat(count(ds, "SELECT count(*) FROM commandqueue.dead_letters")).isZero();
+    assertThat(id).isNotNull();
+  }
+
+  @Test
+  void aCommandWhoseClaimAlwaysDiesParksWithoutRunningAgain(DataSource ds) throws Exception {
+    UUID id = queue.enqueue(new PlaceOrder("crasher")).messageId();
+    AtomicInteger runs = new AtomicInteger();
+    CommandHandlers handlers =
+        CommandHandlers.builder().on(PlaceOrder.class, (c, ctx) -> runs.incrementAndGet()).build();
+    CommandDriver driver = queue.leasedDriver(handlers, LEASE);
+    for (int i = 0; i < 3; i++) { // maxFailures claims, each dying with its process
+      await().atMost(Duration.ofSeconds(10)).until(() -> claimAndDie(ds, driver).size() == 1);
+    }
+    try (MessagePump p = pump(ds, driver).build()) {
+      p.start();
+      await().atMost(Duration.ofSeconds(30)).until(() -> queue.deadLetters().count() == 1);
+    }
+    assertThat(runs).hasValue(0);
+    assertThat(Fixtures.pending(ds)).isZero();
+    assertThat(
+            count(
+                ds,
+                "SELECT count(*) FROM commandqueue.dead_letters WHERE message_id = ?::uuid"
+                    + " AND failures = 3 AND last_error LIKE '%lease%expired%'",
+                id.toString()))
+        .isEqualTo(1);
+  }
+
+  /** Claims as a pump would, commits, and never extends nor completes: a process that died. */
+  private static List<Delivery> claimAndDie(DataSource ds, CommandDriver driver)
+      throws SQLException {
+    try (Connection c = ds.getConnection()) {
+      c.setAutoCommit(false);
+      List<Delivery> claimed = driver.acquire(Tx.of(c), 1);
+      c.commit();
+      return claimed;
+    }
+  }
+
+  @Test
+  void aHolderThatLostItsLeaseCannotCompleteAndTheOtherCompletesOnce(DataSource ds)
+      throws Exception {
+    // Process A freezes: its database calls stop (heartbeats fail) while its handler runs on.
+    // Process B takes the command once A's lease has expired and completes it. A then thaws,
+    // its handler returns, and its completion is refused and counted.
+    FreezableDataSource frozenA = new FreezableDataSource(ds);
+    CountDownLatch aRunning = new CountDownLatch(1);
+    CountDownLatch thaw = new CountDownLatch(1);
+    Set<Long> effectTokens = ConcurrentHashMap.newKeySet();
+    AtomicInteger bRuns = new AtomicInteger();
+    CommandHandlers handlersA =
+        CommandHandlers.builder()
+            .on(
+                PlaceOrder.class,
+                (c, ctx) -> {
+                  aRunning.countDown();
+                  frozenA.frozen.set(true);
+                  assertThat(thaw.await(60, TimeUnit.SECONDS)).isTrue();
+                  frozenA.frozen.set(false);
+                  effectTokens.add(ctx.fencingToken().orElseThrow());
+                })
+            .build();
+    CommandHandlers handlersB =
+        CommandHandlers.builder()
+            .on(
+                PlaceOrder.class,
+                (c, ctx) -> {
+                  bRuns.incrementAndGet();
+                  effectTokens.add(ctx.fencingToken().orElseThrow());
+                })
+            .build();
+    queue.enqueue(new PlaceOrder("contested"));
+    SimpleMeterRegistry metersA = new SimpleMeterRegistry();
+    try (MessagePump a =
+        pump(frozenA, queue.leasedDriver(handlersA, LEASE))
+            .name("a")
+            .meterRegistry(metersA)
+            .build()) {
+      a.start();
+      assertThat(aRunning.await(30, TimeUnit.SECONDS)).isTrue();
+      try (MessagePump b = pump(ds, queue.leasedDriver(handlersB, LEASE)).name("b").build()) {
+        b.start();
+        await().atMost(Duration.ofSeconds(30)).until(() -> bRuns.get() == 1);
+        await().atMost(Duration.ofSeconds(10)).until(() -> Fixtures.pending(ds) == 0);
+      }
+      thaw.countDown();
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(
+              () ->
+                  metersA
+                          .counter("messagepump.leases.lost", "pump", "a", "driver", "commands")
+                          .count()
+                      == 1);
+    }
+    assertThat(bRuns).hasValue(1);
+    assertThat(effectTokens).hasSize(2); // two claims, two different tokens
+    assertThat(Fixtures.pending(ds)).isZero();
+    assertThat(count(ds, "SELECT count(*) FROM commandqueue.dead_letters")).isZero();
+  }
+
+  @Test
+  void failuresBusyAndTimeoutsAreRecordedAsInTheTransactionalMode(DataSource ds) {
+    AtomicInteger shipRuns = new AtomicInteger();
+    AtomicInteger chargeRuns = new AtomicInteger();
+    AtomicInteger placeRuns = new AtomicInteger();
+    AtomicBoolean overlap = new AtomicBoolean();
+    AtomicInteger inPlace = new AtomicInteger();
+    CommandHandlers handlers =
+        CommandHandlers.builder()
+            .on(
+                ShipOrder.class,
+                (c, ctx) -> {
+                  shipRuns.incrementAndGet();
+                  throw new IllegalStateException("always fails");
+                })
+            .on(
+                ChargeCard.class,
+                (c, ctx) -> {
+                  if (chargeRuns.incrementAndGet() < 3) {
+                    throw new BusyException("gateway busy", Duration.ofMillis(100));
+                  }
+                })
+            .on(
+                PlaceOrder.class,
+                (c, ctx) -> {
+                  if (inPlace.incrementAndGet() > 1) {
+                    overlap.set(true);
+                  }
+                  placeRuns.incrementAndGet();
+                  try {
+                    // Ignores the timeout's interrupt for a while: its lease is kept meanwhile,
+                    // so no second run starts before it returns.
+                    long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(2_500);
+                    while (System.nanoTime() < until) {
+                      try {
+                        Thread.sleep(50);
+                      } catch (InterruptedException ignored) {
+                        // swallowed on purpose
+                      }
+                    }
+                  } finally {
+                    inPlace.decrementAndGet();
+                  }
+                })
+            .build();
+    queue.enqueue(new ShipOrder("s"));
+    queue.enqueue(new ChargeCard("c", 1));
+    queue.enqueue(new PlaceOrder("p"));
+    try (MessagePump p =
+        pump(ds, queue.leasedDriver(handlers, LEASE))
+            .workers(3)
+            .handlerTimeout(Duration.ofMillis(500))
+            .build()) {
+      p.start();
+      await().atMost(Duration.ofSeconds(60)).until(() -> queue.deadLetters().count() == 2);
+      await().atMost(Duration.ofSeconds(30)).until(() -> Fixtures.pending(ds) == 0);
+    }
+    assertThat(shipRuns).hasValue(3); // maxFailures runs, then parked
+    assertThat(chargeRuns).hasValue(3); // Busy twice, uncounted, then handled
+    assertThat(placeRuns).hasValue(3); // three timeouts, never two runs at once
+    assertThat(overlap).isFalse();
+    assertThat(
+            count(
+                ds,
+                "SELECT count(*) FROM commandqueue.dead_letters WHERE failures = 3"
+                    + " AND (last_error LIKE '%always fails%' OR last_error LIKE '%timeout%')"))
+        .isEqualTo(2);
+  }
+
+  @Test
+  void theHandlerHasNoPumpTransactionButAFencingToken(DataSource ds) {
+    AtomicInteger tokens = new AtomicInteger();
+    CommandHandlers handlers =
+        CommandHandlers.builder()
+            .on(
+                PlaceOrder.class,
+                (c, ctx) -> {
+                  assertThatThrownBy(ctx::tx)
+                      .isInstanceOf(IllegalStateException.class)
+                      .hasMessageContaining("lease mode");
+                  assertThatThrownBy(() -> ctx.enqueue(new ShipOrder("x")))
+                      .isInstanceOf(IllegalStateException.class);
+                  if (ctx.fencingToken().isPresent()) {
+                    tokens.incrementAndGet();
+                  }
+                })
+            .build();
+    queue.enqueue(new PlaceOrder("p"));
+    try (MessagePump p = pump(ds, queue.leasedDriver(handlers, LEASE)).build()) {
+      p.start();
+      await().atMost(Duration.ofSeconds(30)).until(() -> Fixtures.pending(ds) == 0);
+    }
+    assertThat(tokens).hasValue(1);
+    assertThat(count(ds, "SELECT count(*) FROM commandqueue.dead_letters")).isZero();
+  }
+
+  @Test
+  void aPausedTypeIsNotClaimed(DataSource ds) throws Exception {
+    AtomicInteger runs = new AtomicInteger();
+    CommandHandlers handlers =
+        CommandHandlers.builder().on(PlaceOrder.class, (c, ctx) -> runs.incrementAndGet()).build();
+    queue.pauseType("orders.PlaceOrder", "maintenance");
+    try {
+      queue.enqueue(new PlaceOrder("p"));
+      try (MessagePump p = pump(ds, queue.leasedDriver(handlers, LEASE)).build()) {
+        p.start();
+        Thread.sleep(500);
+        assertThat(runs).hasValue(0);
+        queue.resumeType("orders.PlaceOrder");
+        await().atMost(Duration.ofSeconds(30)).until(() -> runs.get() == 1);
+      }
+    } finally {
+      queue.resumeType("orders.PlaceOrder");
+    }
+  }
+
+  @Test
+  void aBadLeaseIsRefused() {
+    CommandHandlers handlers =
+        CommandHandlers.builder().on(PlaceOrder.class, (c, ctx) -> {}).build();
+    assertThatThrownBy(() -> queue.leasedDriver(handlers, null))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> queue.leasedDriver(handlers, Duration.ofMillis(999)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("at least");
+    assertThatThrownBy(() -> queue.leasedDriver(handlers, Duration.ofHours(2)))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  /** A data source whose connections are refused while frozen, as a stopped process's would be. */
+  static final class FreezableDataSource implements DataSource {
+    final AtomicBoolean frozen = new AtomicBoolean();
+    private final DataSource target;
+
+    FreezableDataSource(DataSource target) {
+      this.target = target;
+    }
+
+    @Override
+    public Connection getConnection() throws SQLException {
+      if (frozen.get()) {
+        throw new SQLException("frozen", "08001");
+      }
+      return target.getConnection();
+    }
+
+    @Override
+    public Connection getConnection(String user, String password) throws SQLException {
+      return getConnection();
+    }
+
+    @Override
+    public PrintWriter getLogWriter() {
+      return null;
+    }
+
+    @Override
+    public void setLogWriter(PrintWriter out) {}
+
+    @Override
+    public void setLoginTimeout(int seconds) {}
+
+    @Override
+    public int getLoginTimeout() {
+      return 0;
+    }
+
+    @Override
+    public Logger getParentLogger() throws SQLFeatureNotSupportedException {
+      throw new SQLFeatureNotSupportedException();
+    }
+
+    @Override
+    public <T> T unwrap(Class<T> iface) throws SQLException {
+      throw new SQLException("not a wrapper");
+    }
+
+    @Override
+    public boolean isWrapperFor(Class<?> iface) {
+      return false;
+    }
+  }
+}
