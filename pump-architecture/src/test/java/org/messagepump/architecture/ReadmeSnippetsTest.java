@@ -50,6 +50,20 @@ class ReadmeSnippetsTest {
   }
 
   @Test
+  void everySnippetOfTheLeaseModeDocIsATestedRegion() throws IOException {
+    Map<String, String> regions = regions();
+    Matcher m = BLOCK.matcher(Files.readString(ROOT.resolve("docs/leases.md")));
+    int blocks = 0;
+    while (m.find()) {
+      blocks++;
+      assertTrue(
+          regions.containsValue(normalize(m.group(1))),
+          "docs/leases.md snippet with no identical tested region: " + m.group(1));
+    }
+    assertTrue(blocks >= 1, "docs/leases.md has no Java snippet");
+  }
+
+  @Test
   void theExampleDriverInTheDocsIsTheTestedFile() throws IOException {
     String doc = Files.readString(ROOT.resolve("docs/writing-a-driver.md"));
     String file =

@@ -33,9 +33,20 @@ public final class BalancedContext implements DeliveryContext {
     this.partitionKey = partitionKey;
   }
 
-  /** The delivery's open transaction; the handler writes through it and never commits. */
+  /**
+   * The delivery's open transaction; the handler writes through it and never commits. In lease mode
+   * there is none: {@link IllegalStateException}, as for {@link #store}; the handler opens its own
+   * transactions (docs/leases.md).
+   */
   @Override
   public Tx tx() {
+    if (tx == null) {
+      throw new IllegalStateException(
+          "message "
+              + envelope.messageId()
+              + " runs in lease mode, without the pump's transaction: open your own, and use the"
+              + " message's handoffToken() as the claim's fencing token");
+    }
     return tx;
   }
 
@@ -104,7 +115,7 @@ public final class BalancedContext implements DeliveryContext {
    * @return the new message's id
    */
   public long store(String partitionKey, byte[] content) {
-    return balancer.store(tx, partitionKey, content, (String) null);
+    return balancer.store(tx(), partitionKey, content, (String) null);
   }
 
   /**
@@ -115,7 +126,7 @@ public final class BalancedContext implements DeliveryContext {
    * @return the new message's id
    */
   public long store(String partitionKey, byte[] content, Map<String, ?> properties) {
-    return balancer.store(tx, partitionKey, content, properties);
+    return balancer.store(tx(), partitionKey, content, properties);
   }
 
   /** Names the delivery without its data (the partition key may be personal data). */

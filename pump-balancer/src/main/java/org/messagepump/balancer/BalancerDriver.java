@@ -18,6 +18,7 @@ import org.messagepump.balancer.internal.AcquiredMessage;
 import org.messagepump.balancer.internal.Cursor;
 import org.messagepump.balancer.internal.DeliveryQueries;
 import org.messagepump.balancer.internal.Json;
+import org.messagepump.balancer.internal.LeaseOutcome;
 import org.messagepump.balancer.internal.LeaseQueries;
 import org.messagepump.balancer.internal.Schema;
 import org.messagepump.core.Envelope;
@@ -61,6 +62,12 @@ public final class BalancerDriver implements Driver {
   /** Default number of expired leases after which a key is parked: unlimited. */
   public static final int DEFAULT_MAX_ATTEMPTS = MessagePump.UNLIMITED_FAILURES;
 
+  /**
+   * Default number of expired leases after which a key is parked in lease mode, where a lease that
+   * expires is an attempt whose process died, froze or lost the database: 5.
+   */
+  public static final int DEFAULT_LEASE_MODE_MAX_ATTEMPTS = 5;
+
   /** Header carrying the partition key in the delivery's envelope. */
   public static final String PARTITION_KEY_HEADER = "partitionKey";
 
@@ -97,6 +104,7 @@ public final class BalancerDriver implements Driver {
   private final Duration reapInterval;
   private final int maxAttempts;
   private final String leaseOwner;
+  private final Duration leaseMode; // null: transactional mode
   private final BalancerMetrics metrics;
   private final AcquireStatement.Prepared prepared;
   private final Schema.Ctx ctx;
@@ -119,7 +127,63 @@ public final class BalancerDriver implements Driver {
     this.reapInterval = b.reapInterval;
     this.maxAttempts = b.maxAttempts;
     this.leaseOwner = b.leaseOwner;
+    this.leaseMode = b.leaseMode;
     this.metrics = b.balancer.metrics();
+  }
+
+  /** In lease mode (docs/leases.md), the lease of each claim; empty in transactional mode. */
+  @Override
+  public java.util.Optional<Duration> lease() {
+    return java.util.Optional.ofNullable(leaseMode);
+  }
+
+  /** Lease mode: extends each running message's key lease, matched by message id and token. */
+  @Override
+  public List<Delivery> extendLeases(Tx tx, List<Delivery> running) throws SQLException {
+    if (leaseMode == null) {
+      return Driver.super.extendLeases(tx, running);
+    }
+    DSLContext dsl = ctx.dsl(tx);
+    List<Delivery> kept = new ArrayList<>(running.size());
+    for (Delivery d : running) {
+      AcquiredMessage c = state(d).claim;
+      if (LeaseQueries.extend(dsl, c.messageId(), c.token(), leaseMode).result()
+          == LeaseOutcome.APPLIED) {
+        kept.add(d);
+      }
+    }
+    return kept;
+  }
+
+  /**
+   * Lease mode: each claimed message's key gets a lease (the claim's token, this driver's owner,
+   * the expiry), as a hand-off would, with the key's failures kept; the message acquisition took
+   * out is stored again. The pump commits this before the handler runs.
+   */
+  private void leaseClaims(Tx tx, List<Delivery> out) throws SQLException {
+    DSLContext dsl = ctx.dsl(tx);
+    for (Delivery d : out) {
+      State state = state(d);
+      keep(tx, state, null);
+      DeliveryQueries.lease(dsl, state.claim, leaseOwner, leaseMode, false);
+      state.run.keyWritten = true;
+      state.run.placed = true; // the lease's end gives the key its place at the back
+    }
+  }
+
+  /** Lease mode: throws when the lease of {@code c} is no longer this claim's. */
+  private static void fenced(LeaseOutcome result, AcquiredMessage c, String what) {
+    if (result != LeaseOutcome.APPLIED) {
+      throw new org.messagepump.core.LeaseLostException(
+          "the "
+              + what
+              + " of message "
+              + c.messageId()
+              + " was refused ("
+              + result
+              + "): its lease is no longer this claim's (it expired and the reaper freed it, or an"
+              + " operator moved it)");
+    }
   }
 
   @Override
@@ -163,6 +227,9 @@ public final class BalancerDriver implements Driver {
     List<Delivery> out = new ArrayList<>(max);
     if (lockPartition) {
       acquireLocked(tx, max, out);
+      if (leaseMode != null && !out.isEmpty()) {
+        leaseClaims(tx, out);
+      }
     } else {
       Set<String> taken = new HashSet<>();
       for (int round = 0; round < MAX_ROUNDS && out.size() < max; round++) {
@@ -386,6 +453,12 @@ public final class BalancerDriver implements Driver {
     /** Not handled because an earlier message of its run was not: only written back. */
     boolean skipped;
 
+    /** Lease mode: what the handler answered (Ok, Requeue or Handoff), ended at completion. */
+    Result leaseResult;
+
+    /** Lease mode: the checked properties of a Requeue, or null. */
+    String requeueProperties;
+
     /** A claim whose message is still stored (without lockPartition, or reacquired). */
     State(AcquiredMessage claim) {
       this.claim = claim;
@@ -500,11 +573,69 @@ public final class BalancerDriver implements Driver {
       result = Result.failed("the handler returned no result");
     }
     metrics.handled(result, System.nanoTime() - start);
+    if (leaseMode != null) {
+      return recordLeased(state, result);
+    }
     try {
       return record(tx, state, result);
     } catch (DataAccessException e) {
       SQLException sql = e.getCause(SQLException.class);
       throw sql != null ? sql : e;
+    }
+  }
+
+  /**
+   * Lease mode: what the handler answered, kept for {@link #completed} (Ok, Requeue and Handoff end
+   * the claim there, fenced), or the pump's outcome for Busy and Failed (then {@link #postpone} or
+   * {@link #park}, fenced too).
+   */
+  private Outcome recordLeased(State state, Result result) {
+    if (result instanceof Result.Requeue r && r.propertiesJson() != null) {
+      // Checked here, before anything is sent: a bad value is the handler's failure.
+      state.requeueProperties = Json.object(r.propertiesJson(), "requeue properties", limits);
+    }
+    if (result instanceof Result.Handoff h && h.lease() != null) {
+      Balancer.checkPositive("handoff lease", h.lease());
+    }
+    if (result instanceof Result.Ok
+        || result instanceof Result.Requeue
+        || result instanceof Result.Handoff) {
+      state.leaseResult = result;
+      return Outcome.HANDLED;
+    }
+    if (result instanceof Result.Busy b) {
+      return new Outcome.Busy(b.reason(), b.retryAfter());
+    }
+    return Outcome.failed(((Result.Failed) result).cause());
+  }
+
+  /**
+   * Lease mode's bookkeeping of one handled message, in the pump's short transaction: Ok confirms
+   * it (deleted, key freed), Requeue ends the lease keeping the message, Handoff extends the lease
+   * for a confirm from outside; each only while the lease is still this claim's.
+   */
+  private void completeLeased(Tx tx, State state) {
+    AcquiredMessage c = state.claim;
+    if (state.leaseResult instanceof Result.Handoff h) {
+      Duration lease = h.lease() == null ? leaseDuration : h.lease();
+      fenced(
+          LeaseQueries.extend(ctx.dsl(tx), c.messageId(), c.token(), lease).result(),
+          c,
+          "hand-off");
+      return;
+    }
+    if (state.leaseResult instanceof Result.Requeue) {
+      fenced(
+          LeaseQueries.requeue(ctx.dsl(tx), c.messageId(), c.token(), state.requeueProperties)
+              .result(),
+          c,
+          "requeue");
+      return;
+    }
+    LeaseQueries.Applied applied = LeaseQueries.confirm(tx, ctx, c.messageId(), c.token());
+    fenced(applied.result(), c, "completion");
+    if (applied.endToEnd() != null) {
+      metrics.removed(applied.endToEnd());
     }
   }
 
@@ -555,6 +686,12 @@ public final class BalancerDriver implements Driver {
    */
   @Override
   public void completed(Tx tx, List<Delivery> handled) throws SQLException {
+    if (leaseMode != null) {
+      for (Delivery d : handled) {
+        completeLeased(tx, state(d));
+      }
+      return;
+    }
     List<State> done = new ArrayList<>(handled.size());
     for (Delivery d : handled) {
       State s = state(d);
@@ -652,6 +789,16 @@ public final class BalancerDriver implements Driver {
   public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) throws SQLException {
     State state = state(delivery);
     AcquiredMessage claim = state.claim;
+    if (leaseMode != null) {
+      // The lease ends (the key joins the rotation at the back), then the key waits out the delay.
+      DSLContext dsl = ctx.dsl(tx);
+      fenced(
+          LeaseQueries.requeue(dsl, claim.messageId(), claim.token(), null).result(),
+          claim,
+          "postponement");
+      DeliveryQueries.postpone(dsl, claim, failures, delay, DeliveryQueries.NONE);
+      return;
+    }
     keep(tx, state, null);
     if (stopRun(state)) {
       return; // a later message of a run that stopped before it: written back, nothing else
@@ -667,6 +814,16 @@ public final class BalancerDriver implements Driver {
   @Override
   public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
     State state = state(delivery);
+    if (leaseMode != null) {
+      DSLContext dsl = ctx.dsl(tx);
+      AcquiredMessage claim = state.claim;
+      fenced(
+          LeaseQueries.requeue(dsl, claim.messageId(), claim.token(), null).result(),
+          claim,
+          "parking");
+      DeliveryQueries.park(dsl, claim, failures, reason);
+      return;
+    }
     keep(tx, state, null);
     if (stopRun(state)) {
       return;
@@ -701,6 +858,9 @@ public final class BalancerDriver implements Driver {
    */
   @Override
   public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) {
+    if (leaseMode != null) {
+      return java.util.Optional.empty(); // lease mode: each outcome has a transaction of its own
+    }
     AcquiredMessage again =
         DeliveryQueries.relock(ctx.dsl(tx), state(delivery).claim, lockPartition);
     if (again == null) {
@@ -723,6 +883,7 @@ public final class BalancerDriver implements Driver {
     private Duration reapInterval = DEFAULT_REAP_INTERVAL;
     private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
     private String leaseOwner = defaultOwner();
+    private Duration leaseMode;
 
     Builder(MessageBalancer balancer, BalancedHandler handler) {
       this.balancer = balancer;
@@ -798,9 +959,39 @@ public final class BalancerDriver implements Driver {
       return this;
     }
 
+    /**
+     * Lease mode (docs/leases.md): each message's key is claimed with a lease of {@code lease} in a
+     * short transaction, the handler runs with no transaction held while the pump extends the
+     * lease, and Ok, Requeue, Handoff, Busy and failures are recorded fenced by the claim's token
+     * ({@link BalancedMessage#handoffToken()}). The key stays blocked while its message runs, so
+     * the order per key holds. An expired lease counts an attempt ({@link
+     * BalancedMessage#attempts()}); the key parks at {@link #maxAttempts}, which defaults to
+     * {@value #DEFAULT_LEASE_MODE_MAX_ATTEMPTS} in lease mode. Needs {@code lockPartition(true)}
+     * and {@code messagesPerTurn(1)}; {@code lease} between 1 second and 1 hour, else {@link
+     * IllegalArgumentException}.
+     */
+    public Builder leaseMode(Duration lease) {
+      if (lease == null
+          || lease.compareTo(Duration.ofSeconds(1)) < 0
+          || lease.compareTo(Duration.ofHours(1)) > 0) {
+        throw new IllegalArgumentException(
+            "lease mode's lease must be between 1 second and 1 hour: " + lease);
+      }
+      this.leaseMode = lease;
+      return this;
+    }
+
     /** The driver. */
     public BalancerDriver build() {
       Objects.requireNonNull(handler, "handler");
+      if (leaseMode != null && (!lockPartition || messagesPerTurn != 1)) {
+        throw new IllegalArgumentException(
+            "leaseMode needs lockPartition(true) and messagesPerTurn(1): a lease blocks its key for"
+                + " one message");
+      }
+      if (leaseMode != null && maxAttempts == DEFAULT_MAX_ATTEMPTS) {
+        maxAttempts = DEFAULT_LEASE_MODE_MAX_ATTEMPTS;
+      }
       if (messagesPerTurn > 1 && !lockPartition) {
         throw new IllegalArgumentException(
             "messagesPerTurn("

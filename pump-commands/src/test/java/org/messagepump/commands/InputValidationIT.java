@@ -162,7 +162,8 @@ class InputValidationIT {
             "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE \"commandqueue\".\"commands\","
                 + " \"commandqueue\".\"idempotency_keys\", \"commandqueue\".\"dead_letters\","
                 + " \"commandqueue\".\"paused_types\", \"commandqueue\".\"schedules\""
-                + " TO \"app\"\"role\"");
+                + " TO \"app\"\"role\"",
+            "GRANT USAGE ON SEQUENCE \"commandqueue\".\"lease_tokens\" TO \"app\"\"role\"");
   }
 
   @Test

@@ -6,10 +6,8 @@ import static org.awaitility.Awaitility.await;
 import static org.messagepump.commands.Fixtures.count;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.io.PrintWriter;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
@@ -19,7 +17,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.logging.Logger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -31,6 +28,7 @@ import org.messagepump.core.BusyException;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Delivery;
+import org.messagepump.testkit.FreezableDataSource;
 import org.messagepump.testkit.PostgresExtension;
 
 /**
@@ -117,6 +115,7 @@ class LeaseModeIT {
     try (MessagePump p = pump(ds, queue.driver(handlers)).build()) {
       p.start();
       assertThat(running.await(30, TimeUnit.SECONDS)).isTrue();
+      Thread.sleep(2_500);
       assertThat(openTransactionsBesidesThisOne(ds)).isEqualTo(1);
       assertThat(vacuumEmptiesAChurnedTable(ds)).isPositive();
       finish.countDown();
@@ -124,11 +123,16 @@ class LeaseModeIT {
     }
   }
 
-  /** Transactions open on the server now, other than the one asking. */
+  /**
+   * Transactions open on the server for more than two seconds now, other than the one asking: the
+   * pump's own (polls, claims, heartbeats, outcomes) last milliseconds, while a handler's
+   * transaction in the transactional mode lasts as long as the handler.
+   */
   private static long openTransactionsBesidesThisOne(DataSource ds) {
     return count(
         ds,
-        "SELECT count(*) FROM pg_stat_activity WHERE xact_start IS NOT NULL"
+        "SELECT count(*) FROM pg_stat_activity"
+            + " WHERE xact_start < clock_timestamp() - interval '2 seconds'"
             + " AND pid <> pg_backend_pid() AND backend_type = 'client backend'");
   }
 
@@ -140,13 +144,28 @@ class LeaseModeIT {
     Fixtures.execute(ds, "TRUNCATE lease_churn");
     Fixtures.execute(ds, "INSERT INTO lease_churn SELECT g FROM generate_series(1, 10000) g");
     Fixtures.execute(ds, "DELETE FROM lease_churn");
-    try (Connection c = ds.getConnection()) {
-      c.setAutoCommit(true);
-      try (var st = c.createStatement()) {
-        st.execute("VACUUM lease_churn");
+    long pages = -1;
+    // Up to five vacuums 200 ms apart: a poll of the pump that began before the delete committed
+    // holds the horizon for the milliseconds it lasts; a held transaction holds it for good.
+    for (int i = 0; i < 5 && pages != 0; i++) {
+      if (i > 0) {
+        try {
+          Thread.sleep(200);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new IllegalStateException(e);
+        }
       }
+      try (Connection c = ds.getConnection()) {
+        c.setAutoCommit(true);
+        try (var st = c.createStatement()) {
+          st.execute("VACUUM lease_churn");
+        }
+      }
+      pages =
+          count(ds, "SELECT pg_relation_size('lease_churn') / current_setting('block_size')::int");
     }
-    return count(ds, "SELECT pg_relation_size('lease_churn') / current_setting('block_size')::int");
+    return pages;
   }
 
   @Test
@@ -225,9 +244,9 @@ class LeaseModeIT {
                 PlaceOrder.class,
                 (c, ctx) -> {
                   aRunning.countDown();
-                  frozenA.frozen.set(true);
+                  frozenA.freeze();
                   assertThat(thaw.await(60, TimeUnit.SECONDS)).isTrue();
-                  frozenA.frozen.set(false);
+                  frozenA.thaw();
                   effectTokens.add(ctx.fencingToken().orElseThrow());
                 })
             .build();
@@ -397,59 +416,5 @@ class LeaseModeIT {
         .hasMessageContaining("at least");
     assertThatThrownBy(() -> queue.leasedDriver(handlers, Duration.ofHours(2)))
         .isInstanceOf(IllegalArgumentException.class);
-  }
-
-  /** A data source whose connections are refused while frozen, as a stopped process's would be. */
-  static final class FreezableDataSource implements DataSource {
-    final AtomicBoolean frozen = new AtomicBoolean();
-    private final DataSource target;
-
-    FreezableDataSource(DataSource target) {
-      this.target = target;
-    }
-
-    @Override
-    public Connection getConnection() throws SQLException {
-      if (frozen.get()) {
-        throw new SQLException("frozen", "08001");
-      }
-      return target.getConnection();
-    }
-
-    @Override
-    public Connection getConnection(String user, String password) throws SQLException {
-      return getConnection();
-    }
-
-    @Override
-    public PrintWriter getLogWriter() {
-      return null;
-    }
-
-    @Override
-    public void setLogWriter(PrintWriter out) {}
-
-    @Override
-    public void setLoginTimeout(int seconds) {}
-
-    @Override
-    public int getLoginTimeout() {
-      return 0;
-    }
-
-    @Override
-    public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-      throw new SQLFeatureNotSupportedException();
-    }
-
-    @Override
-    public <T> T unwrap(Class<T> iface) throws SQLException {
-      throw new SQLException("not a wrapper");
-    }
-
-    @Override
-    public boolean isWrapperFor(Class<?> iface) {
-      return false;
-    }
   }
 }

@@ -115,5 +115,16 @@ class LeastPrivilegeIT {
     assertThat(schedules.trigger("dml")).isPresent();
     assertThat(schedules.list()).extracting(ScheduleInfo::triggered).containsExactly(1L);
     assertThat(schedules.remove("dml")).isTrue();
+    // Lease mode: its claims draw fencing tokens from the queue's sequence.
+    queue.enqueue(new PlaceOrder("leased"));
+    try (MessagePump pump =
+        MessagePump.builder(app)
+            .name("dml-leased-" + schema)
+            .driver(queue.leasedDriver(handlers, Duration.ofSeconds(5)))
+            .pollInterval(Duration.ofMillis(50))
+            .build()) {
+      pump.start();
+      await().atMost(Duration.ofSeconds(60)).until(() -> handled.contains("leased"));
+    }
   }
 }

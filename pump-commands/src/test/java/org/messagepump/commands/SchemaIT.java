@@ -58,8 +58,9 @@ class SchemaIT {
       applied.add(r.get(120, TimeUnit.SECONDS));
     }
     pool.shutdown();
-    // V1, V2 (paused_types) and V3 (schedules), each applied once whichever process won.
-    assertThat(applied.stream().mapToInt(Integer::intValue).sum()).isEqualTo(3);
+    // V1, V2 (paused_types), V3 (schedules) and V4 (leases), each applied once whichever process
+    // won.
+    assertThat(applied.stream().mapToInt(Integer::intValue).sum()).isEqualTo(4);
     assertThat(
             db.queryLong(
                 "SELECT count(*) FROM commandqueue.commandqueue_flyway_history WHERE success AND version = '1'"))

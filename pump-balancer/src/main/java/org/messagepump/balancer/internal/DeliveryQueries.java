@@ -739,14 +739,30 @@ public final class DeliveryQueries {
 
   /** Writes the hand-off lease on the key: it stays blocked until confirm, requeue or expiry. */
   public static void lease(DSLContext dsl, AcquiredMessage claim, String owner, Duration duration) {
-    dsl.update(P.T)
-        .set(P.LEASE_MESSAGE_ID, claim.messageId())
-        .set(P.LEASE_TOKEN, claim.token())
-        .set(P.LEASE_OWNER, owner)
-        .set(P.LEASE_UNTIL, clockPlus(duration))
-        .set(P.FAILURES, 0)
-        .where(key(claim.group(), claim.key()))
-        .execute();
+    lease(dsl, claim, owner, duration, true);
+  }
+
+  /**
+   * As {@link #lease(DSLContext, AcquiredMessage, String, Duration)}; the key's failures are reset
+   * only when {@code resetFailures} (a hand-off is the handler's success; a lease-mode claim is not
+   * an outcome yet).
+   */
+  public static void lease(
+      DSLContext dsl,
+      AcquiredMessage claim,
+      String owner,
+      Duration duration,
+      boolean resetFailures) {
+    var update =
+        dsl.update(P.T)
+            .set(P.LEASE_MESSAGE_ID, claim.messageId())
+            .set(P.LEASE_TOKEN, claim.token())
+            .set(P.LEASE_OWNER, owner)
+            .set(P.LEASE_UNTIL, clockPlus(duration));
+    if (resetFailures) {
+      update = update.set(P.FAILURES, 0);
+    }
+    update.where(key(claim.group(), claim.key())).execute();
   }
 
   /**
