@@ -221,6 +221,15 @@ class BalancerBasicsIT {
     // row and sorts them, once per 10 deliveries: it expects 11 ready keys, nearly the whole
     // limit.)
     // A schema of its own: this class's other tests leave keys in the default one.
+    // PostgreSQL 13 and 14 plan this one-page table as a sequential scan and a sort of its 100 key
+    // rows (docs/compatibility.md): the same work as the index on one page, and the large group of
+    // the test above is read through the index on every version.
+    int major;
+    try (Connection c = db.dataSource().getConnection()) {
+      major = c.getMetaData().getDatabaseMajorVersion();
+    }
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        major >= 15, "PostgreSQL 13 and 14 scan a one-page table of keys sequentially");
     Balancer.migrate(db.dataSource(), "balancer_small");
     acquisitionPlans(db, "balancer_small", "small", 100, 5_000, 1);
   }
@@ -419,6 +428,10 @@ class BalancerBasicsIT {
         assertThat(driver.acquire(tx, 3)).hasSize(3);
         c.rollback();
       }
+      // pg_prepared_statements counts plans from PostgreSQL 14 on.
+      org.junit.jupiter.api.Assumptions.assumeTrue(
+          c.getMetaData().getDatabaseMajorVersion() >= 14,
+          "pg_prepared_statements has no plan counts before PostgreSQL 14");
       try (var ps =
               c.prepareStatement(
                   "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
