@@ -25,6 +25,7 @@ import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
+import org.messagepump.commands.QueueDepth;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.PumpTester;
@@ -95,6 +96,61 @@ class PumpTracingIT {
     assertThat(consumer.getAttributes().get(TracingDriver.CONVERSATION_ID)).isEqualTo("order-7");
     assertThat(consumer.getAttributes().get(TracingDriver.ATTEMPT)).isEqualTo(1L);
     assertThat(consumer.getStatus().getStatusCode()).isNotEqualTo(StatusCode.ERROR);
+  }
+
+  @Test
+  void aLeasedCommandRunsInAConsumerSpanWithNoTransactionAndItsOutcomeIsRecorded() {
+    // Lease mode hands the driver no transaction (tx is null): the span is produced all the same,
+    // current in the handler, and the fenced completion still deletes the command.
+    PumpTracing tracing = PumpTracing.create(otel.getOpenTelemetry());
+    Span producer = otel.getOpenTelemetry().getTracer("test").spanBuilder("export").startSpan();
+    String messageId;
+    try (Scope s = producer.makeCurrent()) {
+      messageId =
+          queue
+              .enqueueRaw(
+                  "reports.Export",
+                  BODY,
+                  EnqueueOptions.defaults().withHeaders(tracing.withTraceHeaders(Map.of())))
+              .messageId()
+              .toString();
+    } finally {
+      producer.end();
+    }
+    AtomicReference<String> traceInHandler = new AtomicReference<>();
+    AtomicReference<Long> token = new AtomicReference<>();
+    AtomicReference<Throwable> txRefusal = new AtomicReference<>();
+    CommandHandlers handlers =
+        CommandHandlers.builder()
+            .onRaw(
+                "reports.Export",
+                (b, ctx) -> {
+                  traceInHandler.set(Span.current().getSpanContext().getTraceId());
+                  token.set(ctx.fencingToken().orElseThrow());
+                  try {
+                    ctx.tx();
+                  } catch (IllegalStateException e) {
+                    txRefusal.set(e);
+                  }
+                })
+            .build();
+    List<PumpTester.Result> r =
+        PumpTester.builder(ds, tracing.wrap(queue.leasedDriver(handlers, Duration.ofSeconds(30))))
+            .build()
+            .runOnce();
+    assertThat(r).extracting(PumpTester.Result::kind).containsExactly(PumpTester.Kind.HANDLED);
+    assertThat(txRefusal.get()).as("lease mode has no delivery transaction").isNotNull();
+    assertThat(token.get()).isPositive();
+    assertThat(traceInHandler.get()).isEqualTo(producer.getSpanContext().getTraceId());
+    SpanData consumer = consumerSpanOf(messageId);
+    assertThat(consumer.getName()).isEqualTo("process reports.Export");
+    assertThat(consumer.getParentSpanId()).isEqualTo(producer.getSpanContext().getSpanId());
+    assertThat(consumer.getAttributes().get(TracingDriver.OUTCOME)).isEqualTo("handled");
+    assertThat(consumer.getStatus().getStatusCode()).isNotEqualTo(StatusCode.ERROR);
+    QueueDepth.TypeDepth left = queue.depth().of("reports.Export");
+    assertThat(left.due() + left.delayed() + left.deadLetters())
+        .as("completed and deleted")
+        .isZero();
   }
 
   @Test
