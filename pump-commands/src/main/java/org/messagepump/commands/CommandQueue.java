@@ -11,6 +11,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
+import org.messagepump.commands.internal.LeaseQueries;
 import org.messagepump.commands.internal.PauseQueries;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
@@ -265,7 +266,10 @@ public final class CommandQueue {
     return results;
   }
 
-  /** Per-type counts of due and delayed commands and dead letters (database clock). */
+  /**
+   * Per-type counts of due, delayed and leased commands and dead letters (database clock), in one
+   * statement over the pending commands.
+   */
   public QueueDepth depth() {
     Map<String, CommandQueries.TypeCounts> counts =
         Transactions.inNew(
@@ -273,7 +277,8 @@ public final class CommandQueue {
     Map<String, QueueDepth.TypeDepth> byType = new HashMap<>();
     counts.forEach(
         (type, c) ->
-            byType.put(type, new QueueDepth.TypeDepth(c.due(), c.delayed(), c.deadLetters())));
+            byType.put(
+                type, new QueueDepth.TypeDepth(c.due(), c.delayed(), c.deadLetters(), c.leased())));
     return new QueueDepth(byType);
   }
 
@@ -309,6 +314,38 @@ public final class CommandQueue {
             dataSource, "listing paused command types", tx -> PauseQueries.list(tx.dsl(), tables))
         .stream()
         .map(r -> new PausedType(r.type(), r.pausedAt(), r.reason()))
+        .toList();
+  }
+
+  /** The most leased commands {@link #leasedCommands} lists at once. */
+  public static final int MAX_LEASED_LIST_LIMIT = 10_000;
+
+  /**
+   * Up to {@code limit} commands running under a lease (lease mode), of {@code type} (null: every
+   * type), the lease that runs out first first. A type name that is empty, holds NUL or is too
+   * long, or a limit outside 1..{@value #MAX_LEASED_LIST_LIMIT}, is refused with {@link
+   * IllegalArgumentException} before anything is sent.
+   */
+  public List<LeasedCommand> leasedCommands(String type, int limit) {
+    Inputs.optionalKey("type", type);
+    if (limit < 1 || limit > MAX_LEASED_LIST_LIMIT) {
+      throw new IllegalArgumentException(
+          "limit must be between 1 and " + MAX_LEASED_LIST_LIMIT + ": " + limit);
+    }
+    return Transactions.inNew(
+            dataSource,
+            "listing leased commands",
+            tx -> LeaseQueries.list(tx.dsl(), tables, type, limit))
+        .stream()
+        .map(
+            l ->
+                new LeasedCommand(
+                    l.messageId(),
+                    l.type(),
+                    l.holder(),
+                    l.expiresAt(),
+                    l.failures() + 1,
+                    l.token()))
         .toList();
   }
 

@@ -24,11 +24,12 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Record;
-import org.jooq.Record3;
+import org.jooq.Record4;
 import org.jooq.SQLDialect;
 import org.jooq.Select;
 import org.jooq.SelectField;
@@ -413,31 +414,44 @@ public final class CommandQueries {
   }
 
   /**
-   * How many commands of one type are due now, due later and parked.
+   * How many commands of one type are due now, due later, leased and parked.
    *
-   * @param due pending and due now
-   * @param delayed pending and due later
+   * @param due pending, not leased, and due now
+   * @param delayed pending, not leased, and due later
    * @param deadLetters parked
+   * @param leased pending and held by a lease (lease mode)
    */
-  public record TypeCounts(long due, long delayed, long deadLetters) {}
+  public record TypeCounts(long due, long delayed, long deadLetters, long leased) {}
 
-  /** Per type: due, delayed and dead-letter counts (database clock). */
+  /**
+   * Per type: due, delayed, leased and dead-letter counts (database clock). A leased command's
+   * {@code deliver_at} is its lease's expiry: it counts as leased only.
+   */
   public static Map<String, TypeCounts> depth(DSLContext dsl, CommandTables t) {
-    Field<Integer> due = DSL.count().filterWhere(DELIVER_AT.le(CLOCK_TIMESTAMP)).as("due");
-    Field<Integer> delayed = DSL.count().filterWhere(DELIVER_AT.gt(CLOCK_TIMESTAMP)).as("delayed");
+    Condition free = CommandTables.LEASED_BY.isNull();
+    Field<Integer> due =
+        DSL.count().filterWhere(free.and(DELIVER_AT.le(CLOCK_TIMESTAMP))).as("due");
+    Field<Integer> delayed =
+        DSL.count().filterWhere(free.and(DELIVER_AT.gt(CLOCK_TIMESTAMP))).as("delayed");
+    Field<Integer> leased =
+        DSL.count().filterWhere(CommandTables.LEASED_BY.isNotNull()).as("leased");
     Map<String, long[]> counts = new HashMap<>();
-    for (Record3<String, Integer, Integer> r :
-        dsl.select(MESSAGE_TYPE, due, delayed).from(t.commands).groupBy(MESSAGE_TYPE).fetch()) {
-      long[] c = counts.computeIfAbsent(r.value1(), k -> new long[3]);
+    for (Record4<String, Integer, Integer, Integer> r :
+        dsl.select(MESSAGE_TYPE, due, delayed, leased)
+            .from(t.commands)
+            .groupBy(MESSAGE_TYPE)
+            .fetch()) {
+      long[] c = counts.computeIfAbsent(r.value1(), k -> new long[4]);
       c[0] = r.value2();
       c[1] = r.value3();
+      c[3] = r.value4();
     }
     for (var r :
         dsl.select(MESSAGE_TYPE, DSL.count()).from(t.deadLetters).groupBy(MESSAGE_TYPE).fetch()) {
-      counts.computeIfAbsent(r.value1(), k -> new long[3])[2] = r.value2();
+      counts.computeIfAbsent(r.value1(), k -> new long[4])[2] = r.value2();
     }
     Map<String, TypeCounts> byType = new HashMap<>();
-    counts.forEach((type, c) -> byType.put(type, new TypeCounts(c[0], c[1], c[2])));
+    counts.forEach((type, c) -> byType.put(type, new TypeCounts(c[0], c[1], c[2], c[3])));
     return byType;
   }
 }

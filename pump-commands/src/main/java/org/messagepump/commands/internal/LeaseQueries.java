@@ -181,6 +181,27 @@ public final class LeaseQueries {
     fenced(n, id, token, "parking");
   }
 
+  /** A leased command as {@link #list} reads it. */
+  public record Leased(
+      UUID messageId, String type, String holder, Instant expiresAt, int failures, long token) {}
+
+  /**
+   * Up to {@code limit} leased commands of {@code type} (null: every type), the lease that runs out
+   * first first, ties by message id.
+   */
+  public static List<Leased> list(DSLContext dsl, CommandTables t, String type, int limit) {
+    return dsl.select(
+            MESSAGE_ID, CommandTables.MESSAGE_TYPE, LEASED_BY, DELIVER_AT, FAILURES, LEASE_TOKEN)
+        .from(t.commands)
+        .where(LEASED_BY.isNotNull())
+        .and(type == null ? DSL.noCondition() : CommandTables.MESSAGE_TYPE.eq(type))
+        .orderBy(DELIVER_AT, MESSAGE_ID)
+        .limit(limit)
+        .fetch(
+            r ->
+                new Leased(r.value1(), r.value2(), r.value3(), r.value4(), r.value5(), r.value6()));
+  }
+
   private static void fenced(int rows, UUID id, long token, String what) {
     if (rows == 0) {
       throw new LeaseLostException(

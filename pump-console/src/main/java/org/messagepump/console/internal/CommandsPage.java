@@ -13,6 +13,7 @@ import java.util.TreeMap;
 import java.util.UUID;
 import org.messagepump.commands.DeadLetter;
 import org.messagepump.commands.DeadLetters;
+import org.messagepump.commands.LeasedCommand;
 import org.messagepump.commands.QueueDepth;
 
 /** Depth by type and the dead letters, with retry and discard one at a time and in bulk. */
@@ -39,7 +40,8 @@ final class CommandsPage {
     StringBuilder b = new StringBuilder();
     QueueDepth depth = snapshot.depthOrThrow();
     b.append("<section><h2>Depth by type</h2><table id=\"depth\"><thead><tr><th>type</th>")
-        .append("<th>due</th><th>delayed</th><th>dead letters</th><th></th></tr></thead><tbody>");
+        .append("<th>due</th><th>delayed</th><th>running under a lease</th><th>dead letters</th>")
+        .append("<th></th></tr></thead><tbody>");
     Map<String, QueueDepth.TypeDepth> byType = new TreeMap<>(depth.byType());
     byType.forEach(
         (t, d) -> {
@@ -51,6 +53,8 @@ final class CommandsPage {
               .append(d.due())
               .append("</td><td class=\"num\">")
               .append(d.delayed())
+              .append("</td><td class=\"num\">")
+              .append(d.leased())
               .append("</td><td class=\"num")
               .append(d.deadLetters() > 0 ? " warn" : "")
               .append("\">")
@@ -76,10 +80,13 @@ final class CommandsPage {
           b.append("</td></tr>");
         });
     if (byType.isEmpty()) {
-      b.append("<tr><td colspan=\"5\" class=\"note\">No commands.</td></tr>");
+      b.append("<tr><td colspan=\"6\" class=\"note\">No commands.</td></tr>");
     }
-    b.append("</tbody></table></section>");
+    b.append("</tbody></table><p class=\"note\">A command running under a lease (lease mode) is")
+        .append(" counted there only: its handler runs, and its due time is its lease's expiry.")
+        .append("</p></section>");
 
+    leased(b, r, stores, type, depth);
     retried(b, r, stores, retried);
 
     DeadLetters letters = stores.commands().deadLetters();
@@ -179,6 +186,54 @@ final class CommandsPage {
     return Html.page(r, "/commands", "Commands", b.toString());
   }
 
+  /** The most leased commands listed; the depth table counts them all. */
+  static final int LEASED_SHOWN = 50;
+
+  /**
+   * The commands running under a lease (of {@code type} when one is chosen): holder, lease expiry
+   * and attempt, the lease that runs out first first. Omitted while none is leased: when the depth
+   * (the console's last sample) counts none, or when the list, read now, finds none.
+   */
+  private static void leased(
+      StringBuilder b, Request r, Stores stores, String type, QueueDepth depth) {
+    long total = type == null ? depth.leased() : depth.of(type).leased();
+    if (total == 0) {
+      return;
+    }
+    List<LeasedCommand> list = stores.commands().leasedCommands(type, LEASED_SHOWN);
+    if (list.isEmpty()) {
+      return; // they completed since the sample
+    }
+    total = Math.max(total, list.size());
+    b.append("<section><h2>Running under a lease")
+        .append(type == null ? "" : " of type " + esc(type))
+        .append("</h2><p class=\"note\">")
+        .append(list.size())
+        .append(" shown of ")
+        .append(total)
+        .append(", the lease that runs out first first. A lease is extended while its holder's")
+        .append(" handler runs; one that runs out makes the command due again, the attempt")
+        .append(" counted as failed.</p><table id=\"leased\"><thead><tr><th>message id</th>")
+        .append("<th>type</th><th>holder</th><th>lease expires</th><th>attempt</th>")
+        .append("</tr></thead><tbody>");
+    for (LeasedCommand l : list) {
+      b.append("<tr id=\"leased-")
+          .append(l.messageId())
+          .append("\"><td class=\"id\">")
+          .append(l.messageId())
+          .append("</td><td>")
+          .append(esc(l.type()))
+          .append("</td><td class=\"holder\">")
+          .append(esc(l.holder()))
+          .append("</td><td>")
+          .append(Html.time(l.leaseExpiresAt()))
+          .append("</td><td class=\"num\">")
+          .append(l.attempt())
+          .append("</td></tr>");
+    }
+    b.append("</tbody></table></section>");
+  }
+
   private static void retried(StringBuilder b, Request r, Stores stores, List<UUID> retried) {
     if (retried.isEmpty()) {
       return;
@@ -186,10 +241,16 @@ final class CommandsPage {
     b.append("<section><h2>Recently retried</h2><table id=\"retried\"><thead><tr>")
         .append("<th>message id</th><th>now</th></tr></thead><tbody>");
     for (UUID id : retried) {
-      Stores.CommandState state = stores.commandState(id);
+      Stores.CommandStatus status = stores.commandState(id);
+      Stores.CommandState state = status.state();
       String text =
           switch (state) {
             case WAITING -> "waiting in the queue";
+            case LEASED ->
+                "running under a lease held by "
+                    + esc(status.holder())
+                    + " until "
+                    + Html.time(status.leaseExpiresAt());
             case DEAD_LETTER -> "a dead letter again";
             case DONE -> "handled";
           };

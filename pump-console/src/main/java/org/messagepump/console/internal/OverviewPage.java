@@ -23,6 +23,7 @@ final class OverviewPage {
     b.append("<section><h2>Commands</h2><div class=\"cards\">");
     card(b, "due", "cmd.due", depth.due());
     card(b, "delayed", "cmd.delayed", depth.delayed());
+    card(b, "running under a lease", "cmd.leased", depth.leased());
     card(b, "dead letters", "cmd.dead", depth.deadLetters());
     b.append("</div></section>");
 

@@ -218,6 +218,7 @@ public final class Sampler implements AutoCloseable {
     if (depth != null) {
       v.put("cmd.due", (double) depth.due());
       v.put("cmd.delayed", (double) depth.delayed());
+      v.put("cmd.leased", (double) depth.leased());
       v.put("cmd.dead", (double) depth.deadLetters());
     }
     if (events != null) {

@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Instant;
 import java.util.List;
 import java.util.UUID;
 import javax.sql.DataSource;
@@ -37,11 +38,22 @@ public final class Stores {
   public enum CommandState {
     /** Back in the queue, not handled yet. */
     WAITING,
+    /** In the queue, its handler running under a lease (lease mode). */
+    LEASED,
     /** Parked again. */
     DEAD_LETTER,
     /** Gone from the queue: handled (a handled command is deleted), or discarded. */
     DONE
   }
+
+  /**
+   * Where a command is, and for a leased one its lease's holder and expiry (else null).
+   *
+   * @param state where it is
+   * @param holder the lease's holder, when {@link CommandState#LEASED}
+   * @param leaseExpiresAt when the lease runs out unless extended, when {@link CommandState#LEASED}
+   */
+  public record CommandStatus(CommandState state, String holder, Instant leaseExpiresAt) {}
 
   private final DataSource dataSource;
   private final CommandQueue commands;
@@ -140,15 +152,17 @@ public final class Stores {
    * Where a command is: the command queue has no look-up of a queued command by id in its API, so
    * this reads the two tables with one bound, read-only query.
    */
-  CommandState commandState(UUID messageId) {
+  CommandStatus commandState(UUID messageId) {
     // An identifier, not a value: the queue's builder admitted only [a-z_][a-z0-9_]*.
     String schema = '"' + commands.schema() + '"';
     String sql =
-        "SELECT (SELECT count(*) FROM "
+        "SELECT p.leased_by, p.deliver_at, p.message_id IS NOT NULL,"
+            + " EXISTS (SELECT 1 FROM "
             + schema
-            + ".commands WHERE message_id = ?), (SELECT count(*) FROM "
+            + ".dead_letters WHERE message_id = ?)"
+            + " FROM (SELECT 1) one LEFT JOIN "
             + schema
-            + ".dead_letters WHERE message_id = ?)";
+            + ".commands p ON p.message_id = ?";
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(sql)) {
       c.setReadOnly(true);
@@ -156,10 +170,17 @@ public final class Stores {
       ps.setObject(2, messageId);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
-        if (rs.getLong(1) > 0) {
-          return CommandState.WAITING;
+        if (rs.getBoolean(3)) {
+          String holder = rs.getString(1);
+          return holder == null
+              ? new CommandStatus(CommandState.WAITING, null, null)
+              : new CommandStatus(
+                  CommandState.LEASED,
+                  holder,
+                  rs.getObject(2, java.time.OffsetDateTime.class).toInstant());
         }
-        return rs.getLong(2) > 0 ? CommandState.DEAD_LETTER : CommandState.DONE;
+        return new CommandStatus(
+            rs.getBoolean(4) ? CommandState.DEAD_LETTER : CommandState.DONE, null, null);
       }
     } catch (SQLException e) {
       throw new PumpException("reading the state of command " + messageId, e);

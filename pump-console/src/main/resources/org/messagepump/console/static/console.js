@@ -27,8 +27,8 @@
     }
   });
 
-  // While a retried command waits in the queue, refresh to show it handled.
-  if (document.querySelector("#retried tr[data-state=waiting]")) {
+  // While a retried command waits in the queue or runs under a lease, refresh to show it handled.
+  if (document.querySelector("#retried tr[data-state=waiting], #retried tr[data-state=leased]")) {
     window.setTimeout(function () { window.location.replace(window.location.pathname); }, 1500);
   }
 
