@@ -1,6 +1,8 @@
 package org.messagepump.spring.boot;
 
+import java.time.Duration;
 import java.util.Objects;
+import org.messagepump.commands.CommandDriver;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.spi.Driver;
@@ -17,23 +19,71 @@ import org.springframework.beans.factory.BeanFactory;
  *       .build());
  * }
  * }</pre>
+ *
+ * <p>For handlers that run for long (seconds to minutes), declare the pump in lease mode with
+ * {@link #leased(Duration)}: each command is claimed with a lease, and its handler runs with no
+ * delivery transaction; it uses Spring's ordinary transactions ({@code @Transactional},
+ * JdbcTemplate), which commit on their own (docs/leases.md).
+ *
+ * <pre>{@code
+ * @Bean
+ * CommandPump exports(ExportService service) {
+ *   return CommandPump.of("exports", CommandHandlers.builder()
+ *           .on(RunExport.class, (cmd, ctx) -> service.run(cmd, ctx.fencingToken().orElseThrow()))
+ *           .build())
+ *       .leased(Duration.ofSeconds(30));
+ * }
+ * }</pre>
  */
 public final class CommandPump extends PumpDefinition {
 
   private final CommandHandlers handlers;
+  private final Duration lease; // null: transactional mode
 
-  private CommandPump(String pumpName, CommandHandlers handlers) {
+  private CommandPump(String pumpName, CommandHandlers handlers, Duration lease) {
     super(pumpName);
     this.handlers = Objects.requireNonNull(handlers, "handlers");
+    this.lease = lease;
   }
 
   /** A pump named {@code pumpName} running {@code handlers} on the {@link CommandQueue} bean. */
   public static CommandPump of(String pumpName, CommandHandlers handlers) {
-    return new CommandPump(pumpName, handlers);
+    return new CommandPump(pumpName, handlers, null);
+  }
+
+  /**
+   * This pump in lease mode, with leases of {@code lease} ({@link CommandQueue#leasedDriver}): its
+   * handlers get no delivery transaction bound to Spring ({@code ctx.tx()} throws), so each write
+   * is its own Spring transaction, committed when its {@code @Transactional} method returns; the
+   * command's completion is recorded after the handler, fenced by its lease. {@code lease} must be
+   * between {@link CommandDriver#MIN_LEASE} and {@link CommandDriver#MAX_LEASE}, else {@link
+   * IllegalArgumentException}.
+   */
+  public CommandPump leased(Duration lease) {
+    if (lease == null
+        || lease.compareTo(CommandDriver.MIN_LEASE) < 0
+        || lease.compareTo(CommandDriver.MAX_LEASE) > 0) {
+      throw new IllegalArgumentException(
+          "lease of pump '"
+              + pumpName()
+              + "' must be at least "
+              + CommandDriver.MIN_LEASE
+              + " and at most "
+              + CommandDriver.MAX_LEASE
+              + ": "
+              + lease);
+    }
+    return new CommandPump(pumpName(), handlers, lease);
+  }
+
+  /** The lease of lease mode; null in transactional mode (the default). */
+  public Duration lease() {
+    return lease;
   }
 
   @Override
   Driver driver(BeanFactory beans) {
-    return beans.getBean(CommandQueue.class).driver(handlers);
+    CommandQueue queue = beans.getBean(CommandQueue.class);
+    return lease == null ? queue.driver(handlers) : queue.leasedDriver(handlers, lease);
   }
 }

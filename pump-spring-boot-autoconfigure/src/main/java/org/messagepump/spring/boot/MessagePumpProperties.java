@@ -229,7 +229,10 @@ public class MessagePumpProperties {
    */
   public static class Pump {
 
-    /** Worker threads: at most this many deliveries' transactions are open at once (default 4). */
+    /**
+     * Worker threads: at most this many deliveries' transactions are open at once; in lease mode,
+     * at most this many handlers run at once, none holding a transaction (default 4).
+     */
     private Integer workers;
 
     /** Deliveries per transaction, 1 to 64 (default 1). */
@@ -260,8 +263,9 @@ public class MessagePumpProperties {
     private Boolean notifications;
 
     /**
-     * The longest a handler may run; past it the handler is interrupted, its writes roll back and
-     * the delivery fails with HandlerTimeoutException. Unset means no limit.
+     * The longest a handler may run; past it the handler is interrupted, its writes roll back (in
+     * lease mode, those it already committed stay) and the delivery fails with
+     * HandlerTimeoutException. Unset means no limit.
      */
     private Duration handlerTimeout;
 

@@ -38,6 +38,10 @@ import org.springframework.transaction.support.TransactionSynchronizationUtils;
  *       records the outcome; discarded after a failure.
  * </ul>
  *
+ * <p>In lease mode ({@link Driver#lease()}) the pump gives the handler no transaction, and nothing
+ * is bound: the handler's {@code @Transactional} methods and JdbcTemplate calls run in Spring's
+ * ordinary transactions, each committed on its own.
+ *
  * <p>Spring's own mechanisms, not a copy: JdbcTemplate, {@code DataSourceTransactionManager} and
  * {@code TransactionAwareDataSourceProxy} all find the delivery's connection through the bound
  * holder.
@@ -72,6 +76,15 @@ public final class SpringBoundDriver extends ForwardingDriver {
       // A pump's worker thread never carries a transaction of its own; a leftover means a bug.
       throw new IllegalStateException(
           transactionName + ": a Spring transaction is already bound to this worker thread");
+    }
+    if (tx == null) {
+      // Lease mode: no delivery transaction to bind. The handler's @Transactional methods and
+      // JdbcTemplate open Spring's ordinary transactions on connections of the pool.
+      if (lease().isEmpty()) {
+        throw new IllegalStateException(
+            transactionName + ": no delivery transaction, and the driver is not in lease mode");
+      }
+      return super.handle(null, delivery);
     }
     DeliveryConnectionHolder holder = new DeliveryConnectionHolder(tx.connection());
     TransactionSynchronizationManager.bindResource(dataSource, holder);
