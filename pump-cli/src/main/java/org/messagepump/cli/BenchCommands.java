@@ -71,12 +71,26 @@ final class BenchCommands {
 
   /** Drains until {@code n} commands are handled; returns deliveries per second. */
   double drain(int workers, int batchSize, int n) throws InterruptedException {
+    return drain(workers, batchSize, n, null);
+  }
+
+  /**
+   * The lease of the lease-mode drain: long enough that no heartbeat falls inside a no-op handler,
+   * so the figure is the claim and the completion alone.
+   */
+  static final Duration DRAIN_LEASE = Duration.ofSeconds(30);
+
+  /**
+   * As {@link #drain(int, int, int)}, in lease mode when {@code lease} is not null: each batch
+   * claimed with a lease in a transaction of its own, each command's completion in another.
+   */
+  double drain(int workers, int batchSize, int n, Duration lease) throws InterruptedException {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     CommandHandlers handlers = CommandHandlers.builder().on(Noop.class, (c, ctx) -> {}).build();
     try (MessagePump pump =
         MessagePump.builder(ds)
             .name("bench-drain")
-            .driver(queue.driver(handlers))
+            .driver(lease == null ? queue.driver(handlers) : queue.leasedDriver(handlers, lease))
             .workers(workers)
             .batchSize(batchSize)
             .pollInterval(Duration.ofMillis(20))
@@ -90,6 +104,118 @@ final class BenchCommands {
       }
       return n / ((System.nanoTime() - start) / 1e9);
     }
+  }
+
+  /**
+   * Lease mode's heartbeats while {@code running} handlers run at once for {@code window}: the
+   * heartbeat transactions of the pump and the leases they extended, counted by the pump's meters
+   * {@code messagepump.leases.heartbeats} and {@code messagepump.leases.extended}.
+   *
+   * @param beats heartbeat transactions in the window
+   * @param extended leases extended in the window (one per running delivery per beat)
+   * @param seconds the window's measured length
+   */
+  record Heartbeats(double beats, double extended, double seconds) {
+    /** Heartbeat transactions per minute. */
+    double beatsPerMinute() {
+      return beats * 60 / seconds;
+    }
+
+    /** Leases extended per minute. */
+    double extendedPerMinute() {
+      return extended * 60 / seconds;
+    }
+  }
+
+  /**
+   * Runs {@code running} commands at once in a leased pump ({@code running} workers, {@code
+   * batchSize} 1) whose handlers wait until the window is over; counts the heartbeats of the {@code
+   * window} that starts once every handler runs, then lets them finish and drains them.
+   */
+  Heartbeats heartbeats(int running, Duration lease, Duration window) throws Exception {
+    clear();
+    List<NewCommand> batch = new ArrayList<>(running);
+    for (int i = 0; i < running; i++) {
+      batch.add(NewCommand.of(new Noop(0)));
+    }
+    queue.enqueueAll(batch);
+    CountDownLatch started = new CountDownLatch(running);
+    CountDownLatch release = new CountDownLatch(1);
+    CommandHandlers handlers =
+        CommandHandlers.builder()
+            .on(
+                Noop.class,
+                (c, ctx) -> {
+                  started.countDown();
+                  if (!release.await(10, TimeUnit.MINUTES)) {
+                    throw new IllegalStateException("the heartbeat window did not end");
+                  }
+                })
+            .build();
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    try (MessagePump pump =
+        MessagePump.builder(ds)
+            .name("bench-lease")
+            .driver(queue.leasedDriver(handlers, lease))
+            .workers(running)
+            .batchSize(1)
+            .pollInterval(Duration.ofMillis(20))
+            .meterRegistry(registry)
+            .build()) {
+      pump.start();
+      try {
+        if (!started.await(2, TimeUnit.MINUTES)) {
+          throw new IllegalStateException(
+              (running - started.getCount()) + " of " + running + " handlers started");
+        }
+        Counter beats = registry.get("messagepump.leases.heartbeats").counter();
+        Counter extended = registry.get("messagepump.leases.extended").counter();
+        // From one beat to the first beat after the window: whole beat periods, so that the
+        // figure is not rounded to the beats a fixed window happens to hold (4 or 5 in 5 s).
+        long t0 = nextBeat(beats, lease);
+        double b0 = beats.count();
+        double e0 = extended.count();
+        TimeUnit.NANOSECONDS.sleep(window.toNanos());
+        long t1 = nextBeat(beats, lease);
+        double b1 = beats.count();
+        double e1 = extended.count();
+        double seconds = (t1 - t0) / 1e9;
+        release.countDown();
+        Counter handled =
+            registry.get("messagepump.deliveries").tag("outcome", "handled").counter();
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+        while (handled.count() < running) {
+          if (System.nanoTime() > deadline) {
+            throw new IllegalStateException(
+                handled.count() + " of " + running + " leased commands completed");
+          }
+          Thread.sleep(5);
+        }
+        return new Heartbeats(b1 - b0, e1 - e0, seconds);
+      } finally {
+        release.countDown();
+      }
+    }
+  }
+
+  /**
+   * Waits for the heartbeat counter to move and returns when it did ({@link System#nanoTime}),
+   * polling every 2 ms; then waits 100 ms so that the beat has counted its extended leases too (the
+   * beat increments both counters one after the other; the next beat is a third of the lease
+   * later). Throws when no beat comes within ten beat periods.
+   */
+  private static long nextBeat(Counter beats, Duration lease) throws InterruptedException {
+    double before = beats.count();
+    long deadline = System.nanoTime() + lease.dividedBy(3).multipliedBy(10).toNanos();
+    while (beats.count() == before) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("no lease heartbeat within ten beat periods");
+      }
+      Thread.sleep(2);
+    }
+    long at = System.nanoTime();
+    Thread.sleep(100);
+    return at;
   }
 
   /** Enqueues {@code n} commands one by one (each its own transaction); per second. */

@@ -54,7 +54,7 @@ final class DemoProgress {
     long lastPrint = 0;
     while (System.nanoTime() < deadline) {
       QueueDepth depth = queue.depth();
-      long pending = depth.of(TYPE).due() + depth.of(TYPE).delayed();
+      long pending = depth.of(TYPE).due() + depth.of(TYPE).delayed() + depth.of(TYPE).leased();
       long parked = deadLettersAdded();
       long viewLag = handlers.lag(DemoScenario.VIEW_HANDLER);
       long totalsLag = handlers.lag(DemoScenario.TOTALS_HANDLER);

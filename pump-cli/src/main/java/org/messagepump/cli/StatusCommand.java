@@ -31,7 +31,8 @@ import picocli.CommandLine.Spec;
     mixinStandardHelpOptions = true,
     description = {
       "Queue depth, dead letters, handler lag and balancer groups.",
-      "Per command type the due and delayed commands and dead letters; per event handler the lag"
+      "Per command type the due and delayed commands, those running under a lease and dead"
+          + " letters; per event handler the lag"
           + " and parked streams; per balancer group its partitions, messages and leases; and what"
           + " is paused."
     })
@@ -90,10 +91,18 @@ final class StatusCommand implements Callable<Integer> {
                 byType.put(
                     type,
                     Map.of(
-                        "due", d.due(), "delayed", d.delayed(), "deadLetters", d.deadLetters())));
+                        "due",
+                        d.due(),
+                        "delayed",
+                        d.delayed(),
+                        "leased",
+                        d.leased(),
+                        "deadLetters",
+                        d.deadLetters())));
     Map<String, Object> commands = new LinkedHashMap<>();
     commands.put("due", depth.due());
     commands.put("delayed", depth.delayed());
+    commands.put("leased", depth.leased());
     commands.put("deadLetters", depth.deadLetters());
     commands.put("byType", byType);
     List<Object> paused = new ArrayList<>();
@@ -197,11 +206,17 @@ final class StatusCommand implements Callable<Integer> {
   private static void printCommands(PrintWriter out, Map<String, Object> status) {
     Map<String, Object> commands = (Map<String, Object>) status.get("commands");
     out.printf(
-        "Commands: %s due, %s delayed, %s dead letters%n",
-        commands.get("due"), commands.get("delayed"), commands.get("deadLetters"));
-    Table types = new Table("type", "due", "delayed", "dead letters");
+        "Commands: %s due, %s delayed, %s running under a lease, %s dead letters%n",
+        commands.get("due"),
+        commands.get("delayed"),
+        commands.get("leased"),
+        commands.get("deadLetters"));
+    Table types = new Table("type", "due", "delayed", "leased", "dead letters");
     ((Map<String, Map<String, Object>>) commands.get("byType"))
-        .forEach((t, d) -> types.row(t, d.get("due"), d.get("delayed"), d.get("deadLetters")));
+        .forEach(
+            (t, d) ->
+                types.row(
+                    t, d.get("due"), d.get("delayed"), d.get("leased"), d.get("deadLetters")));
     types.print(out);
     List<Map<String, Object>> paused = (List<Map<String, Object>>) commands.get("pausedTypes");
     if (!paused.isEmpty()) {
