@@ -27,6 +27,7 @@ import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.testkit.FreezableDataSource;
 import org.messagepump.testkit.PostgresExtension;
+import org.messagepump.testkit.VacuumHorizon;
 
 /**
  * Lease mode of the balancer through the real pump: no transaction held while a handler runs, order
@@ -110,20 +111,13 @@ class BalancerLeaseModeIT {
   }
 
   /**
-   * Transactions open on the server for more than a second now, other than the one asking. The
-   * pump's own (claims, heartbeats, outcomes, polls) last milliseconds; a handler's transaction in
-   * the transactional mode lasts as long as the handler.
+   * Transactions open for more than a second now, other than the asking one: the pump's own
+   * (claims, heartbeats, outcomes, polls) last milliseconds; a handler's transaction in the
+   * transactional mode lasts as long as the handler.
    */
   private static long openTransactions(DataSource ds) {
-    try (Connection c = ds.getConnection();
-        var st = c.createStatement();
-        var rs =
-            st.executeQuery(
-                "SELECT count(*) FROM pg_stat_activity"
-                    + " WHERE xact_start < clock_timestamp() - interval '1 second'"
-                    + " AND pid <> pg_backend_pid() AND backend_type = 'client backend'")) {
-      rs.next();
-      return rs.getLong(1);
+    try {
+      return VacuumHorizon.openTransactionsOlderThan(ds, Duration.ofSeconds(1));
     } catch (java.sql.SQLException e) {
       throw new IllegalStateException(e);
     }

@@ -66,6 +66,34 @@ final class Chaos {
   }
 
   /**
+   * A lease-mode command node JVM ({@link LeaseNodeMain}) on the test database: {@code workers}
+   * workers, leases of {@code lease}, handlers sleeping {@code minHandler} to {@code maxHandler},
+   * parking at {@code maxFailures}.
+   */
+  static NodeProcess leaseNode(
+      TestDatabase db,
+      String name,
+      int workers,
+      Duration lease,
+      Duration minHandler,
+      Duration maxHandler,
+      int maxFailures) {
+    return NodeProcess.of(
+        name,
+        Path.of("target", "chaos", "nodes"),
+        LeaseNodeMain.class,
+        db.jdbcUrl(),
+        db.server().user(),
+        db.server().password(),
+        name,
+        Integer.toString(workers),
+        Long.toString(lease.toMillis()),
+        Long.toString(minHandler.toMillis()),
+        Long.toString(maxHandler.toMillis()),
+        Integer.toString(maxFailures));
+  }
+
+  /**
    * A command pump on {@code ds} whose handler records each command in the ledger as {@code node}.
    */
   static MessagePump recordingPump(

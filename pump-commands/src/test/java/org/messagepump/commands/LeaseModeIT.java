@@ -30,6 +30,7 @@ import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.testkit.FreezableDataSource;
 import org.messagepump.testkit.PostgresExtension;
+import org.messagepump.testkit.VacuumHorizon;
 
 /**
  * Lease mode through the real pump: no transaction is held while a handler runs, a lease outlives
@@ -47,7 +48,6 @@ class LeaseModeIT {
   void setUp(DataSource ds) {
     queue = Fixtures.queue(ds);
     Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
-    Fixtures.execute(ds, "CREATE TABLE IF NOT EXISTS lease_churn (n int)");
     Fixtures.execute(ds, "CREATE TABLE IF NOT EXISTS lease_effects (order_id text, token bigint)");
     Fixtures.execute(ds, "TRUNCATE lease_effects");
   }
@@ -128,44 +128,12 @@ class LeaseModeIT {
    * pump's own (polls, claims, heartbeats, outcomes) last milliseconds, while a handler's
    * transaction in the transactional mode lasts as long as the handler.
    */
-  private static long openTransactionsBesidesThisOne(DataSource ds) {
-    return count(
-        ds,
-        "SELECT count(*) FROM pg_stat_activity"
-            + " WHERE xact_start < clock_timestamp() - interval '2 seconds'"
-            + " AND pid <> pg_backend_pid() AND backend_type = 'client backend'");
+  private static long openTransactionsBesidesThisOne(DataSource ds) throws SQLException {
+    return VacuumHorizon.openTransactionsOlderThan(ds, Duration.ofSeconds(2));
   }
 
-  /**
-   * Writes and deletes 10,000 rows, vacuums, and returns the table's pages left: 0 when vacuum
-   * could remove every dead row (nothing holds the horizon back), else the pages still there.
-   */
   private static long vacuumEmptiesAChurnedTable(DataSource ds) throws SQLException {
-    Fixtures.execute(ds, "TRUNCATE lease_churn");
-    Fixtures.execute(ds, "INSERT INTO lease_churn SELECT g FROM generate_series(1, 10000) g");
-    Fixtures.execute(ds, "DELETE FROM lease_churn");
-    long pages = -1;
-    // Up to five vacuums 200 ms apart: a poll of the pump that began before the delete committed
-    // holds the horizon for the milliseconds it lasts; a held transaction holds it for good.
-    for (int i = 0; i < 5 && pages != 0; i++) {
-      if (i > 0) {
-        try {
-          Thread.sleep(200);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new IllegalStateException(e);
-        }
-      }
-      try (Connection c = ds.getConnection()) {
-        c.setAutoCommit(true);
-        try (var st = c.createStatement()) {
-          st.execute("VACUUM lease_churn");
-        }
-      }
-      pages =
-          count(ds, "SELECT pg_relation_size('lease_churn') / current_setting('block_size')::int");
-    }
-    return pages;
+    return VacuumHorizon.pagesLeftAfterChurnAndVacuum(ds, "lease_churn");
   }
 
   @Test

@@ -18,6 +18,10 @@ import javax.sql.DataSource;
  * #acknowledge} what they enqueued once it committed, and tests mark faults with the database
  * clock. Every figure is computed in SQL: lost = acknowledged − handled, duplicates = ledger rows −
  * distinct ids, recovery = time from a fault to the next completed delivery.
+ *
+ * <p>Handlers in lease mode, which run outside any transaction of the pump, also {@link #recordRun
+ * record each run} as it starts (committed at once), so that runs whose completion never committed
+ * (a killed or frozen holder) can be counted against the completions.
  */
 public final class Ledger {
 
@@ -50,14 +54,38 @@ public final class Ledger {
             + " handled_at timestamptz NOT NULL DEFAULT clock_timestamp());"
             + "CREATE INDEX IF NOT EXISTS ledger_message_id ON chaos.ledger (message_id);"
             + "CREATE INDEX IF NOT EXISTS ledger_handled_at ON chaos.ledger (handled_at);"
+            + "CREATE TABLE IF NOT EXISTS chaos.runs (seq bigserial PRIMARY KEY,"
+            + " message_id text NOT NULL, attempt integer NOT NULL, node text NOT NULL,"
+            + " token bigint NOT NULL, started_at timestamptz NOT NULL DEFAULT clock_timestamp());"
+            + "CREATE INDEX IF NOT EXISTS runs_message_id ON chaos.runs (message_id);"
             + "CREATE TABLE IF NOT EXISTS chaos.marks (seq bigserial PRIMARY KEY, label text NOT NULL,"
             + " marked_at timestamptz NOT NULL DEFAULT clock_timestamp())");
     return l;
   }
 
-  /** Empties the ledger, the acknowledgements and the marks. */
+  /** Empties the ledger, the runs, the acknowledgements and the marks. */
   public void reset() {
-    execute("TRUNCATE chaos.acknowledged, chaos.ledger, chaos.marks");
+    execute("TRUNCATE chaos.acknowledged, chaos.ledger, chaos.runs, chaos.marks");
+  }
+
+  /**
+   * Records, in a transaction of its own on {@code dataSource}, that a lease-mode handler started a
+   * run of a message under the claim of fencing token {@code token}.
+   */
+  public static void recordRun(
+      DataSource dataSource, String messageId, int attempt, String node, long token)
+      throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "INSERT INTO chaos.runs (message_id, attempt, node, token) VALUES (?, ?, ?, ?)")) {
+      c.setAutoCommit(true);
+      ps.setString(1, messageId);
+      ps.setInt(2, attempt);
+      ps.setString(3, node);
+      ps.setLong(4, token);
+      ps.executeUpdate();
+    }
   }
 
   /**

@@ -11,8 +11,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * A pump node in a JVM of its own, started from the test with the test's classpath, so that a test
- * can {@link #kill()} it with SIGKILL. The node's main class runs until its standard input closes
- * ({@link #stop(Duration)}); its output goes to a log file.
+ * can {@link #kill()} it with SIGKILL or freeze it with SIGSTOP ({@link #pause()}, {@link
+ * #resume()}). The node's main class runs until its standard input closes ({@link
+ * #stop(Duration)}); its output goes to a log file.
  */
 public final class NodeProcess implements AutoCloseable {
 
@@ -21,6 +22,7 @@ public final class NodeProcess implements AutoCloseable {
   private final Path log;
   private Process process;
   private int starts;
+  private boolean paused;
 
   private NodeProcess(String name, List<String> command, Path log) {
     this.name = name;
@@ -95,6 +97,78 @@ public final class NodeProcess implements AutoCloseable {
     }
     process.destroyForcibly();
     waitFor(Duration.ofSeconds(30));
+    paused = false;
+  }
+
+  /**
+   * Freezes the running JVM with SIGSTOP ({@code kill -STOP}), as a long GC pause, a suspended VM
+   * or a descheduled container would: every thread stops, its connections stay open and silent.
+   * Returns once the kernel reports the process stopped.
+   */
+  public synchronized void pause() {
+    if (!isAlive()) {
+      throw new IllegalStateException("chaos: node " + name + " is not running");
+    }
+    signal("STOP");
+    paused = true;
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (!"T".equals(state()) && !"t".equals(state())) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException(
+            "chaos: node " + name + " did not stop; its state is " + state());
+      }
+      sleep(10);
+    }
+  }
+
+  /** Lets a JVM frozen by {@link #pause()} run again with SIGCONT ({@code kill -CONT}). */
+  public synchronized void resume() {
+    if (!paused) {
+      throw new IllegalStateException("chaos: node " + name + " is not paused");
+    }
+    signal("CONT");
+    paused = false;
+  }
+
+  /** True between {@link #pause()} and {@link #resume()} (or a kill). */
+  public synchronized boolean paused() {
+    return paused;
+  }
+
+  /** The process state letter of {@code /proc/<pid>/stat} (T when stopped), or "?" if unknown. */
+  private String state() {
+    try {
+      String stat = Files.readString(Path.of("/proc", Long.toString(process.pid()), "stat"));
+      int close = stat.lastIndexOf(')');
+      return close > 0 && stat.length() > close + 2 ? stat.substring(close + 2, close + 3) : "?";
+    } catch (IOException e) {
+      return "?";
+    }
+  }
+
+  private void signal(String signal) {
+    List<String> cmd = List.of("kill", "-" + signal, Long.toString(process.pid()));
+    try {
+      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+      if (!p.waitFor(10, TimeUnit.SECONDS) || p.exitValue() != 0) {
+        throw new IllegalStateException(
+            "chaos: " + cmd + " failed: " + new String(p.getInputStream().readAllBytes()));
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException("chaos: cannot run " + cmd, e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("chaos: interrupted running " + cmd, e);
+    }
+  }
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("chaos: interrupted", e);
+    }
   }
 
   /**
@@ -104,6 +178,9 @@ public final class NodeProcess implements AutoCloseable {
   public synchronized int stop(Duration timeout) {
     if (process == null) {
       return -1;
+    }
+    if (paused && process.isAlive()) {
+      resume(); // a frozen JVM cannot read the end of its input
     }
     try {
       OutputStream in = process.getOutputStream();
