@@ -387,9 +387,10 @@ final class BenchCommand implements Callable<Integer> {
       report.add("commands.drain.leased", p, rate, "deliveries/s", rate / baseline(ds, 8, n));
       cpu("commands.drain.leased", p, cpu, n);
     }
-    // At least 3 s: three beat periods. The row counts from a beat to the first beat after the
-    // window, so it always holds at least one beat.
-    long windowMillis = Math.max(3_000, Math.round((quick ? 5_000 : 30_000) * scale));
+    // At least three beat periods (one below --scale 1, the test's tiny scale). The row counts
+    // from a beat to the first beat after the window, so it always holds at least one beat.
+    long windowMillis =
+        Math.max(scale < 1 ? 1_000 : 3_000, Math.round((quick ? 5_000 : 30_000) * scale));
     Duration window = Duration.ofMillis(windowMillis);
     for (int running : RUNNING) {
       BenchCommands.Heartbeats h = c.heartbeats(running, HEARTBEAT_LEASE, window);

@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.commands.Fixtures.PlaceOrder;
@@ -21,8 +22,11 @@ import org.messagepump.testkit.TestDatabase;
 /**
  * Three scheduler JVMs compete for the ticks; one of them is killed with SIGKILL while it is inside
  * a check's transaction (its insert of a tick's command is running), again and again. Each tick is
- * still enqueued exactly once and none is lost.
+ * still enqueued exactly once and none is lost. Runs with the chaos suite ({@code -Pchaos}), as the
+ * other process-kill scenarios do; ScheduleIT and SchedulerIT cover the scheduler in the default
+ * build.
  */
+@Tag("chaos")
 @ExtendWith(PostgresExtension.class)
 class SchedulerKillIT {
 
