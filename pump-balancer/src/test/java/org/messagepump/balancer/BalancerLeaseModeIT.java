@@ -132,7 +132,7 @@ class BalancerLeaseModeIT {
     BalancedHandler handler =
         (m, ctx) -> {
           if (text(m).equals("long")) {
-            Thread.sleep(4 * LEASE.toMillis()); // four lease lengths
+            Thread.sleep(5 * LEASE.toMillis() / 2); // two and a half lease lengths
           }
           seen.add(text(m) + "#" + m.attempts());
           return Result.ok();

@@ -81,8 +81,8 @@ class LeaseModeIT {
     try (MessagePump p = pump(ds, queue.leasedDriver(handlers, LEASE)).build()) {
       p.start();
       assertThat(running.await(30, TimeUnit.SECONDS)).isTrue();
-      // Five lease lengths: only the heartbeats keep the claim.
-      Thread.sleep(5 * LEASE.toMillis());
+      // Three lease lengths: only the heartbeats keep the claim.
+      Thread.sleep(3 * LEASE.toMillis());
       assertThat(openTransactionsBesidesThisOne(ds)).isZero();
       assertThat(vacuumEmptiesAChurnedTable(ds)).isZero();
       assertThat(
@@ -289,7 +289,7 @@ class LeaseModeIT {
                   try {
                     // Ignores the timeout's interrupt for a while: its lease is kept meanwhile,
                     // so no second run starts before it returns.
-                    long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(2_500);
+                    long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1_500);
                     while (System.nanoTime() < until) {
                       try {
                         Thread.sleep(50);
