@@ -171,6 +171,17 @@ public final class BalancerDriver implements Driver {
     }
   }
 
+  /**
+   * Lease mode: ends the lease of {@code c} keeping its message (as a requeue does) while it is
+   * still this claim's, else {@link org.messagepump.core.LeaseLostException}; returns the context
+   * for what the key's outcome writes next.
+   */
+  private DSLContext endLease(Tx tx, AcquiredMessage c, String what) {
+    DSLContext dsl = ctx.dsl(tx);
+    fenced(LeaseQueries.requeue(dsl, c.messageId(), c.token(), null).result(), c, what);
+    return dsl;
+  }
+
   /** Lease mode: throws when the lease of {@code c} is no longer this claim's. */
   private static void fenced(LeaseOutcome result, AcquiredMessage c, String what) {
     if (result != LeaseOutcome.APPLIED) {
@@ -791,11 +802,7 @@ public final class BalancerDriver implements Driver {
     AcquiredMessage claim = state.claim;
     if (leaseMode != null) {
       // The lease ends (the key joins the rotation at the back), then the key waits out the delay.
-      DSLContext dsl = ctx.dsl(tx);
-      fenced(
-          LeaseQueries.requeue(dsl, claim.messageId(), claim.token(), null).result(),
-          claim,
-          "postponement");
+      DSLContext dsl = endLease(tx, claim, "postponement");
       DeliveryQueries.postpone(dsl, claim, failures, delay, DeliveryQueries.NONE);
       return;
     }
@@ -815,13 +822,8 @@ public final class BalancerDriver implements Driver {
   public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
     State state = state(delivery);
     if (leaseMode != null) {
-      DSLContext dsl = ctx.dsl(tx);
       AcquiredMessage claim = state.claim;
-      fenced(
-          LeaseQueries.requeue(dsl, claim.messageId(), claim.token(), null).result(),
-          claim,
-          "parking");
-      DeliveryQueries.park(dsl, claim, failures, reason);
+      DeliveryQueries.park(endLease(tx, claim, "parking"), claim, failures, reason);
       return;
     }
     keep(tx, state, null);

@@ -149,9 +149,15 @@ public final class LeaseQueries {
 
   /** Deletes a completed command, if its lease is still this claim's. */
   public static void complete(DSLContext dsl, CommandTables t, UUID id, long token) {
+    deleteFenced(dsl, t, id, token, "completion");
+  }
+
+  /** Deletes the command where its id and token still match, else {@link LeaseLostException}. */
+  private static void deleteFenced(
+      DSLContext dsl, CommandTables t, UUID id, long token, String what) {
     int n =
         dsl.deleteFrom(t.commands).where(MESSAGE_ID.eq(id)).and(LEASE_TOKEN.eq(token)).execute();
-    fenced(n, id, token, "completion");
+    fenced(n, id, token, what);
   }
 
   /**
@@ -176,9 +182,7 @@ public final class LeaseQueries {
    * caller then writes its dead letter in the same transaction).
    */
   public static void takeForParking(DSLContext dsl, CommandTables t, UUID id, long token) {
-    int n =
-        dsl.deleteFrom(t.commands).where(MESSAGE_ID.eq(id)).and(LEASE_TOKEN.eq(token)).execute();
-    fenced(n, id, token, "parking");
+    deleteFenced(dsl, t, id, token, "parking");
   }
 
   /** A leased command as {@link #list} reads it. */
