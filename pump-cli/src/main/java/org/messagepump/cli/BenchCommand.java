@@ -61,7 +61,7 @@ final class BenchCommand implements Callable<Integer> {
     if (scale <= 0 || scale > 10) {
       throw new CliException("--scale must be in (0, 10]: " + scale, 2);
     }
-    CpuMeter.smokeRun(scale < 0.1);
+    CpuMeter.smokeRun(smoke());
     PrintWriter out = spec.commandLine().getOut();
     Map<String, String> durable = Map.of("fsync", "on", "synchronous_commit", "on");
     try (Database database = Database.open(db, true, 40, spec.commandLine().getErr(), durable)) {
@@ -254,11 +254,16 @@ final class BenchCommand implements Callable<Integer> {
   private static final double SETTLED_JIT_SHARE = 0.02;
 
   /**
-   * Six rounds at most; two below {@code --scale} 0.1, a smoke run whose rounds are too small for
+   * Six rounds at most; one below {@code --scale} 0.1, a smoke run whose rounds are too small for
    * the JIT to settle in and whose figures mean nothing (the build's test of the command).
    */
   private int maxWarmUpRounds() {
-    return scale < 0.1 ? 2 : 6;
+    return smoke() ? 1 : 6;
+  }
+
+  /** Below {@code --scale} 0.1: the build's test of the command, whose figures mean nothing. */
+  private boolean smoke() {
+    return scale < 0.1;
   }
 
   private void commands(DataSource ds) throws Exception {
@@ -354,15 +359,22 @@ final class BenchCommand implements Callable<Integer> {
         "ms",
         null);
 
-    double empty = c.heapWhileDraining(0);
-    double full = c.heapWhileDraining(big);
+    // The pump works for 3 s before the heap is read; half a second in a smoke run.
+    Duration working = Duration.ofMillis(smoke() ? 500 : 3_000);
+    double empty = c.heapWhileDraining(0, working);
+    double full = c.heapWhileDraining(big, working);
     report.add("heap", params("queued", 0), empty, "MiB", null);
     report.add("heap", params("queued", big), full, "MiB", null);
     report.add("heap.delta", params("queued", big), full - empty, "MiB", null);
   }
 
-  /** The lease of the heartbeat rows: a beat every second (a third of it). */
-  static final Duration HEARTBEAT_LEASE = Duration.ofSeconds(3);
+  /**
+   * The lease of the heartbeat rows: 3 s, a beat every second (a third of it); the shortest lease,
+   * 1 s, in a smoke run, so that its windows of whole beat periods stay short.
+   */
+  private Duration heartbeatLease() {
+    return Duration.ofSeconds(smoke() ? 1 : 3);
+  }
 
   /** Handlers running at once in the heartbeat rows. */
   private static final int[] RUNNING = {1, 10, 50};
@@ -392,19 +404,20 @@ final class BenchCommand implements Callable<Integer> {
       report.add("commands.drain.leased", p, rate, "deliveries/s", rate / baseline(ds, 8, n));
       cpu("commands.drain.leased", p, cpu, n);
     }
-    // At least three beat periods (one below --scale 1, the test's tiny scale). The row counts
-    // from a beat to the first beat after the window, so it always holds at least one beat.
+    // At least three beat periods (1 s below --scale 1: three periods of the smoke run's 1 s lease,
+    // one of a 3 s lease). The row counts from a beat to the first beat after the window, so it
+    // always holds at least one beat.
     long windowMillis =
         Math.max(scale < 1 ? 1_000 : 3_000, Math.round((quick ? 5_000 : 30_000) * scale));
     Duration window = Duration.ofMillis(windowMillis);
     for (int running : RUNNING) {
-      BenchCommands.Heartbeats h = c.heartbeats(running, HEARTBEAT_LEASE, window);
+      BenchCommands.Heartbeats h = c.heartbeats(running, heartbeatLease(), window);
       Map<String, Object> p =
           params(
               "running",
               running,
               "lease",
-              HEARTBEAT_LEASE.toSeconds() + "s",
+              heartbeatLease().toSeconds() + "s",
               "window",
               String.format(java.util.Locale.ROOT, "%.1fs", h.seconds()),
               "beats",

@@ -286,8 +286,11 @@ final class BenchCommands {
     return new double[] {percentile(sorted, 0.50), percentile(sorted, 0.99)};
   }
 
-  /** Used heap (MiB) of this process while a pump works on {@code queued} commands. */
-  double heapWhileDraining(int queued) throws Exception {
+  /**
+   * Used heap (MiB) of this process after a pump has worked on {@code queued} commands for {@code
+   * working}.
+   */
+  double heapWhileDraining(int queued, Duration working) throws Exception {
     clear();
     if (queued > 0) {
       fillFast(queued);
@@ -300,7 +303,7 @@ final class BenchCommands {
             .workers(4)
             .build()) {
       pump.start();
-      Thread.sleep(3_000);
+      TimeUnit.NANOSECONDS.sleep(working.toNanos());
       return usedHeapMiB();
     } finally {
       clear();

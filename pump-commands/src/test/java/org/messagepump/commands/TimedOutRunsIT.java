@@ -77,11 +77,11 @@ class TimedOutRunsIT {
   static Stream<Arguments> cases() {
     List<Arguments> all = new ArrayList<>();
     for (Handler h : Handler.values()) {
-      // With one worker the rounds run one after another: fewer of them in the default suite (the
-      // full 50 run in the chaos suite, below).
-      all.add(Arguments.of(h, new Topology(1, 1), 10));
-      all.add(Arguments.of(h, new Topology(1, 4), 50));
-      all.add(Arguments.of(h, new Topology(2, 1), 25));
+      // Enough rounds for every worker to time out several commands, about a quarter of a second
+      // each; the full 50 of every case run in the chaos suite, below.
+      all.add(Arguments.of(h, new Topology(1, 1), 6));
+      all.add(Arguments.of(h, new Topology(1, 4), 24));
+      all.add(Arguments.of(h, new Topology(2, 1), 12));
     }
     return all.stream();
   }
