@@ -3,6 +3,7 @@ package org.messagepump.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -28,7 +29,11 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.messagepump.balancer.Balancer;
+import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
+import org.messagepump.core.JsonMessageCodec;
+import org.messagepump.core.MessageTypes;
+import org.messagepump.eventstream.EventDriver;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -68,6 +73,8 @@ class ConsoleScaleIT {
             STREAMS,
             DEAD_LETTERS,
             KEYS));
+
+    gauges(db, report);
 
     Path out = dir.resolve("out");
     Path err = dir.resolve("err");
@@ -187,6 +194,76 @@ class ConsoleScaleIT {
     }
   }
 
+  record OrderPlaced(String id) {}
+
+  record Charge(String id) {}
+
+  /**
+   * The meters' gauges at this scale: each round builds a store and a queue with a fresh registry
+   * and the drivers of both handlers and of the queued type, then times the first reading of a
+   * gauge, which takes the snapshot every gauge of the store (or queue) reads, and a second one.
+   */
+  private static void gauges(TestDatabase db, StringBuilder report) {
+    MessageTypes types =
+        MessageTypes.builder()
+            .register(OrderPlaced.class, "shop.OrderPlaced")
+            .register(Charge.class, "shop.Charge")
+            .build();
+    JsonMessageCodec codec = JsonMessageCodec.of(types);
+    List<Long> lag = new ArrayList<>();
+    List<Long> depth = new ArrayList<>();
+    List<Long> again = new ArrayList<>();
+    double events = 0;
+    double age = 0;
+    for (int round = 0; round < TIMED; round++) {
+      SimpleMeterRegistry registry = new SimpleMeterRegistry();
+      EventStore store = EventStore.create(db.dataSource(), codec);
+      for (String key : List.of("projection", "notifier")) {
+        EventDriver.builder(store)
+            .handlerKey(key)
+            .on(OrderPlaced.class, (e, ctx) -> {})
+            .meterRegistry(registry)
+            .build();
+      }
+      CommandQueue queue =
+          CommandQueue.builder(db.dataSource()).codec(codec).meterRegistry(registry).build();
+      queue.driver(CommandHandlers.builder().on(Charge.class, (c, ctx) -> {}).build());
+      long t = System.nanoTime();
+      events =
+          registry.get("messagepump.eventstream.lag").tag("handler", "projection").gauge().value();
+      lag.add((System.nanoTime() - t) / 1_000_000);
+      t = System.nanoTime();
+      age =
+          registry
+              .get("messagepump.eventstream.lag.age")
+              .tag("handler", "notifier")
+              .gauge()
+              .value();
+      again.add((System.nanoTime() - t) / 1_000_000);
+      t = System.nanoTime();
+      registry.get("messagepump.commands.queue.due").tag("type", "shop.Charge").gauge().value();
+      depth.add((System.nanoTime() - t) / 1_000_000);
+    }
+    Collections.sort(lag);
+    Collections.sort(depth);
+    Collections.sort(again);
+    report.append(
+        String.format(
+            Locale.ROOT,
+            "gauges (ms, median/max of %d): event lag snapshot of both handlers %d/%d (projection"
+                + " lags %,.0f events, notifier's oldest unread %.0f s), a second gauge of it"
+                + " %d/%d, queue depth snapshot %d/%d%n",
+            TIMED,
+            lag.get(TIMED / 2),
+            lag.get(TIMED - 1),
+            events,
+            age,
+            again.get(TIMED / 2),
+            again.get(TIMED - 1),
+            depth.get(TIMED / 2),
+            depth.get(TIMED - 1)));
+  }
+
   private static HttpResponse<String> get(HttpClient http, URI base, String path) throws Exception {
     return http.send(
         HttpRequest.newBuilder(base.resolve(path)).timeout(Duration.ofSeconds(120)).build(),
@@ -234,6 +311,16 @@ class ConsoleScaleIT {
       s.execute(
           "UPDATE eventstream.streams SET next_offset = next_offset + 2,"
               + " changed_xid = pg_current_xact_id()::text::bigint WHERE id % 400 = 1");
+
+      // The first unread event of each lagging checkpoint, ten minutes old (the lag gauges read
+      // its age; the console reads no event).
+      s.execute(
+          "INSERT INTO eventstream.events (message_id, stream_id, stream_offset, type, payload,"
+              + " recorded_at) SELECT DISTINCT ON (c.stream_id, c.checkpoint_offset)"
+              + " gen_random_uuid(), c.stream_id, c.checkpoint_offset, 'shop.OrderPlaced',"
+              + " '\\x7b7d'::bytea, now() - interval '10 minutes'"
+              + " FROM eventstream.handler_checkpoints c JOIN eventstream.streams s"
+              + " ON s.id = c.stream_id WHERE c.checkpoint_offset < s.next_offset");
 
       s.execute(
           "INSERT INTO commandqueue.dead_letters (message_id, message_type, payload, failures,"

@@ -158,6 +158,7 @@ public final class CommandDriver implements Driver {
       }
       routes.put(type, new Route(r.commandClass(), r.handler()));
     }
+    queue.gauges().track(routes.keySet());
     return routes;
   }
 

@@ -70,6 +70,7 @@ public final class CommandQueue {
   private final Counter duplicates;
   private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
   private final DeadLetters deadLetters;
+  private final QueueGauges gauges;
   private final Schedules schedules;
 
   private CommandQueue(Builder b) {
@@ -91,6 +92,7 @@ public final class CommandQueue {
             .tag("result", "duplicate")
             .register(meterRegistry);
     this.deadLetters = new DeadLetters(dataSource, tables, meterRegistry);
+    this.gauges = new QueueGauges(dataSource, tables, meterRegistry);
     this.schedules = new Schedules(this, dataSource, tables, enqueuer);
   }
 
@@ -391,6 +393,10 @@ public final class CommandQueue {
 
   MeterRegistry meterRegistry() {
     return meterRegistry;
+  }
+
+  QueueGauges gauges() {
+    return gauges;
   }
 
   DataSource dataSource() {

@@ -134,6 +134,9 @@ public final class EventDriver implements Driver {
     this.startPosition = b.startPosition;
     this.conflicts = counter(b.meterRegistry, "messagepump.eventstream.checkpoint.conflicts");
     this.parked = counter(b.meterRegistry, "messagepump.eventstream.parked");
+    if (b.meterRegistry != null) {
+      b.store.handlers().gauges().track(handlerKey, b.meterRegistry);
+    }
   }
 
   private Counter counter(MeterRegistry registry, String name) {

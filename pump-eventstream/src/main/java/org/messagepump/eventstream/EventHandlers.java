@@ -48,11 +48,13 @@ public final class EventHandlers {
   private final Tables.Checkpoints cp;
   private final Tables.Streams streams;
   private final LagQueries lagQueries;
+  private final LagGauges gauges;
 
   EventHandlers(DataSource dataSource, Tables tables) {
     this.dataSource = dataSource;
     this.operations = new CheckpointOperations(tables);
     this.lagQueries = new LagQueries(tables);
+    this.gauges = new LagGauges(tables.schema, this::summaries);
     this.cp = tables.checkpoints;
     this.streams = tables.streams;
   }
@@ -73,22 +75,21 @@ public final class EventHandlers {
    * the pollers' indexes, not with every stream times every handler.
    */
   public List<HandlerLag> lagSummaries() {
+    return summaries().stream()
+        .map(
+            s ->
+                new HandlerLag(
+                    s.handlerKey(), s.laggingStreams(), s.parkedStreams(), s.lag(), s.failures()))
+        .toList();
+  }
+
+  private List<LagQueries.Summary> summaries() {
     return Transactions.inNew(
-        dataSource,
-        "summing the handlers' lag",
-        tx ->
-            jdbc(
-                () ->
-                    lagQueries.summaries(conn(tx)).stream()
-                        .map(
-                            s ->
-                                new HandlerLag(
-                                    s.handlerKey(),
-                                    s.laggingStreams(),
-                                    s.parkedStreams(),
-                                    s.lag(),
-                                    s.failures()))
-                        .toList()));
+        dataSource, "summing the handlers' lag", tx -> jdbc(() -> lagQueries.summaries(conn(tx))));
+  }
+
+  LagGauges gauges() {
+    return gauges;
   }
 
   /**

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import static org.messagepump.eventstream.Fixtures.CODEC;
 import static org.messagepump.eventstream.Fixtures.inTx;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -220,5 +221,44 @@ class EventLagIT {
         .isInstanceOf(IllegalArgumentException.class);
     assertThat(handlers.behind("h", null, 10)).isEmpty();
     assertThat(handlers.lagSummaries()).isEmpty();
+  }
+
+  @Test
+  void aHandlersGaugesReadItsLagAndTheAgeOfItsOldestUnreadEventFromOneSnapshot(TestDatabase db) {
+    DataSource ds = db.dataSource();
+    append(ds, "a", 0, 2);
+    append(ds, "b", 0, 3);
+    long a = store.streamOf("a").orElseThrow();
+    long b = store.streamOf("b").orElseThrow();
+    db.execute(
+        "INSERT INTO eventstream.handler_checkpoints (handler_key, stream_id, checkpoint_offset)"
+            + " VALUES ('legacy', "
+            + a
+            + ", 1)");
+    // The first unread event of stream b is an hour old; stream a's (offset 1) is new.
+    db.execute(
+        "UPDATE eventstream.events SET recorded_at = now() - interval '1 hour'"
+            + " WHERE stream_id = "
+            + b
+            + " AND stream_offset = 0");
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    EventDriver.builder(store)
+        .handlerKey("legacy")
+        .on(OrderPlaced.class, (e, ctx) -> {})
+        .meterRegistry(registry)
+        .build();
+    java.util.function.ToDoubleFunction<String> gauge =
+        name -> registry.get(name).tag("handler", "legacy").gauge().value();
+
+    assertThat(gauge.applyAsDouble("messagepump.eventstream.lag")).isEqualTo(4);
+    assertThat(gauge.applyAsDouble("messagepump.eventstream.lag.streams")).isEqualTo(2);
+    assertThat(gauge.applyAsDouble("messagepump.eventstream.parked.streams")).isZero();
+    assertThat(gauge.applyAsDouble("messagepump.eventstream.lag.age")).isBetween(3590.0, 3700.0);
+
+    // Within the refresh interval every gauge reads the same snapshot.
+    append(ds, "a", 2, 1);
+    assertThat(gauge.applyAsDouble("messagepump.eventstream.lag")).isEqualTo(4);
+    assertThat(store.handlers().lagSummaries())
+        .containsExactly(new HandlerLag("legacy", 2, 0, 5, 0));
   }
 }

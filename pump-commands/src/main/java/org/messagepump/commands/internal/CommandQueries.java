@@ -29,7 +29,6 @@ import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Record;
-import org.jooq.Record4;
 import org.jooq.SQLDialect;
 import org.jooq.Select;
 import org.jooq.SelectField;
@@ -420,38 +419,57 @@ public final class CommandQueries {
    * @param delayed pending, not leased, and due later
    * @param deadLetters parked
    * @param leased pending and held by a lease (lease mode)
+   * @param oldestDueSeconds how long the oldest due command has been due, in seconds by the
+   *     database clock (0 when none is due)
    */
-  public record TypeCounts(long due, long delayed, long deadLetters, long leased) {}
+  public record TypeCounts(
+      long due, long delayed, long deadLetters, long leased, double oldestDueSeconds) {}
 
   /**
-   * Per type: due, delayed, leased and dead-letter counts (database clock). A leased command's
-   * {@code deliver_at} is its lease's expiry: it counts as leased only.
+   * Per type: due, delayed, leased and dead-letter counts and the oldest due command's wait
+   * (database clock), in one statement. A leased command's {@code deliver_at} is its lease's
+   * expiry: it counts as leased only.
    */
   public static Map<String, TypeCounts> depth(DSLContext dsl, CommandTables t) {
     Condition free = CommandTables.LEASED_BY.isNull();
-    Field<Integer> due =
-        DSL.count().filterWhere(free.and(DELIVER_AT.le(CLOCK_TIMESTAMP))).as("due");
+    Condition isDue = free.and(DELIVER_AT.le(CLOCK_TIMESTAMP));
+    Field<Integer> due = DSL.count().filterWhere(isDue).as("due");
     Field<Integer> delayed =
         DSL.count().filterWhere(free.and(DELIVER_AT.gt(CLOCK_TIMESTAMP))).as("delayed");
     Field<Integer> leased =
         DSL.count().filterWhere(CommandTables.LEASED_BY.isNotNull()).as("leased");
-    Map<String, long[]> counts = new HashMap<>();
-    for (Record4<String, Integer, Integer, Integer> r :
-        dsl.select(MESSAGE_TYPE, due, delayed, leased)
-            .from(t.commands)
-            .groupBy(MESSAGE_TYPE)
-            .fetch()) {
-      long[] c = counts.computeIfAbsent(r.value1(), k -> new long[4]);
-      c[0] = r.value2();
-      c[1] = r.value3();
-      c[3] = r.value4();
-    }
-    for (var r :
-        dsl.select(MESSAGE_TYPE, DSL.count()).from(t.deadLetters).groupBy(MESSAGE_TYPE).fetch()) {
-      counts.computeIfAbsent(r.value1(), k -> new long[4])[2] = r.value2();
-    }
+    Field<Double> oldestDue =
+        DSL.field(
+                "extract(epoch from {0} - {1})",
+                Double.class, CLOCK_TIMESTAMP, DSL.min(DELIVER_AT).filterWhere(isDue))
+            .as("oldest_due");
+    Field<Integer> parked = DSL.field("0", Integer.class).as("parked");
+    Field<Integer> dueZero = DSL.field("0", Integer.class);
+    Field<Double> noWait = DSL.field("NULL::float8", Double.class);
     Map<String, TypeCounts> byType = new HashMap<>();
-    counts.forEach((type, c) -> byType.put(type, new TypeCounts(c[0], c[1], c[2], c[3])));
+    var pending =
+        dsl.select(MESSAGE_TYPE, due, delayed, leased, oldestDue, parked)
+            .from(t.commands)
+            .groupBy(MESSAGE_TYPE);
+    var deadLetters =
+        dsl.select(MESSAGE_TYPE, dueZero, dueZero, dueZero, noWait, DSL.count())
+            .from(t.deadLetters)
+            .groupBy(MESSAGE_TYPE);
+    for (var r : pending.unionAll(deadLetters).fetch()) {
+      TypeCounts was = byType.get(r.value1());
+      double wait = r.value5() == null ? 0 : Math.max(0, r.value5());
+      TypeCounts add = new TypeCounts(r.value2(), r.value3(), r.value6(), r.value4(), wait);
+      byType.put(
+          r.value1(),
+          was == null
+              ? add
+              : new TypeCounts(
+                  was.due() + add.due(),
+                  was.delayed() + add.delayed(),
+                  was.deadLetters() + add.deadLetters(),
+                  was.leased() + add.leased(),
+                  Math.max(was.oldestDueSeconds(), add.oldestDueSeconds())));
+    }
     return byType;
   }
 }

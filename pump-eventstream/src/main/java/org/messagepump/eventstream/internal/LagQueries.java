@@ -36,9 +36,18 @@ public final class LagQueries {
       String parkedReason,
       boolean tracked) {}
 
-  /** One row of {@link #summaries}. */
+  /**
+   * One row of {@link #summaries}; {@code oldestSeconds} is the age of the oldest event the handler
+   * has not read (its first unread event of each lagging stream, the oldest of them; 0 when it lags
+   * on none), by the database clock.
+   */
   public record Summary(
-      String handlerKey, long laggingStreams, long parkedStreams, long lag, long failures) {}
+      String handlerKey,
+      long laggingStreams,
+      long parkedStreams,
+      long lag,
+      long failures,
+      double oldestSeconds) {}
 
   private static final String COLUMNS =
       "r.handler_key, r.stream_id, r.next_offset, r.stream_key, r.checkpoint_offset, r.failures,"
@@ -111,11 +120,16 @@ public final class LagQueries {
             + keys
             + " AS sk ON sk.stream_id = s.id";
     String shown = "(r.lag > 0 OR r.parked OR r.failures > 0)";
+    // The first unread event of each lagging stream: one probe of the (stream, offset) key each.
     this.summarySql =
         "SELECT count(*) FILTER (WHERE r.lag > 0), count(*) FILTER (WHERE r.parked),"
-            + " coalesce(sum(r.lag), 0), coalesce(sum(r.failures), 0) FROM ("
+            + " coalesce(sum(r.lag), 0), coalesce(sum(r.failures), 0),"
+            + " coalesce(extract(epoch from clock_timestamp() - min(e.recorded_at)), 0) FROM ("
             + rows
-            + ") AS r";
+            + ") AS r LEFT JOIN "
+            + tables.quoted("events")
+            + " AS e ON r.lag > 0 AND e.stream_id = r.stream_id"
+            + " AND e.stream_offset = r.checkpoint_offset";
     String behind = "SELECT " + COLUMNS + " FROM (" + rows + ") AS r WHERE " + shown;
     String behindOrder = " ORDER BY r.parked DESC, r.lag DESC, r.stream_id LIMIT ?";
     this.behindFirstSql = behind + behindOrder;
@@ -178,7 +192,12 @@ public final class LagQueries {
           rs.next();
           out.add(
               new Summary(
-                  h.handlerKey(), rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4)));
+                  h.handlerKey(),
+                  rs.getLong(1),
+                  rs.getLong(2),
+                  rs.getLong(3),
+                  rs.getLong(4),
+                  Math.max(0, rs.getDouble(5))));
         }
       }
     }

@@ -1,0 +1,156 @@
+package org.messagepump.commands;
+
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.ToDoubleFunction;
+import javax.sql.DataSource;
+import org.messagepump.commands.internal.CommandQueries;
+import org.messagepump.commands.internal.CommandTables;
+import org.messagepump.core.Transactions;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@code messagepump.commands.queue.*} gauges of one queue, per message type: due, delayed,
+ * leased and parked commands, and how long the oldest due command has waited. Every gauge of every
+ * type reads one snapshot, taken by one statement ({@link CommandQueries#depth}) at most once per
+ * {@link #REFRESH}, when a gauge is read: however many gauges and scrapes, the database sees at
+ * most one depth query per interval, and none while nobody reads the meters.
+ *
+ * <p>A type gets its gauges when a driver for it is made, or when a snapshot finds it in the tables
+ * (its gauges then appear from the next scrape on). At most {@link #MAX_TYPES} types get gauges (a
+ * cardinality guard: type names are tag values); past that, one warning names the limit and further
+ * types are left out of the gauges (they still count in {@link CommandQueue#depth()}).
+ */
+final class QueueGauges {
+
+  /** How long one snapshot serves every gauge. */
+  static final Duration REFRESH = Duration.ofSeconds(10);
+
+  /** Most types with gauges per queue. */
+  static final int MAX_TYPES = 100;
+
+  private static final Logger log = LoggerFactory.getLogger(QueueGauges.class);
+  private static final CommandQueries.TypeCounts NONE =
+      new CommandQueries.TypeCounts(0, 0, 0, 0, 0);
+
+  private final DataSource dataSource;
+  private final CommandTables tables;
+  private final MeterRegistry registry;
+  private final Set<String> types = ConcurrentHashMap.newKeySet();
+  private final Object lock = new Object();
+  private volatile Map<String, CommandQueries.TypeCounts> last = Map.of();
+  private long readAt;
+  private boolean read;
+  private boolean failing;
+  private boolean warnedLimit;
+
+  QueueGauges(DataSource dataSource, CommandTables tables, MeterRegistry registry) {
+    this.dataSource = dataSource;
+    this.tables = tables;
+    this.registry = registry;
+  }
+
+  /** Gives each of {@code names} its gauges (once per type; up to {@link #MAX_TYPES}). */
+  void track(Collection<String> names) {
+    names.forEach(this::track);
+  }
+
+  private void track(String type) {
+    if (types.contains(type)) {
+      return;
+    }
+    synchronized (types) {
+      if (types.contains(type)) {
+        return;
+      }
+      if (types.size() >= MAX_TYPES) {
+        if (!warnedLimit) {
+          warnedLimit = true;
+          log.warn(
+              "command queue {}: more than {} message types; the queue gauges leave out {} and"
+                  + " every further type",
+              tables.schema(),
+              MAX_TYPES,
+              type);
+        }
+        return;
+      }
+      types.add(type);
+    }
+    gauge("messagepump.commands.queue.due", "Commands due now, not leased", type, c -> c.due());
+    gauge("messagepump.commands.queue.delayed", "Commands due later", type, c -> c.delayed());
+    gauge(
+        "messagepump.commands.queue.leased",
+        "Commands whose handler runs under a lease",
+        type,
+        c -> c.leased());
+    gauge("messagepump.commands.queue.parked", "Dead letters", type, c -> c.deadLetters());
+    Gauge.builder(
+            "messagepump.commands.queue.oldest.due.age", () -> counts(type).oldestDueSeconds())
+        .description("How long the oldest due command has waited (0 when none is due)")
+        .baseUnit("seconds")
+        .tags("schema", tables.schema(), "type", type)
+        .register(registry);
+  }
+
+  private void gauge(
+      String name,
+      String description,
+      String type,
+      ToDoubleFunction<CommandQueries.TypeCounts> value) {
+    Gauge.builder(name, () -> value.applyAsDouble(counts(type)))
+        .description(description)
+        .tags("schema", tables.schema(), "type", type)
+        .register(registry);
+  }
+
+  private CommandQueries.TypeCounts counts(String type) {
+    return snapshot().getOrDefault(type, NONE);
+  }
+
+  /**
+   * The last snapshot, taken again when it is older than {@link #REFRESH}. A failed read keeps the
+   * previous figures and is logged once per streak of failures.
+   */
+  Map<String, CommandQueries.TypeCounts> snapshot() {
+    Map<String, CommandQueries.TypeCounts> fresh;
+    synchronized (lock) {
+      long now = System.nanoTime();
+      if (read && now - readAt < REFRESH.toNanos()) {
+        return last;
+      }
+      readAt = now;
+      read = true;
+      try {
+        fresh =
+            Transactions.inNew(
+                dataSource,
+                "reading the queue gauges",
+                tx -> CommandQueries.depth(tx.dsl(), tables));
+        last = fresh;
+        if (failing) {
+          failing = false;
+          log.info("command queue {}: reading the queue gauges works again", tables.schema());
+        }
+      } catch (RuntimeException e) {
+        if (!failing) {
+          failing = true;
+          log.warn(
+              "command queue {}: reading the queue gauges failed; they keep their last figures: {}",
+              tables.schema(),
+              e.toString());
+        }
+        return last;
+      }
+    }
+    // Types found in the tables get their gauges, outside the lock (registering reads no gauge).
+    track(fresh.keySet());
+    return fresh;
+  }
+}

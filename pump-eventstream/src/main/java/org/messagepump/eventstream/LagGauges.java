@@ -1,0 +1,123 @@
+package org.messagepump.eventstream;
+
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
+import java.util.Map;
+import java.util.function.Supplier;
+import java.util.function.ToDoubleFunction;
+import java.util.stream.Collectors;
+import org.messagepump.eventstream.internal.LagQueries;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@code messagepump.eventstream.lag*} gauges of a store's handlers: per handler, the events it
+ * has not read, the streams it lags on, the streams parked for it, and the age of the oldest event
+ * it has not read. Every gauge of every handler reads one snapshot of {@link
+ * EventHandlers#lagSummaries() the lag summaries} (one round of queries for all handlers, whose
+ * cost grows with the streams that may lag, not with every stream), taken at most once per {@link
+ * #REFRESH} when a gauge is read: none while nobody reads the meters.
+ *
+ * <p>A handler gets its gauges when its driver is built with a meter registry.
+ */
+final class LagGauges {
+
+  /** How long one snapshot serves every gauge. */
+  static final Duration REFRESH = Duration.ofSeconds(10);
+
+  private static final Logger log = LoggerFactory.getLogger(LagGauges.class);
+  private static final LagQueries.Summary NONE = new LagQueries.Summary("", 0, 0, 0, 0, 0);
+
+  private final String schema;
+  private final Supplier<java.util.List<LagQueries.Summary>> read;
+  private final Object lock = new Object();
+  private volatile Map<String, LagQueries.Summary> last = Map.of();
+  private long readAt;
+  private boolean done;
+  private boolean failing;
+
+  LagGauges(String schema, Supplier<java.util.List<LagQueries.Summary>> read) {
+    this.schema = schema;
+    this.read = read;
+  }
+
+  /** Registers the gauges of {@code handlerKey} in {@code registry}. */
+  void track(String handlerKey, MeterRegistry registry) {
+    gauge(
+        registry,
+        handlerKey,
+        "messagepump.eventstream.lag",
+        "Events not read yet",
+        null,
+        s -> s.lag());
+    gauge(
+        registry,
+        handlerKey,
+        "messagepump.eventstream.lag.streams",
+        "Streams with events not read yet",
+        null,
+        s -> s.laggingStreams());
+    gauge(
+        registry,
+        handlerKey,
+        "messagepump.eventstream.parked.streams",
+        "Streams parked for the handler",
+        null,
+        s -> s.parkedStreams());
+    gauge(
+        registry,
+        handlerKey,
+        "messagepump.eventstream.lag.age",
+        "Age of the oldest event not read yet (0 when none)",
+        "seconds",
+        s -> s.oldestSeconds());
+  }
+
+  private void gauge(
+      MeterRegistry registry,
+      String handlerKey,
+      String name,
+      String description,
+      String unit,
+      ToDoubleFunction<LagQueries.Summary> value) {
+    Gauge.builder(name, () -> value.applyAsDouble(snapshot().getOrDefault(handlerKey, NONE)))
+        .description(description)
+        .baseUnit(unit)
+        .tags("schema", schema, "handler", handlerKey)
+        .register(registry);
+  }
+
+  /**
+   * The last snapshot, taken again when older than {@link #REFRESH}. A failed read keeps the
+   * previous figures and is logged once per streak of failures.
+   */
+  private Map<String, LagQueries.Summary> snapshot() {
+    synchronized (lock) {
+      long now = System.nanoTime();
+      if (done && now - readAt < REFRESH.toNanos()) {
+        return last;
+      }
+      readAt = now;
+      done = true;
+      try {
+        last =
+            read.get().stream()
+                .collect(Collectors.toUnmodifiableMap(LagQueries.Summary::handlerKey, s -> s));
+        if (failing) {
+          failing = false;
+          log.info("event store {}: reading the lag gauges works again", schema);
+        }
+      } catch (RuntimeException e) {
+        if (!failing) {
+          failing = true;
+          log.warn(
+              "event store {}: reading the lag gauges failed; they keep their last figures: {}",
+              schema,
+              e.toString());
+        }
+      }
+      return last;
+    }
+  }
+}
