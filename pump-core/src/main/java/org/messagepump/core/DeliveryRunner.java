@@ -29,7 +29,8 @@ import org.slf4j.MDC;
  *       transient ones (serialization failure, deadlock, lock timeout) are Busy; a connection error
  *       abandons the batch only if the pump's own connection is really broken (checked), otherwise
  *       it came from another connection of the handler's and is a failure. Everything else, {@link
- *       Error}s included, is a failure that counts towards {@code maxFailures}.
+ *       Error}s included, is a failure that counts towards the attempts of the delivery's {@link
+ *       RetryPolicy} (or parks it at once when the policy does not retry it).
  *   <li>{@link VirtualMachineError} (a {@link StackOverflowError} from a handler's recursion, an
  *       {@link OutOfMemoryError} from a huge message) is counted as a failure too, not rethrown:
  *       the stack has unwound back to the pump, so the JVM is usable again, and the delivery that
@@ -44,8 +45,8 @@ import org.slf4j.MDC;
  *       (postponed with the failure counted, or parked with a generic reason). When even that, the
  *       driver's {@code completed} or the commit fails, the batch is abandoned: the delivery at
  *       fault (or the only one of the batch) still gets its failure counted in a fresh transaction,
- *       so it parks at {@code maxFailures}; a larger batch whose culprit is unknown is retried one
- *       delivery per transaction (see {@link WorkerScheduler}).
+ *       so it parks at its policy's attempts; a larger batch whose culprit is unknown is retried
+ *       one delivery per transaction (see {@link WorkerScheduler}).
  *   <li>A handler cannot end the pump's transaction: the connection it gets refuses commit,
  *       rollback, autocommit, close, abort, isolation changes and unwrapping ({@link
  *       HandlerConnection}); after it returns, the pump checks that its transaction is still open.
@@ -73,8 +74,7 @@ final class DeliveryRunner {
   private final String pumpName;
   private final DataSource dataSource;
   private final Driver driver;
-  private final Backoff backoff;
-  private final int maxFailures;
+  private final RetryPolicies policies;
   private final PumpMetrics metrics;
   private final HandlerTimeouts timeouts;
   private volatile boolean stopping;
@@ -88,27 +88,20 @@ final class DeliveryRunner {
       String pumpName,
       DataSource dataSource,
       Driver driver,
-      Backoff backoff,
-      int maxFailures,
-      PumpMetrics metrics) {
-    this(pumpName, dataSource, driver, backoff, maxFailures, metrics, HandlerTimeouts.NONE);
-  }
-
-  DeliveryRunner(
-      String pumpName,
-      DataSource dataSource,
-      Driver driver,
-      Backoff backoff,
-      int maxFailures,
+      RetryPolicies policies,
       PumpMetrics metrics,
       HandlerTimeouts timeouts) {
     this.timeouts = timeouts;
     this.pumpName = pumpName;
     this.dataSource = dataSource;
     this.driver = driver;
-    this.backoff = backoff;
-    this.maxFailures = maxFailures;
+    this.policies = policies;
     this.metrics = metrics;
+  }
+
+  /** The retry policy of a delivery's message type. */
+  RetryPolicy policy(Delivery d) {
+    return policies.of(d.messageType());
   }
 
   /** From now on an interrupt of a handler means shutdown. */
@@ -335,6 +328,7 @@ final class DeliveryRunner {
             : null; // Busy: no failure counted, nothing to park
     batch.lastCause = cause;
     int failures = cause == null ? d.failures() : d.failures() + 1;
+    RetryPolicy policy = policy(d);
     Savepoint savepoint;
     try {
       savepoint = guard.rollbackOrMark();
@@ -345,14 +339,14 @@ final class DeliveryRunner {
       PumpMetrics.Result r;
       if (cause == null) {
         Outcome.Busy busy = (Outcome.Busy) outcome;
-        Duration delay = RetryAfter.delay(busy.retryAfter(), backoff);
+        Duration delay = RetryAfter.delay(busy.retryAfter(), policy.backoff());
         log.debug("{}: busy ({}), retry in {}", pumpName, busy.reason(), delay);
         driver.postpone(tx, d, failures, delay);
         r = PumpMetrics.Result.BUSY;
-      } else if (failures >= maxFailures) {
+      } else if (policy.parks(failures, cause)) {
         r = park(tx, d, failures, cause);
       } else {
-        Duration delay = backoff.delay(failures, ThreadLocalRandom.current());
+        Duration delay = policy.delay(failures, ThreadLocalRandom.current());
         // One line per retry; the stack trace only at DEBUG (and with the final failure when the
         // delivery is parked). Writing the same trace again and again, under the console's lock,
         // slowed every worker.
@@ -376,7 +370,7 @@ final class DeliveryRunner {
       // what the database refused.
       try {
         guard.target().rollback(savepoint);
-        if (cause != null && failures >= maxFailures) {
+        if (cause != null && policy.parks(failures, cause)) {
           parkPlainly(tx, d, failures, e);
           return PumpMetrics.Result.PARKED;
         }
@@ -385,8 +379,8 @@ final class DeliveryRunner {
             d,
             failures,
             cause == null
-                ? RetryAfter.delay(((Outcome.Busy) outcome).retryAfter(), backoff)
-                : backoff.delay(failures, ThreadLocalRandom.current()));
+                ? RetryAfter.delay(((Outcome.Busy) outcome).retryAfter(), policy.backoff())
+                : policy.delay(failures, ThreadLocalRandom.current()));
         return cause == null ? PumpMetrics.Result.BUSY : PumpMetrics.Result.FAILED;
       } catch (SQLException | RuntimeException again) {
         return recordingFailed(d, cause, again, batch, isConnectionLost(again, guard.target()));
@@ -462,20 +456,27 @@ final class DeliveryRunner {
 
   PumpMetrics.Result park(Tx tx, Delivery d, int failures, Throwable cause) throws SQLException {
     String reason = Inputs.reason(reason(cause));
+    RetryPolicy policy = policy(d);
     try {
       driver.park(tx, d, failures, reason);
-      log.warn("{}: delivery parked after {} failures: {}", pumpName, failures, describe(cause));
+      log.warn(
+          "{}: delivery parked after {} failures{}: {}",
+          pumpName,
+          failures,
+          failures < policy.maxAttempts() ? " (a failure its retry policy does not retry)" : "",
+          describe(cause));
       log.debug("{}: final failure", pumpName, cause);
       return PumpMetrics.Result.PARKED;
     } catch (UnsupportedOperationException e) {
       if (!parkUnsupportedLogged) {
         parkUnsupportedLogged = true;
         log.warn(
-            "{}: {} cannot park; deliveries past maxFailures are postponed by the cap",
+            "{}: {} cannot park; deliveries past their retry policy's attempts are postponed by"
+                + " its cap",
             pumpName,
             driver.name());
       }
-      driver.postpone(tx, d, failures, backoff.cap());
+      driver.postpone(tx, d, failures, policy.backoffCap());
       return PumpMetrics.Result.FAILED;
     }
   }
@@ -491,15 +492,15 @@ final class DeliveryRunner {
     try {
       driver.park(tx, d, failures, reason);
     } catch (UnsupportedOperationException e) {
-      driver.postpone(tx, d, failures, backoff.cap());
+      driver.postpone(tx, d, failures, policy(d).backoffCap());
     }
     log.warn("{}: delivery parked after {} failures (plain reason)", pumpName, failures);
   }
 
   /**
    * Counts a failure of a delivery in a new transaction after its batch was abandoned, so that a
-   * delivery whose outcome cannot be recorded, or whose commit fails, still parks at {@code
-   * maxFailures} instead of coming back for ever. Its row lock was released with the rollback: the
+   * delivery whose outcome cannot be recorded, or whose commit fails, still parks at its policy's
+   * attempts instead of coming back for ever. Its row lock was released with the rollback: the
    * driver locks it again ({@link Driver#reacquire}) and returns its current state, or nothing when
    * another worker has taken it meanwhile (then that worker's attempt decides).
    */
@@ -522,7 +523,8 @@ final class DeliveryRunner {
         }
         Delivery d = again.get();
         int failures = d.failures() + 1;
-        if (failures >= maxFailures) {
+        RetryPolicy policy = policy(d);
+        if (policy.parks(failures, cause)) {
           try {
             park(tx, d, failures, cause);
           } catch (SQLException | RuntimeException e) {
@@ -535,7 +537,7 @@ final class DeliveryRunner {
               pumpName,
               failures,
               describe(cause));
-          driver.postpone(tx, d, failures, backoff.delay(failures, ThreadLocalRandom.current()));
+          driver.postpone(tx, d, failures, policy.delay(failures, ThreadLocalRandom.current()));
         }
         c.commit();
       } catch (SQLException | RuntimeException e) {

@@ -20,10 +20,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The rule of the transactional runner holds: every delivery moves forward (completed, postponed
  * with its failure counted, parked) or, when its outcome cannot be recorded, its lease runs out and
- * it comes back as a failed attempt, so that it parks at {@code maxFailures}. A delivery whose
- * lease another claim took is not touched: the refusal is counted and logged once. A handler
- * timeout interrupts the handler; its lease is kept until the handler returns, so no second run of
- * it starts while it still runs anywhere its process reaches the database.
+ * it comes back as a failed attempt, so that it parks at its {@link RetryPolicy}'s attempts. A
+ * delivery whose lease another claim took is not touched: the refusal is counted and logged once. A
+ * handler timeout interrupts the handler; its lease is kept until the handler returns, so no second
+ * run of it starts while it still runs anywhere its process reaches the database.
  */
 final class LeaseRunner {
 
@@ -33,8 +33,6 @@ final class LeaseRunner {
   private final DataSource dataSource;
   private final Driver driver;
   private final DeliveryRunner runner;
-  private final Backoff backoff;
-  private final int maxFailures;
   private final PumpMetrics metrics;
   private final HandlerTimeouts timeouts;
   private final LeaseKeeper keeper;
@@ -44,8 +42,6 @@ final class LeaseRunner {
       DataSource dataSource,
       Driver driver,
       DeliveryRunner runner,
-      Backoff backoff,
-      int maxFailures,
       PumpMetrics metrics,
       HandlerTimeouts timeouts,
       LeaseKeeper keeper) {
@@ -53,8 +49,6 @@ final class LeaseRunner {
     this.dataSource = dataSource;
     this.driver = driver;
     this.runner = runner;
-    this.backoff = backoff;
-    this.maxFailures = maxFailures;
     this.metrics = metrics;
     this.timeouts = timeouts;
     this.keeper = keeper;
@@ -110,7 +104,7 @@ final class LeaseRunner {
       // Not started: give it back now rather than let its lease run out and count a failure.
       return record(h, GIVE_BACK);
     }
-    if (d.failures() >= maxFailures) {
+    if (d.failures() >= runner.policy(d).maxAttempts()) {
       // Only an expired lease counts a failure at the claim: an attempt that never completed, as
       // when its process died in the handler every time. It parks without running again.
       return record(
@@ -150,8 +144,9 @@ final class LeaseRunner {
     Delivery d = h.delivery;
     keeper.release(h); // the bookkeeping below ends the lease: no beat may extend it meanwhile
     Throwable cause = outcome instanceof Outcome.Failed f ? f.cause() : null;
+    boolean parks = cause != null && runner.policy(d).parks(failures, cause);
     try {
-      return inShortTransaction(tx -> write(tx, d, outcome, failures, cause, false), cause);
+      return inShortTransaction(tx -> write(tx, d, outcome, failures, parks, cause, false), cause);
     } catch (LeaseLostException e) {
       return lost(d, e, cause);
     } catch (SQLException | RuntimeException e) {
@@ -160,7 +155,7 @@ final class LeaseRunner {
       }
       // Second try in the plainest form: the stored reason may be what the database refused.
       try {
-        return inShortTransaction(tx -> write(tx, d, outcome, failures, e, true), cause);
+        return inShortTransaction(tx -> write(tx, d, outcome, failures, parks, e, true), cause);
       } catch (LeaseLostException lostNow) {
         return lost(d, lostNow, cause);
       } catch (SQLException | RuntimeException again) {
@@ -189,7 +184,13 @@ final class LeaseRunner {
   }
 
   private PumpMetrics.Result write(
-      Tx tx, Delivery d, Outcome outcome, int failures, Throwable cause, boolean plainly)
+      Tx tx,
+      Delivery d,
+      Outcome outcome,
+      int failures,
+      boolean parks,
+      Throwable cause,
+      boolean plainly)
       throws SQLException {
     if (outcome instanceof Outcome.Handled) {
       driver.completed(tx, List.of(d));
@@ -197,19 +198,21 @@ final class LeaseRunner {
     }
     if (outcome instanceof Outcome.Busy busy) {
       Duration delay =
-          busy == GIVE_BACK ? Duration.ZERO : RetryAfter.delay(busy.retryAfter(), backoff);
+          busy == GIVE_BACK
+              ? Duration.ZERO
+              : RetryAfter.delay(busy.retryAfter(), runner.policy(d).backoff());
       log.debug("{}: busy ({}), retry in {}", pumpName, busy.reason(), delay);
       driver.postpone(tx, d, failures, delay);
       return PumpMetrics.Result.BUSY;
     }
-    if (failures >= maxFailures) {
+    if (parks) {
       if (plainly) {
         runner.parkPlainly(tx, d, failures, (Exception) cause);
         return PumpMetrics.Result.PARKED;
       }
       return runner.park(tx, d, failures, cause);
     }
-    Duration delay = backoff.delay(failures, ThreadLocalRandom.current());
+    Duration delay = runner.policy(d).delay(failures, ThreadLocalRandom.current());
     if (!plainly) {
       log.warn(
           "{}: delivery failed (attempt {}), retry in {}: {}",

@@ -15,8 +15,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A worker pool that acquires deliveries through a {@link Driver}, one transaction at a time per
- * worker, runs the handler in that transaction, maps Busy/Failed to postponement with capped
- * exponential backoff, and commits.
+ * worker, runs the handler in that transaction, maps Busy/Failed to postponement or parking as the
+ * delivery's {@link RetryPolicy} says, and commits.
  *
  * <pre>{@code
  * try (MessagePump pump = MessagePump.builder(dataSource)
@@ -54,16 +54,21 @@ public final class MessagePump implements AutoCloseable {
   public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
 
   /** Default backoff base: the Busy delay and the first Failed delay. */
-  public static final Duration DEFAULT_BACKOFF_BASE = Duration.ofMillis(250);
+  public static final Duration DEFAULT_BACKOFF_BASE = RetryPolicy.DEFAULT_BACKOFF_BASE;
 
   /** Default backoff cap. */
-  public static final Duration DEFAULT_BACKOFF_CAP = Duration.ofMinutes(5);
+  public static final Duration DEFAULT_BACKOFF_CAP = RetryPolicy.DEFAULT_BACKOFF_CAP;
 
-  /** {@code maxFailures} meaning "never park": retry forever, as the Go original does. */
-  public static final int UNLIMITED_FAILURES = Integer.MAX_VALUE;
+  /**
+   * {@code maxFailures} meaning "never park": retry forever ({@link RetryPolicy#retryForever()}).
+   */
+  public static final int UNLIMITED_FAILURES = RetryPolicy.UNLIMITED_ATTEMPTS;
 
-  /** Default number of failures after which a delivery is parked: unlimited. */
-  public static final int DEFAULT_MAX_FAILURES = UNLIMITED_FAILURES;
+  /**
+   * Default number of failures after which a delivery is parked: {@value
+   * RetryPolicy#DEFAULT_MAX_ATTEMPTS}, those of {@link RetryPolicy#defaults()}.
+   */
+  public static final int DEFAULT_MAX_FAILURES = RetryPolicy.DEFAULT_MAX_ATTEMPTS;
 
   /** Default time {@link #close()} lets in-flight handlers finish before interrupting them. */
   public static final Duration DEFAULT_SHUTDOWN_GRACE = Duration.ofSeconds(10);
@@ -96,7 +101,9 @@ public final class MessagePump implements AutoCloseable {
     this.threadFactory = b.threadFactory;
     this.workerCount = b.workers;
     PumpMetrics metrics = new PumpMetrics(b.meterRegistry, b.name, b.driver.name());
-    Backoff backoff = new Backoff(b.backoffBase, b.backoffCap);
+    RetryPolicies policies = b.policies();
+    // The pump's own policy also paces its retries after failed polls and abandoned batches.
+    Backoff backoff = policies.perPump().backoff();
     AtomicInteger workerIds = new AtomicInteger();
     this.workers =
         Executors.newFixedThreadPool(
@@ -105,8 +112,7 @@ public final class MessagePump implements AutoCloseable {
         b.handlerTimeout == null && b.typeTimeouts.isEmpty()
             ? HandlerTimeouts.NONE
             : new HandlerTimeouts(name, b.handlerTimeout, b.typeTimeouts, b.threadFactory);
-    this.runner =
-        new DeliveryRunner(name, b.dataSource, b.driver, backoff, b.maxFailures, metrics, timeouts);
+    this.runner = new DeliveryRunner(name, b.dataSource, b.driver, policies, metrics, timeouts);
     this.leaseKeeper =
         b.driver
             .lease()
@@ -117,16 +123,7 @@ public final class MessagePump implements AutoCloseable {
     LeaseRunner leases =
         leaseKeeper == null
             ? null
-            : new LeaseRunner(
-                name,
-                b.dataSource,
-                b.driver,
-                runner,
-                backoff,
-                b.maxFailures,
-                metrics,
-                timeouts,
-                leaseKeeper);
+            : new LeaseRunner(name, b.dataSource, b.driver, runner, metrics, timeouts, leaseKeeper);
     this.dispatcher =
         new WorkerScheduler(
             name,
@@ -320,9 +317,13 @@ public final class MessagePump implements AutoCloseable {
     private int workers = DEFAULT_WORKERS;
     private int batchSize = DEFAULT_BATCH_SIZE;
     private Duration pollInterval = DEFAULT_POLL_INTERVAL;
+    // The pump's retry policy, kept as its parts so that backoffBase and backoffCap can be set one
+    // at a time (their order is checked at build).
     private Duration backoffBase = DEFAULT_BACKOFF_BASE;
     private Duration backoffCap = DEFAULT_BACKOFF_CAP;
     private int maxFailures = DEFAULT_MAX_FAILURES;
+    private RetryPolicy retryPolicy = RetryPolicy.defaults();
+    private final java.util.Map<String, RetryPolicy> typePolicies = new java.util.HashMap<>();
     private Duration shutdownGrace = DEFAULT_SHUTDOWN_GRACE;
     private ThreadFactory threadFactory = Executors.defaultThreadFactory();
     private MeterRegistry meterRegistry;
@@ -379,19 +380,28 @@ public final class MessagePump implements AutoCloseable {
       return this;
     }
 
-    /** Backoff base (the Busy delay); positive. Default 250 ms. */
+    /**
+     * Backoff base (the Busy delay) of the pump's retry policy; positive. Default 250 ms. Shorthand
+     * for the policy's {@link RetryPolicy#withExponentialBackoff(Duration, Duration)}.
+     */
     public Builder backoffBase(Duration backoffBase) {
       this.backoffBase = positive("backoffBase", backoffBase);
       return this;
     }
 
-    /** Backoff cap; positive and at least the base (checked at build). Default 5 min. */
+    /**
+     * Backoff cap of the pump's retry policy; positive and at least the base (checked at build).
+     * Default 5 min.
+     */
     public Builder backoffCap(Duration backoffCap) {
       this.backoffCap = positive("backoffCap", backoffCap);
       return this;
     }
 
-    /** Sets base and cap together; the cap must be at least the base. */
+    /**
+     * Sets the backoff base and cap of the pump's retry policy together; the cap must be at least
+     * the base. Shorthand for {@link RetryPolicy#withExponentialBackoff(Duration, Duration)}.
+     */
     public Builder backoff(Duration base, Duration cap) {
       positive("backoffBase", base);
       positive("backoffCap", cap);
@@ -406,7 +416,8 @@ public final class MessagePump implements AutoCloseable {
 
     /**
      * Failures after which a delivery is parked (the driver's dead letter): with 5, the fifth
-     * failed attempt parks it. At least 1; default {@link #UNLIMITED_FAILURES}.
+     * failed attempt parks it. At least 1; {@link #UNLIMITED_FAILURES} never parks. Default {@value
+     * #DEFAULT_MAX_FAILURES}. Shorthand for the pump's {@link RetryPolicy#withMaxAttempts(int)}.
      */
     public Builder maxFailures(int maxFailures) {
       if (maxFailures < 1) {
@@ -414,6 +425,43 @@ public final class MessagePump implements AutoCloseable {
       }
       this.maxFailures = maxFailures;
       return this;
+    }
+
+    /**
+     * The pump's retry policy, for every message type without one of its own; not null. Default
+     * {@link RetryPolicy#defaults()}: {@value RetryPolicy#DEFAULT_MAX_ATTEMPTS} attempts with
+     * backoff from 250 ms to 5 min. Replaces what {@link #backoff}, {@link #backoffBase}, {@link
+     * #backoffCap} and {@link #maxFailures} set before; those set after it change this policy. Its
+     * backoff also paces the pump's own retries after failed polls.
+     */
+    public Builder retryPolicy(RetryPolicy policy) {
+      notNull("retryPolicy", policy);
+      this.retryPolicy = policy;
+      this.backoffBase = policy.backoffBase();
+      this.backoffCap = policy.backoffCap();
+      this.maxFailures = policy.maxAttempts();
+      return this;
+    }
+
+    /**
+     * The retry policy of one message type (command type, event type or balancer group's messages
+     * as the driver names them), overriding {@link #retryPolicy(RetryPolicy)} as a whole.
+     */
+    public Builder retryPolicy(String messageType, RetryPolicy policy) {
+      Inputs.key("messageType", notNull("messageType", messageType));
+      typePolicies.put(messageType, notNull("retryPolicy of " + messageType, policy));
+      return this;
+    }
+
+    /** The pump's policies as set: its own from the parts, and those of single types. */
+    RetryPolicies policies() {
+      if (backoffCap.compareTo(backoffBase) < 0) {
+        throw new IllegalArgumentException(
+            "backoffCap (" + backoffCap + ") must be >= backoffBase (" + backoffBase + ")");
+      }
+      return new RetryPolicies(
+          retryPolicy.withMaxAttempts(maxFailures).withExponentialBackoff(backoffBase, backoffCap),
+          typePolicies);
     }
 
     /**
@@ -456,7 +504,7 @@ public final class MessagePump implements AutoCloseable {
      * cancels the statement it runs on the pump's connection and refuses it that connection from
      * then on. When the handler returns, the pump rolls back to the delivery's savepoint (nothing
      * the handler wrote commits) and records a failure with {@link HandlerTimeoutException}
-     * (postponed with backoff, parked at {@code maxFailures}) in the delivery's own transaction,
+     * (postponed with backoff, parked as its retry policy says) in the delivery's own transaction,
      * whatever the handler returned: the delivery stays locked, due nowhere, until its failure is
      * committed. A handler that ignores the interrupt keeps its worker until it returns. Other
      * deliveries of the same batch are not affected. Positive, at most {@link Limits#MAX_DELAY}.
@@ -494,10 +542,7 @@ public final class MessagePump implements AutoCloseable {
       if (driver == null) {
         throw new IllegalStateException("driver is required");
       }
-      if (backoffCap.compareTo(backoffBase) < 0) {
-        throw new IllegalArgumentException(
-            "backoffCap (" + backoffCap + ") must be >= backoffBase (" + backoffBase + ")");
-      }
+      policies(); // checks the backoff's order before anything is created
       return new MessagePump(this);
     }
 

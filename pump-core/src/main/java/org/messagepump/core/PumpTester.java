@@ -41,7 +41,10 @@ public final class PumpTester {
     BUSY,
     /** Failed: failure counted, postponed with backoff. */
     FAILED,
-    /** Failed for the {@code maxFailures}-th time and parked. */
+    /**
+     * Parked: failed for the last time its {@link RetryPolicy} allows, or with a failure it does
+     * not retry.
+     */
     PARKED,
     /** Its transaction was rolled back (lost connection, failed commit); it comes back. */
     ABANDONED
@@ -67,15 +70,14 @@ public final class PumpTester {
 
   private PumpTester(Builder b) {
     PumpMetrics metrics = new PumpMetrics(null, "tester", b.driver.name());
-    Backoff backoff = new Backoff(b.backoffBase, b.backoffCap);
+    RetryPolicies policies = b.retry.policies();
     HandlerTimeouts timeouts =
         b.handlerTimeout == null && b.typeTimeouts.isEmpty()
             ? HandlerTimeouts.NONE
             : new HandlerTimeouts(
                 "tester", b.handlerTimeout, b.typeTimeouts, Executors.defaultThreadFactory());
     DeliveryRunner runner =
-        new DeliveryRunner(
-            "tester", b.dataSource, b.driver, backoff, b.maxFailures, metrics, timeouts);
+        new DeliveryRunner("tester", b.dataSource, b.driver, policies, metrics, timeouts);
     this.dataSource = b.dataSource;
     LeaseRunner leases =
         b.driver
@@ -87,8 +89,6 @@ public final class PumpTester {
                         b.dataSource,
                         b.driver,
                         runner,
-                        backoff,
-                        b.maxFailures,
                         metrics,
                         timeouts,
                         new LeaseKeeper(
@@ -154,15 +154,15 @@ public final class PumpTester {
     private final DataSource dataSource;
     private final Driver driver;
     private int batchSize = MessagePump.DEFAULT_BATCH_SIZE;
-    private int maxFailures = MessagePump.DEFAULT_MAX_FAILURES;
-    private Duration backoffBase = MessagePump.DEFAULT_BACKOFF_BASE;
-    private Duration backoffCap = MessagePump.DEFAULT_BACKOFF_CAP;
+    // The retry options as a pump's builder takes them: the same checks, the same policies.
+    private final MessagePump.Builder retry;
     private Duration handlerTimeout;
     private final Map<String, Duration> typeTimeouts = new HashMap<>();
 
     private Builder(DataSource dataSource, Driver driver) {
       this.dataSource = dataSource;
       this.driver = driver;
+      this.retry = MessagePump.builder(dataSource);
     }
 
     /** Deliveries per poll, 1 to {@value MessagePump#MAX_BATCH_SIZE}. */
@@ -172,18 +172,33 @@ public final class PumpTester {
       return this;
     }
 
-    /** Failures after which a delivery is parked; at least 1. */
+    /**
+     * Failures after which a delivery is parked; at least 1, as {@link
+     * MessagePump.Builder#maxFailures(int)} (default {@value MessagePump#DEFAULT_MAX_FAILURES}).
+     */
     public Builder maxFailures(int maxFailures) {
-      MessagePump.builder(dataSource).maxFailures(maxFailures);
-      this.maxFailures = maxFailures;
+      retry.maxFailures(maxFailures);
       return this;
     }
 
     /** Backoff base and cap (the Busy delay and the bounds of the Failed delay). */
     public Builder backoff(Duration base, Duration cap) {
-      MessagePump.builder(dataSource).backoff(base, cap);
-      this.backoffBase = base;
-      this.backoffCap = cap;
+      retry.backoff(base, cap);
+      return this;
+    }
+
+    /** The retry policy of every message type, as {@link MessagePump.Builder#retryPolicy}. */
+    public Builder retryPolicy(RetryPolicy policy) {
+      retry.retryPolicy(policy);
+      return this;
+    }
+
+    /**
+     * The retry policy of one message type, as {@link MessagePump.Builder#retryPolicy(String,
+     * RetryPolicy)}.
+     */
+    public Builder retryPolicy(String messageType, RetryPolicy policy) {
+      retry.retryPolicy(messageType, policy);
       return this;
     }
 
@@ -206,8 +221,9 @@ public final class PumpTester {
       return this;
     }
 
-    /** The tester. */
+    /** The tester; rejects a backoff cap below its base. */
     public PumpTester build() {
+      retry.policies();
       return new PumpTester(this);
     }
   }
