@@ -1,9 +1,12 @@
 package org.messagepump.spring.boot;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.messagepump.core.MessagePump;
+import org.messagepump.core.RetryPolicy;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
@@ -241,14 +244,30 @@ public class MessagePumpProperties {
     /** Wait after a poll that found nothing (default 1s). */
     private Duration pollInterval;
 
-    /** Backoff base: the Busy delay and the first Failed delay (default 250ms). */
+    /**
+     * Backoff base: the Busy delay and the first Failed delay (default 250ms). Shorthand for
+     * retry.backoff-base.
+     */
     private Duration backoffBase;
 
-    /** Backoff cap: the longest delay after repeated failures (default 5m). */
+    /**
+     * Backoff cap: the longest delay after repeated failures (default 5m). Shorthand for
+     * retry.backoff-cap.
+     */
     private Duration backoffCap;
 
-    /** Failures after which a delivery is parked; unset means never (retry forever). */
+    /**
+     * Failures after which a delivery is parked (default 25). Shorthand for retry.max-attempts;
+     * retry.forever=true never parks.
+     */
     private Integer maxFailures;
+
+    /**
+     * The retry policy: attempts, backoff and failures not worth retrying, for every message type
+     * and overridden per type (retry.by-type). Its options win over backoff-base, backoff-cap and
+     * max-failures.
+     */
+    private final Retry retry = new Retry();
 
     /**
      * How long stopping waits for in-flight handlers before interrupting and rolling back (default
@@ -327,6 +346,10 @@ public class MessagePumpProperties {
       return maxFailures;
     }
 
+    public Retry getRetry() {
+      return retry;
+    }
+
     public void setMaxFailures(Integer maxFailures) {
       this.maxFailures = maxFailures;
     }
@@ -383,6 +406,7 @@ public class MessagePumpProperties {
       m.backoffBase = backoffBase != null ? backoffBase : defaults.backoffBase;
       m.backoffCap = backoffCap != null ? backoffCap : defaults.backoffCap;
       m.maxFailures = maxFailures != null ? maxFailures : defaults.maxFailures;
+      retry.over(defaults.retry, m.retry);
       m.shutdownGrace = shutdownGrace != null ? shutdownGrace : defaults.shutdownGrace;
       m.notifications = notifications != null ? notifications : defaults.notifications;
       m.handlerTimeout = handlerTimeout != null ? handlerTimeout : defaults.handlerTimeout;
@@ -409,12 +433,8 @@ public class MessagePumpProperties {
       if (pollInterval != null) {
         b.pollInterval(pollInterval);
       }
-      b.backoff(
-          backoffBase != null ? backoffBase : MessagePump.DEFAULT_BACKOFF_BASE,
-          backoffCap != null ? backoffCap : MessagePump.DEFAULT_BACKOFF_CAP);
-      if (maxFailures != null) {
-        b.maxFailures(maxFailures);
-      }
+      b.retryPolicy(retryPolicy());
+      retryPolicyByType().forEach(b::retryPolicy);
       if (shutdownGrace != null) {
         b.shutdownGrace(shutdownGrace);
       }
@@ -426,6 +446,201 @@ public class MessagePumpProperties {
       }
       handlerTimeoutByType.forEach(b::handlerTimeout);
       return b;
+    }
+
+    /**
+     * The pump's retry policy: {@link RetryPolicy#defaults()} changed by backoff-base, backoff-cap
+     * and max-failures, then by the retry options.
+     */
+    RetryPolicy retryPolicy() {
+      RetryPolicy p = RetryPolicy.defaults();
+      if (backoffBase != null || backoffCap != null) {
+        p =
+            p.withExponentialBackoff(
+                backoffBase != null ? backoffBase : MessagePump.DEFAULT_BACKOFF_BASE,
+                backoffCap != null ? backoffCap : MessagePump.DEFAULT_BACKOFF_CAP);
+      }
+      if (maxFailures != null) {
+        if (maxFailures < 1) {
+          throw new IllegalArgumentException("maxFailures must be >= 1: " + maxFailures);
+        }
+        p = p.withMaxAttempts(maxFailures);
+      }
+      return retry.applyTo(p, "retry");
+    }
+
+    /** The retry policies of single types: the pump's changed by each type's options. */
+    Map<String, RetryPolicy> retryPolicyByType() {
+      RetryPolicy pump = retryPolicy();
+      Map<String, RetryPolicy> byType = new LinkedHashMap<>();
+      retry.byType.forEach(
+          (type, options) ->
+              byType.put(type, options.applyTo(pump, "retry.by-type.[" + type + "]")));
+      return byType;
+    }
+  }
+
+  /**
+   * Retry options ({@code retry.*} of a pump, or of one type under {@code retry.by-type}): each one
+   * set changes the policy it applies to; those unset keep it.
+   */
+  public static class RetryOptions {
+
+    /**
+     * The failed attempt that parks a delivery: with 5, the fifth failure parks it (default 25).
+     */
+    private Integer maxAttempts;
+
+    /** Never park: retry until handled (max-attempts is then ignored). */
+    private Boolean forever;
+
+    /**
+     * Exponential backoff's base: the Busy delay and the first wait after a failure (default
+     * 250ms).
+     */
+    private Duration backoffBase;
+
+    /**
+     * Exponential backoff's cap: the longest wait after repeated failures (default 5m); the waits
+     * are jittered between the base and min(cap, base * 2^failures).
+     */
+    private Duration backoffCap;
+
+    /**
+     * The same wait after every failure, instead of the exponential backoff (and the Busy delay);
+     * excludes backoff-base and backoff-cap.
+     */
+    private Duration fixedDelay;
+
+    /**
+     * Exception classes not worth retrying: a failure that is an instance of one parks the delivery
+     * at once, e.g. com.example.CardDeclinedException. Unset keeps those of the policy it applies
+     * to (none by default).
+     */
+    private List<Class<? extends Throwable>> nonRetryable;
+
+    public Integer getMaxAttempts() {
+      return maxAttempts;
+    }
+
+    public void setMaxAttempts(Integer maxAttempts) {
+      this.maxAttempts = maxAttempts;
+    }
+
+    public Boolean getForever() {
+      return forever;
+    }
+
+    public void setForever(Boolean forever) {
+      this.forever = forever;
+    }
+
+    public Duration getBackoffBase() {
+      return backoffBase;
+    }
+
+    public void setBackoffBase(Duration backoffBase) {
+      this.backoffBase = backoffBase;
+    }
+
+    public Duration getBackoffCap() {
+      return backoffCap;
+    }
+
+    public void setBackoffCap(Duration backoffCap) {
+      this.backoffCap = backoffCap;
+    }
+
+    public Duration getFixedDelay() {
+      return fixedDelay;
+    }
+
+    public void setFixedDelay(Duration fixedDelay) {
+      this.fixedDelay = fixedDelay;
+    }
+
+    public List<Class<? extends Throwable>> getNonRetryable() {
+      return nonRetryable;
+    }
+
+    public void setNonRetryable(List<Class<? extends Throwable>> nonRetryable) {
+      this.nonRetryable = nonRetryable;
+    }
+
+    /** These options over {@code defaults}, into {@code m}: each set here, else the default's. */
+    void over(RetryOptions defaults, RetryOptions m) {
+      m.maxAttempts = maxAttempts != null ? maxAttempts : defaults.maxAttempts;
+      m.forever = forever != null ? forever : defaults.forever;
+      m.backoffBase = backoffBase != null ? backoffBase : defaults.backoffBase;
+      m.backoffCap = backoffCap != null ? backoffCap : defaults.backoffCap;
+      m.fixedDelay = fixedDelay != null ? fixedDelay : defaults.fixedDelay;
+      m.nonRetryable = nonRetryable != null ? nonRetryable : defaults.nonRetryable;
+    }
+
+    /**
+     * {@code policy} changed by the options set here; {@code prefix} names them in errors.
+     *
+     * @throws IllegalArgumentException naming the option that is out of range or in conflict
+     */
+    RetryPolicy applyTo(RetryPolicy policy, String prefix) {
+      try {
+        return change(policy);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(prefix + ": " + e.getMessage(), e);
+      }
+    }
+
+    private RetryPolicy change(RetryPolicy policy) {
+      RetryPolicy p = policy;
+      if (Boolean.TRUE.equals(forever)) {
+        p = p.withMaxAttempts(RetryPolicy.UNLIMITED_ATTEMPTS);
+      } else if (maxAttempts != null) {
+        p = p.withMaxAttempts(maxAttempts);
+      }
+      if (fixedDelay != null) {
+        if (backoffBase != null || backoffCap != null) {
+          throw new IllegalArgumentException(
+              "fixed-delay excludes backoff-base and backoff-cap: set either");
+        }
+        p = p.withFixedDelay(fixedDelay);
+      } else if (backoffBase != null || backoffCap != null) {
+        p =
+            p.withExponentialBackoff(
+                backoffBase != null ? backoffBase : p.backoffBase(),
+                backoffCap != null ? backoffCap : p.backoffCap());
+      }
+      if (nonRetryable != null) {
+        p = p.withNonRetryable(new ArrayList<>(nonRetryable));
+      }
+      return p;
+    }
+  }
+
+  /**
+   * The retry options of a pump ({@code messagepump.pumps.<name>.retry.*}, or {@code
+   * messagepump.defaults.retry.*}), with those of single message types.
+   */
+  public static class Retry extends RetryOptions {
+
+    /**
+     * Retry options of single message types (command type, event type), over the pump's; keys with
+     * dots go in brackets, e.g. {@code retry.by-type.[orders.PlaceOrder].max-attempts=3}.
+     */
+    private Map<String, RetryOptions> byType = new LinkedHashMap<>();
+
+    public Map<String, RetryOptions> getByType() {
+      return byType;
+    }
+
+    public void setByType(Map<String, RetryOptions> byType) {
+      this.byType = byType;
+    }
+
+    /** These options over {@code defaults}; per-type entries merged, these winning. */
+    void over(Retry defaults, Retry m) {
+      super.over(defaults, m);
+      m.byType.putAll(defaults.byType);
+      m.byType.putAll(byType);
     }
   }
 

@@ -20,6 +20,7 @@ import org.messagepump.console.ConsoleServlet;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.PumpHealth;
+import org.messagepump.core.RetryPolicy;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.spring.boot.internal.DeliveryEntityManagers;
 import org.postgresql.ds.PGSimpleDataSource;
@@ -126,6 +127,80 @@ class MessagePumpAutoConfigurationTest {
               assertThat(p.getNotifications()).isNull();
               assertThat(p.getNotificationsDataSource()).isNull();
             });
+  }
+
+  @Test
+  void retryPropertiesMapToTheRetryPoliciesOfThePumpAndOfSingleTypes() {
+    runner
+        .withPropertyValues(
+            "messagepump.defaults.backoff-base=50ms",
+            "messagepump.defaults.retry.max-attempts=5",
+            "messagepump.defaults.retry.non-retryable=java.lang.IllegalArgumentException",
+            "messagepump.defaults.retry.by-type.[test.Pong].forever=true",
+            "messagepump.pumps.pings.retry.backoff-cap=1m",
+            "messagepump.pumps.pings.retry.by-type.[test.Ping].max-attempts=2",
+            "messagepump.pumps.pings.retry.by-type.[test.Ping].fixed-delay=3s",
+            "messagepump.pumps.pings.retry.by-type.[test.Ping].non-retryable="
+                + "java.io.IOException,java.lang.IllegalStateException")
+        .run(
+            ctx -> {
+              assertThat(ctx).hasNotFailed();
+              MessagePumpProperties.Pump p =
+                  ctx.getBean(MessagePumpProperties.class).options("pings");
+              RetryPolicy pump =
+                  RetryPolicy.defaults()
+                      .withMaxAttempts(5)
+                      .withExponentialBackoff(Duration.ofMillis(50), Duration.ofMinutes(1))
+                      .withNonRetryable(IllegalArgumentException.class);
+              assertThat(p.retryPolicy()).isEqualTo(pump);
+              assertThat(p.retryPolicyByType())
+                  .containsExactlyInAnyOrderEntriesOf(
+                      Map.of(
+                          "test.Ping",
+                          pump.withMaxAttempts(2)
+                              .withFixedDelay(Duration.ofSeconds(3))
+                              .withNonRetryable(
+                                  java.io.IOException.class, IllegalStateException.class),
+                          "test.Pong",
+                          pump.withMaxAttempts(RetryPolicy.UNLIMITED_ATTEMPTS)));
+            });
+    // Nothing set: the finite default policy; max-failures and the backoff shorthands change it.
+    runner.run(
+        ctx ->
+            assertThat(ctx.getBean(MessagePumpProperties.class).options("pings").retryPolicy())
+                .isEqualTo(RetryPolicy.defaults()));
+    runner
+        .withPropertyValues("messagepump.pumps.pings.max-failures=3")
+        .run(
+            ctx ->
+                assertThat(ctx.getBean(MessagePumpProperties.class).options("pings").retryPolicy())
+                    .isEqualTo(RetryPolicy.defaults().withMaxAttempts(3)));
+  }
+
+  @Test
+  void badRetryPropertiesFailTheStartupNamingTheProperty() {
+    Map<String, String> bad =
+        Map.of(
+            "messagepump.pumps.pings.retry.max-attempts=0", "retry: maxAttempts must be >= 1",
+            "messagepump.defaults.retry.by-type.[test.Ping].fixed-delay=0s",
+                "retry.by-type.[test.Ping]: fixedDelay",
+            "messagepump.pumps.pings.retry.fixed-delay=1s",
+                "retry: fixed-delay excludes backoff-base",
+            "messagepump.pumps.pings.max-failures=0", "maxFailures");
+    bad.forEach(
+        (property, message) ->
+            runner
+                .withPropertyValues(property, "messagepump.pumps.pings.retry.backoff-base=1s")
+                .run(
+                    ctx ->
+                        assertThat(ctx)
+                            .getFailure()
+                            .hasRootCauseInstanceOf(IllegalArgumentException.class)
+                            .hasStackTraceContaining(
+                                "messagepump.pumps.pings (or messagepump.defaults): " + message)));
+    runner
+        .withPropertyValues("messagepump.pumps.pings.retry.non-retryable=java.lang.String")
+        .run(ctx -> assertThat(ctx).hasFailed());
   }
 
   @Test
