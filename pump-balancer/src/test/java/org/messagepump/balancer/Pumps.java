@@ -6,6 +6,7 @@ import java.util.List;
 import javax.sql.DataSource;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.PumpTester;
+import org.messagepump.core.RetryPolicy;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
@@ -35,6 +36,7 @@ final class Pumps {
         .workers(workers)
         .batchSize(batchSize)
         .pollInterval(Duration.ofMillis(50))
+        .retryPolicy(RetryPolicy.retryForever()) // the tests' models never park a key
         .backoff(Duration.ofMillis(20), Duration.ofMillis(200))
         .shutdownGrace(Duration.ofSeconds(5))
         .build();
@@ -42,7 +44,11 @@ final class Pumps {
 
   /** A tester of one delivery per poll whose postponed keys are due again at once. */
   static PumpTester tester(DataSource ds, Driver driver) {
-    return PumpTester.builder(ds, driver).batchSize(1).backoff(TINY, TINY).build();
+    return PumpTester.builder(ds, driver)
+        .batchSize(1)
+        .retryPolicy(RetryPolicy.retryForever()) // the tests' models never park a key
+        .backoff(TINY, TINY)
+        .build();
   }
 
   /**

@@ -64,6 +64,40 @@ class PumpTesterIT {
   }
 
   @Test
+  void theRetryPolicyOfTheDeliverysTypeDecidesWhenItParks() {
+    db.execute("DELETE FROM work WHERE id > 2");
+    PumpTester tester =
+        PumpTester.builder(
+                db.dataSource(),
+                new TinyTableDriver(
+                    (tx, id, body) -> {
+                      throw id == 1
+                          ? new IllegalArgumentException("malformed")
+                          : new IllegalStateException("down");
+                    }))
+            .batchSize(5)
+            .retryPolicy(RetryPolicy.retryForever())
+            .retryPolicy(
+                "work",
+                RetryPolicy.defaults()
+                    .withMaxAttempts(2)
+                    .withFixedDelay(Duration.ofMillis(1))
+                    .withNonRetryable(IllegalArgumentException.class))
+            .build();
+    // The type's policy, not the pump's retryForever: 1 parks at once, 2 at its second failure.
+    assertThat(tester.runOnce())
+        .extracting(PumpTester.Result::kind)
+        .containsExactly(PumpTester.Kind.PARKED, PumpTester.Kind.FAILED);
+    sleep(20);
+    assertThat(tester.drainUntilIdle())
+        .extracting(PumpTester.Result::kind)
+        .containsExactly(PumpTester.Kind.PARKED);
+    assertThat(db.queryLong("SELECT count(*) FROM work")).isZero();
+    assertThat(db.queryLong("SELECT failures FROM work_parked WHERE id = 1")).isEqualTo(1);
+    assertThat(db.queryLong("SELECT failures FROM work_parked WHERE id = 2")).isEqualTo(2);
+  }
+
+  @Test
   void aCommitThatFailsAbandonsTheBatchThenTheCulpritFailsAlone() {
     PumpTester tester =
         PumpTester.builder(
