@@ -30,8 +30,8 @@ import java.util.random.RandomGenerator;
  *
  * <p>The {@linkplain #defaults() default policy} gives {@value #DEFAULT_MAX_ATTEMPTS} attempts with
  * capped exponential backoff from {@code 250 ms} to {@code 5 min}: the 24 waits between them take
- * about 39 minutes on average (at least 6 s, at most 78.5 min) before the 25th failure parks
- * the delivery. {@link #retryForever()} never parks.
+ * about 39 minutes on average (at least 6 s, at most 78.5 min) before the 25th failure parks the
+ * delivery. {@link #retryForever()} never parks.
  *
  * <p>Immutable and thread-safe; the {@code with} methods return a changed copy. Invalid values are
  * rejected with an {@link IllegalArgumentException} naming the option.
