@@ -72,6 +72,7 @@ public final class CommandQueue {
   private final DeadLetters deadLetters;
   private final QueueGauges gauges;
   private final Schedules schedules;
+  private final PendingCommands pending;
 
   private CommandQueue(Builder b) {
     this.dataSource = b.dataSource;
@@ -94,6 +95,7 @@ public final class CommandQueue {
     this.deadLetters = new DeadLetters(dataSource, tables, meterRegistry);
     this.gauges = new QueueGauges(dataSource, tables, meterRegistry);
     this.schedules = new Schedules(this, dataSource, tables, enqueuer);
+    this.pending = new PendingCommands(dataSource, tables);
   }
 
   /**
@@ -362,6 +364,15 @@ public final class CommandQueue {
    */
   public Schedules schedules() {
     return schedules;
+  }
+
+  /**
+   * One pending command at a time, by message id or idempotency key: find it and see whether it
+   * waits or runs, cancel it, or move it to another time. A command a running handler holds is left
+   * alone and answered {@code HELD}.
+   */
+  public PendingCommands pending() {
+    return pending;
   }
 
   /** A driver pumping this queue's commands of the handlers' types. */
