@@ -20,6 +20,7 @@ import picocli.CommandLine.Command;
       GrantsCommand.class,
       StatusCommand.class,
       DeadLettersCommand.class,
+      CommandsCommand.class,
       CheckpointsCommand.class,
       BalancerCommand.class,
       PauseCommand.Pause.class,
