@@ -62,7 +62,7 @@ final class CommandsCommand implements Runnable {
   @Command(
       name = "find",
       mixinStandardHelpOptions = true,
-      description = "Show a pending command: due, scheduled, or running (and who holds it).")
+      description = "Show a pending command: due, scheduled, or leased (by whom, until when).")
   static final class Find implements Callable<Integer> {
     @Mixin DatabaseOptions db;
 
@@ -104,7 +104,6 @@ final class CommandsCommand implements Runnable {
         case SCHEDULED -> "scheduled";
         case LEASED ->
             "leased by " + c.leaseHolder() + " until " + c.leaseExpiresAt() + " (running)";
-        case RUNNING -> "running (a pump's handling transaction holds it)";
       };
     }
 

@@ -127,7 +127,8 @@ class CommandsCommandIT {
         ps.setObject(1, id);
         assertThat(ps.executeUpdate()).isOne();
       }
-      assertThat(run("commands", "find", "--id", id.toString()).out()).contains("running");
+      // A plain read: the delete is not committed, so the command still reads as due.
+      assertThat(run("commands", "find", "--id", id.toString()).out()).contains("due");
       Result cancel = run("commands", "cancel", "--id", id.toString());
       assertThat(cancel.code()).isEqualTo(3);
       assertThat(cancel.err()).contains("held by a running handler", "nothing changed");

@@ -4,7 +4,10 @@ import java.time.Instant;
 import java.util.UUID;
 
 /**
- * A command waiting in the queue or being handled, as {@link PendingCommands#find} read it.
+ * A command waiting in the queue or running under a lease, as {@link PendingCommands#find} read it.
+ * The read takes no lock: a command a pump of the transactional mode is handling right now reads as
+ * {@link State#DUE} until its handling transaction commits (and then is gone); cancel and
+ * reschedule tell it apart, answering {@code HELD}.
  *
  * @param messageId the command's id
  * @param type the command type name
@@ -36,22 +39,14 @@ public record PendingCommand(
   public enum State {
     /** Due now: the next poll of a pump of its type takes it. */
     DUE,
-    /** Due later, at {@link #dueAt()} (a delay, a due time, or a failure's backoff). */
+    /**
+     * Due later, at {@link PendingCommand#dueAt()} (a delay, a due time, or a failure's backoff).
+     */
     SCHEDULED,
     /**
      * Running under a lease that has not expired (lease mode, docs/leases.md): cancel and
      * reschedule refuse it with {@code HELD}. A command whose lease expired is {@link #DUE}.
      */
-    LEASED,
-    /**
-     * Held by a pump of the transactional mode: its claim locked the row in the handling
-     * transaction, which has not ended yet. Cancel and reschedule refuse it with {@code HELD}.
-     */
-    RUNNING
-  }
-
-  /** True when a running handler holds it ({@link State#LEASED} or {@link State#RUNNING}). */
-  public boolean held() {
-    return state == State.LEASED || state == State.RUNNING;
+    LEASED
   }
 }

@@ -13,7 +13,8 @@ import org.messagepump.core.Transactions;
 /**
  * One pending command at a time (from {@link CommandQueue#pending()}): find it by message id or
  * idempotency key, cancel it, or move it to another time. Each call is one statement in a
- * transaction of its own.
+ * transaction of its own. A look-up is a plain read (a role with {@code SELECT} only may run it); a
+ * write needs {@code UPDATE} and {@code DELETE} on the queue's tables, as pumps do.
  *
  * <p>A write never waits behind a handler and never races one: it locks the command's row with
  * {@code FOR UPDATE SKIP LOCKED}, and leaves a row alone that a pump of the transactional mode
@@ -94,9 +95,7 @@ public final class PendingCommands {
     }
     PendingCommand.State state;
     boolean leased = r.leasedBy() != null && r.later();
-    if (r.locked()) {
-      state = PendingCommand.State.RUNNING;
-    } else if (leased) {
+    if (leased) {
       state = PendingCommand.State.LEASED;
     } else if (r.later()) {
       state = PendingCommand.State.SCHEDULED;

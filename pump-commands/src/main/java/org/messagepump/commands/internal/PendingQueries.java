@@ -35,10 +35,7 @@ public final class PendingQueries {
         SQLDataType.UUID, t.idempotencyKeys, DSL.val(key, SQLDataType.CLOB));
   }
 
-  /**
-   * A pending command as read: {@code locked} when a transaction holds its row (a transactional
-   * pump handling it), {@code later} when its due time is in the future (database clock).
-   */
+  /** A pending command as read; {@code later} when it is due in the future (database clock). */
   public record Row(
       UUID messageId,
       String type,
@@ -47,13 +44,11 @@ public final class PendingQueries {
       Instant deliverAt,
       int failures,
       String leasedBy,
-      boolean later,
-      boolean locked) {}
+      boolean later) {}
 
   /**
-   * Reads the command {@code which} selects, or null. Whether a transaction holds its row is tested
-   * with {@code FOR KEY SHARE SKIP LOCKED}: a lock that conflicts only with the claim's {@code FOR
-   * UPDATE} and the delete's, held for this statement's transaction only.
+   * Reads the command {@code which} selects, or null: a plain read, which a read-only transaction
+   * and a role with {@code SELECT} only may run.
    */
   public static Row find(DSLContext dsl, CommandTables t, QueryPart which) {
     Record r =
@@ -63,9 +58,7 @@ public final class PendingQueries {
                     + " ELSE to_timestamp(0) END AS enqueued_at,"
                     + " CASE WHEN isfinite(c.deliver_at) THEN c.deliver_at"
                     + " ELSE to_timestamp(0) END AS deliver_at,"
-                    + " c.failures, c.leased_by, c.deliver_at > clock_timestamp() AS later,"
-                    + " NOT EXISTS (SELECT 1 FROM {0} h WHERE h.message_id = c.message_id"
-                    + " FOR KEY SHARE SKIP LOCKED) AS locked"
+                    + " c.failures, c.leased_by, c.deliver_at > clock_timestamp() AS later"
                     + " FROM {0} c WHERE c.message_id = {1}",
                 t.commands, which)
             .fetchOne();
@@ -80,8 +73,7 @@ public final class PendingQueries {
         r.get(4, Instant.class),
         r.get(5, Integer.class),
         r.get(6, String.class),
-        r.get(7, Boolean.class),
-        r.get(8, Boolean.class));
+        r.get(7, Boolean.class));
   }
 
   /** What a write found: the command's id as the snapshot saw it (null: none), and if it wrote. */
