@@ -10,6 +10,7 @@ import java.util.Set;
 import java.util.UUID;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.commands.DeadLetters;
+import org.messagepump.commands.RescheduleResult;
 import org.messagepump.core.Tx;
 import org.messagepump.eventstream.Checkpoint;
 import org.messagepump.eventstream.CheckpointConflictException;
@@ -69,6 +70,8 @@ public final class Actions {
       case "/checkpoints/reset" -> reset(r);
       case "/checkpoints/set" -> setCheckpoint(r);
       case "/keys/unpark" -> unpark(r);
+      case "/commands/cancel" -> cancel(r);
+      case "/commands/reschedule" -> reschedule(r);
       default -> throw HttpError.notFound("no action " + path);
     };
   }
@@ -149,6 +152,73 @@ public final class Actions {
         retried.removeLast();
       }
     }
+  }
+
+  /**
+   * Cancels one pending command, by message id, confirmed by that id typed again. A command a
+   * running handler holds is refused with 409 and stays as it is.
+   */
+  private Done cancel(Request r) {
+    UUID id = commandId(r);
+    String typed = r.optional("confirm", 100);
+    if (typed == null || !typed.strip().equals(id.toString())) {
+      throw HttpError.badRequest("type the message id " + id + " to confirm");
+    }
+    return switch (stores.commands().pending().cancel(id)) {
+      case CANCELLED -> new Done("commands.cancel", List.of(id.toString()), "cancelled", found(id));
+      case NOT_FOUND -> throw HttpError.notFound("no pending command with message id " + id);
+      case HELD -> throw held(id);
+    };
+  }
+
+  /** Moves one pending command, by message id, to the time given ({@code at}, ISO-8601). */
+  private Done reschedule(Request r) {
+    UUID id = commandId(r);
+    String raw = r.required("at", 64).strip();
+    java.time.Instant at;
+    try {
+      at = java.time.Instant.parse(raw);
+    } catch (java.time.format.DateTimeParseException e) {
+      throw HttpError.badRequest(
+          "at must be an instant such as 2030-01-31T08:00:00Z: "
+              + (raw.length() > 40 ? raw.substring(0, 40) : raw));
+    }
+    RescheduleResult result;
+    try {
+      result = stores.commands().pending().reschedule(id, at);
+    } catch (IllegalArgumentException e) {
+      throw HttpError.badRequest(e.getMessage());
+    }
+    return switch (result) {
+      case RESCHEDULED ->
+          new Done(
+              "commands.reschedule", List.of(id.toString()), "rescheduled to " + at, found(id));
+      case NOT_FOUND -> throw HttpError.notFound("no pending command with message id " + id);
+      case HELD -> throw held(id);
+    };
+  }
+
+  private static UUID commandId(Request r) {
+    String raw = r.required("id", 36);
+    try {
+      return UUID.fromString(raw.strip());
+    } catch (IllegalArgumentException e) {
+      throw HttpError.badRequest("not a message id: " + raw);
+    }
+  }
+
+  private static HttpError held(UUID id) {
+    return new HttpError(
+        409,
+        "command "
+            + id
+            + " is held by a running handler and nothing changed: it is handled, or due again"
+            + " after a failure; try again then");
+  }
+
+  /** The commands page with this command looked up. */
+  private static String found(UUID id) {
+    return "/commands?by=id&find=" + id;
   }
 
   private Done resume(Request r) {

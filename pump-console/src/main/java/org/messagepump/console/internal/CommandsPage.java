@@ -14,6 +14,7 @@ import java.util.UUID;
 import org.messagepump.commands.DeadLetter;
 import org.messagepump.commands.DeadLetters;
 import org.messagepump.commands.LeasedCommand;
+import org.messagepump.commands.PendingCommand;
 import org.messagepump.commands.QueueDepth;
 
 /** Depth by type and the dead letters, with retry and discard one at a time and in bulk. */
@@ -86,6 +87,7 @@ final class CommandsPage {
         .append(" counted there only: its handler runs, and its due time is its lease's expiry.")
         .append("</p></section>");
 
+    lookup(b, r, stores);
     leased(b, r, stores, type, depth);
     retried(b, r, stores, retried);
 
@@ -184,6 +186,121 @@ final class CommandsPage {
     }
     b.append("</section>");
     return Html.page(r, "/commands", "Commands", b.toString());
+  }
+
+  /** Longest text the look-up takes (an idempotency key is at most 1,000 characters). */
+  static final int MAX_FIND = 1000;
+
+  /**
+   * Finding one pending command by message id or idempotency key ({@code ?by=id|key&find=…}): its
+   * state, and (unless read-only) cancel, confirmed by its message id typed again, and reschedule.
+   */
+  private static void lookup(StringBuilder b, Request r, Stores stores) {
+    String find = r.optional("find", MAX_FIND);
+    boolean byKey = !"id".equals(r.optional("by", 3));
+    b.append("<section id=\"find-command\"><h2>Find a command</h2><form method=\"get\" action=\"")
+        .append(esc(r.base() + "/commands"))
+        .append("\" class=\"inline\"><label>by <select name=\"by\"><option value=\"key\"")
+        .append(byKey ? " selected" : "")
+        .append(">idempotency key</option><option value=\"id\"")
+        .append(byKey ? "" : " selected")
+        .append(">message id</option></select></label> <input name=\"find\" required")
+        .append(" autocomplete=\"off\" aria-label=\"message id or idempotency key\" value=\"")
+        .append(find == null ? "" : esc(find))
+        .append("\"><button type=\"submit\">Find</button></form>");
+    if (find == null) {
+      b.append("</section>");
+      return;
+    }
+    java.util.Optional<PendingCommand> found;
+    UUID id = null;
+    try {
+      if (byKey) {
+        found = stores.commands().pending().findByKey(find);
+      } else {
+        id = UUID.fromString(find.strip());
+        found = stores.commands().pending().find(id);
+      }
+    } catch (IllegalArgumentException e) {
+      throw HttpError.badRequest(
+          byKey ? "not an idempotency key: " + e.getMessage() : "not a message id");
+    }
+    if (found.isEmpty()) {
+      b.append("<p id=\"not-found\" class=\"note\">No pending command with ")
+          .append(byKey ? "idempotency key " : "message id ")
+          .append(esc(find))
+          .append(": never enqueued, handled, cancelled")
+          .append(
+              id != null && stores.commands().deadLetters().find(id).isPresent()
+                  ? ", or parked: it is a dead letter (below)."
+                  : ", or parked as a dead letter.")
+          .append("</p></section>");
+      return;
+    }
+    PendingCommand c = found.get();
+    String state =
+        switch (c.state()) {
+          case DUE -> "due";
+          case SCHEDULED -> "scheduled";
+          case LEASED ->
+              "running under a lease held by "
+                  + esc(c.leaseHolder())
+                  + " until "
+                  + Html.time(c.leaseExpiresAt());
+        };
+    b.append("<table id=\"found\" data-state=\"")
+        .append(c.state().name().toLowerCase(java.util.Locale.ROOT))
+        .append("\"><tbody><tr><th>message id</th><td class=\"id\">")
+        .append(c.messageId())
+        .append("</td></tr><tr><th>type</th><td>")
+        .append(esc(c.type()))
+        .append("</td></tr>");
+    if (c.idempotencyKey() != null) {
+      b.append("<tr><th>idempotency key</th><td class=\"holder\">")
+          .append(esc(c.idempotencyKey()))
+          .append("</td></tr>");
+    }
+    b.append("<tr><th>correlation id</th><td>")
+        .append(c.correlationId() == null ? "" : esc(c.correlationId()))
+        .append("</td></tr><tr><th>enqueued</th><td>")
+        .append(Html.time(c.enqueuedAt()))
+        .append("</td></tr><tr><th>due</th><td>")
+        .append(Html.time(c.dueAt()))
+        .append("</td></tr><tr><th>failures</th><td class=\"num\">")
+        .append(c.failures())
+        .append("</td></tr><tr><th>state</th><td>")
+        .append(state)
+        .append("</td></tr></tbody></table>");
+    if (c.state() == PendingCommand.State.LEASED) {
+      b.append("<p class=\"note\">Its handler runs: it can be cancelled or rescheduled only once")
+          .append(" it is due again.</p>");
+    } else if (!r.config().readOnly()) {
+      String cid = c.messageId().toString();
+      b.append(
+              form(
+                  r,
+                  "commands/reschedule",
+                  "Reschedule command " + cid + "?",
+                  hidden("id", cid)
+                      + "<label>due at <input name=\"at\" required autocomplete=\"off\""
+                      + " placeholder=\"2030-01-31T08:00:00Z\"></label>",
+                  "Reschedule"))
+          .append(
+              form(
+                  r,
+                  "commands/cancel",
+                  null,
+                  hidden("id", cid)
+                      + "<label>type the message id to confirm <input name=\"confirm\""
+                      + " autocomplete=\"off\" required data-must-equal=\""
+                      + esc(cid)
+                      + "\"></label>",
+                  "Cancel command"))
+          .append("<p class=\"note\">Cancel deletes it: it is never handled, and its")
+          .append(" idempotency key is kept (an enqueue with it is still a duplicate). A command a")
+          .append(" pump is handling right now is refused and stays as it is.</p>");
+    }
+    b.append("</section>");
   }
 
   /** The most leased commands listed; the depth table counts them all. */

@@ -1,9 +1,5 @@
 package org.messagepump.console.internal;
 
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Instant;
 import java.util.List;
 import java.util.UUID;
@@ -16,9 +12,9 @@ import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.GroupStats;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.PendingCommand;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.core.PumpException;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
 import org.messagepump.eventstream.EventHandlers;
@@ -149,41 +145,22 @@ public final class Stores {
   }
 
   /**
-   * Where a command is: the command queue has no look-up of a queued command by id in its API, so
-   * this reads the two tables with one bound, read-only query.
+   * Where a command is, from the command queue's look-ups: pending (waiting, or running under a
+   * lease), else a dead letter, else gone.
    */
   CommandStatus commandState(UUID messageId) {
-    // An identifier, not a value: the queue's builder admitted only [a-z_][a-z0-9_]*.
-    String schema = '"' + commands.schema() + '"';
-    String sql =
-        "SELECT p.leased_by, p.deliver_at, p.message_id IS NOT NULL,"
-            + " EXISTS (SELECT 1 FROM "
-            + schema
-            + ".dead_letters WHERE message_id = ?)"
-            + " FROM (SELECT 1) one LEFT JOIN "
-            + schema
-            + ".commands p ON p.message_id = ?";
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql)) {
-      c.setReadOnly(true);
-      ps.setObject(1, messageId);
-      ps.setObject(2, messageId);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        if (rs.getBoolean(3)) {
-          String holder = rs.getString(1);
-          return holder == null
-              ? new CommandStatus(CommandState.WAITING, null, null)
-              : new CommandStatus(
-                  CommandState.LEASED,
-                  holder,
-                  rs.getObject(2, java.time.OffsetDateTime.class).toInstant());
-        }
-        return new CommandStatus(
-            rs.getBoolean(4) ? CommandState.DEAD_LETTER : CommandState.DONE, null, null);
-      }
-    } catch (SQLException e) {
-      throw new PumpException("reading the state of command " + messageId, e);
+    java.util.Optional<PendingCommand> pending = commands.pending().find(messageId);
+    if (pending.isPresent()) {
+      PendingCommand p = pending.get();
+      return p.state() == PendingCommand.State.LEASED
+          ? new CommandStatus(CommandState.LEASED, p.leaseHolder(), p.leaseExpiresAt())
+          : new CommandStatus(CommandState.WAITING, null, null);
     }
+    return new CommandStatus(
+        commands.deadLetters().find(messageId).isPresent()
+            ? CommandState.DEAD_LETTER
+            : CommandState.DONE,
+        null,
+        null);
   }
 }
