@@ -255,13 +255,13 @@ class PendingCommandsIT {
 
   @Test
   void aTransactionalPumpAndACancellerNeverBothHaveACommand(DataSource ds) throws Exception {
-    race(ds, 15, handlers -> queue.driver(handlers));
+    race(ds, 8, handlers -> queue.driver(handlers));
   }
 
   @Test
   void aLeaseModePumpAndACancellerNeverBothHaveACommand(DataSource ds) throws Exception {
     // Leases far longer than the test: none expires, so a command under a lease is held.
-    race(ds, 8, handlers -> queue.leasedDriver(handlers, Duration.ofSeconds(60)));
+    race(ds, 5, handlers -> queue.leasedDriver(handlers, Duration.ofSeconds(60)));
   }
 
   /**
