@@ -97,9 +97,15 @@ public final class LeaseNodeMain {
     ds.close();
   }
 
-  /** {@code meters <node>: name{tags}=count ...} for the counters of leases and deliveries. */
+  /**
+   * {@code meters <node>: name{tags}=count ...} for the counters of leases and deliveries, summed
+   * over message types; every delivery outcome is listed, 0 when none was counted.
+   */
   static String meterLine(String node, SimpleMeterRegistry meters) {
-    List<String> parts = new ArrayList<>();
+    java.util.Map<String, Long> counts = new java.util.TreeMap<>();
+    for (String outcome : List.of("handled", "busy", "failed", "parked", "abandoned")) {
+      counts.put("messagepump.deliveries{outcome=" + outcome + "}", 0L);
+    }
     for (Meter m : meters.getMeters()) {
       String name = m.getId().getName();
       if (m instanceof Counter c
@@ -108,13 +114,15 @@ public final class LeaseNodeMain {
               || name.equals("messagepump.deliveries"))) {
         StringBuilder sb = new StringBuilder(name);
         for (Tag t : m.getId().getTags()) {
-          if (!t.getKey().equals("pump") && !t.getKey().equals("driver")) {
+          if (!List.of("pump", "driver", "type").contains(t.getKey())) {
             sb.append('{').append(t.getKey()).append('=').append(t.getValue()).append('}');
           }
         }
-        parts.add(sb.append('=').append((long) c.count()).toString());
+        counts.merge(sb.toString(), (long) c.count(), Long::sum);
       }
     }
+    List<String> parts = new ArrayList<>();
+    counts.forEach((k, v) -> parts.add(k + "=" + v));
     Collections.sort(parts);
     return METERS_LINE + node + ": " + String.join(" ", parts);
   }

@@ -5,9 +5,7 @@ import java.sql.SQLException;
 import java.sql.Savepoint;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.EnumMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import javax.sql.DataSource;
 import org.messagepump.core.spi.Delivery;
@@ -139,7 +137,7 @@ final class DeliveryRunner {
     Tx tx = Tx.of(connection);
     HandlerConnection guard = new HandlerConnection(connection);
     Tx handlerTx = Tx.of(guard.connection());
-    Map<PumpMetrics.Result, Integer> results = new EnumMap<>(PumpMetrics.Result.class);
+    List<Recorded> results = new ArrayList<>(deliveries.size());
     List<Delivery> handled = new ArrayList<>(deliveries.size());
     Batch batch = new Batch();
     metrics.inFlight(deliveries.size());
@@ -160,7 +158,7 @@ final class DeliveryRunner {
         if (r == PumpMetrics.Result.HANDLED) {
           handled.add(d);
         }
-        results.merge(r, 1, Integer::sum);
+        results.add(new Recorded(d, r, null));
       }
       if (intact) {
         if (!handled.isEmpty()) {
@@ -196,7 +194,9 @@ final class DeliveryRunner {
       metrics.inFlight(-deliveries.size());
     }
     if (intact) {
-      results.forEach(metrics::delivered);
+      for (Recorded r : results) {
+        metrics.delivered(r.delivery().messageType(), r.result());
+      }
       recordingWorks();
       if (observed != null) {
         observed.addAll(seen);
@@ -210,7 +210,9 @@ final class DeliveryRunner {
       }
     }
     Transactions.rollbackQuietly(connection);
-    metrics.delivered(PumpMetrics.Result.ABANDONED, deliveries.size());
+    for (Delivery d : deliveries) {
+      metrics.delivered(d.messageType(), PumpMetrics.Result.ABANDONED);
+    }
     if (batch.connectionLost || stopping) {
       return BatchResult.CONNECTION_LOST;
     }
@@ -450,7 +452,7 @@ final class DeliveryRunner {
           return Outcome.failed(e);
       }
     } finally {
-      metrics.handled(System.nanoTime() - start);
+      metrics.handled(d.messageType(), System.nanoTime() - start);
     }
   }
 

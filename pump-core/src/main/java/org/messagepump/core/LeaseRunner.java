@@ -76,7 +76,7 @@ final class LeaseRunner {
         runner.putMdc(d);
         try {
           Turn t = runOne(h);
-          metrics.delivered(t.result, 1);
+          metrics.delivered(d.messageType(), t.result);
           if (observed != null) {
             observed.add(new DeliveryRunner.Recorded(d, t.result, t.cause));
           }

@@ -7,8 +7,21 @@ import io.micrometer.core.instrument.Timer;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
-/** The pump's Micrometer meters, all named {@code messagepump.*} and tagged pump + driver. */
+/**
+ * The pump's Micrometer meters, all named {@code messagepump.*} and tagged pump + driver; the
+ * deliveries and handling times also by message type. A type's meters are registered at its first
+ * delivery; at most {@link #MAX_TYPE_TAGS} types get their own (type names are tag values), the
+ * others share the tag value {@value #OTHER_TYPE}, announced by one warning.
+ */
 final class PumpMetrics {
+
+  /** Most message types with meters of their own, per pump. */
+  static final int MAX_TYPE_TAGS = 100;
+
+  /** The type tag of the deliveries past {@link #MAX_TYPE_TAGS} types. */
+  static final String OTHER_TYPE = "other";
+
+  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(PumpMetrics.class);
 
   /** Outcome tag values of {@code messagepump.deliveries}. */
   enum Result {
@@ -22,8 +35,9 @@ final class PumpMetrics {
     final String tag = name().toLowerCase(java.util.Locale.ROOT);
   }
 
-  private final Counter[] deliveries = new Counter[Result.values().length];
-  private final Timer handleDuration;
+  private final java.util.concurrent.ConcurrentHashMap<String, TypeMeters> byType =
+      new java.util.concurrent.ConcurrentHashMap<>();
+  private volatile TypeMeters other;
   private final Timer acquireDuration;
   private final Counter acquisitionErrors;
   private final AtomicInteger inFlight = new AtomicInteger();
@@ -35,23 +49,14 @@ final class PumpMetrics {
   /** The meters of lease mode, registered only by a pump whose driver has one. */
   record LeaseMeters(Counter heartbeats, Counter extended, Counter lost) {}
 
+  /** The meters of one message type: deliveries by outcome and handling time. */
+  private record TypeMeters(Counter[] deliveries, Timer handle) {}
+
   PumpMetrics(MeterRegistry registry, String pump, String driver) {
     MeterRegistry r = Meters.orNoop(registry);
     this.registry = r;
     this.pump = pump;
     this.driver = driver;
-    for (Result result : Result.values()) {
-      deliveries[result.ordinal()] =
-          Counter.builder("messagepump.deliveries")
-              .description("Deliveries by outcome, counted when their transaction ended")
-              .tags("pump", pump, "driver", driver, "outcome", result.tag)
-              .register(r);
-    }
-    handleDuration =
-        Timer.builder("messagepump.handle.duration")
-            .description("Time a driver spent handling one delivery")
-            .tags("pump", pump, "driver", driver)
-            .register(r);
     acquireDuration =
         Timer.builder("messagepump.acquire.duration")
             .description("Time one acquisition (a poll) took, found or not")
@@ -98,12 +103,59 @@ final class PumpMetrics {
         .register(registry);
   }
 
-  void delivered(Result result, int count) {
-    deliveries[result.ordinal()].increment(count);
+  void delivered(String type, Result result) {
+    of(type).deliveries[result.ordinal()].increment();
   }
 
-  void handled(long nanos) {
-    handleDuration.record(nanos, TimeUnit.NANOSECONDS);
+  void handled(String type, long nanos) {
+    of(type).handle.record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  private TypeMeters of(String type) {
+    String key = type == null ? "" : type;
+    TypeMeters m = byType.get(key);
+    if (m != null) {
+      return m;
+    }
+    synchronized (byType) {
+      m = byType.get(key);
+      if (m != null) {
+        return m;
+      }
+      if (byType.size() < MAX_TYPE_TAGS) {
+        m = register(key);
+        byType.put(key, m);
+        return m;
+      }
+      if (other == null) {
+        log.warn(
+            "{}: more than {} message types; the deliveries of {} and of every further type are"
+                + " counted under type={}",
+            pump,
+            MAX_TYPE_TAGS,
+            key,
+            OTHER_TYPE);
+        other = register(OTHER_TYPE);
+      }
+      return other;
+    }
+  }
+
+  private TypeMeters register(String type) {
+    Counter[] deliveries = new Counter[Result.values().length];
+    for (Result result : Result.values()) {
+      deliveries[result.ordinal()] =
+          Counter.builder("messagepump.deliveries")
+              .description("Deliveries by outcome, counted when their transaction ended")
+              .tags("pump", pump, "driver", driver, "type", type, "outcome", result.tag)
+              .register(registry);
+    }
+    Timer handle =
+        Timer.builder("messagepump.handle.duration")
+            .description("Time a driver spent handling one delivery")
+            .tags("pump", pump, "driver", driver, "type", type)
+            .register(registry);
+    return new TypeMeters(deliveries, handle);
   }
 
   void acquired(long nanos) {
