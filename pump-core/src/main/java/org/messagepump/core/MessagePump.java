@@ -205,9 +205,11 @@ public final class MessagePump implements AutoCloseable {
 
   /**
    * Stops acquiring in this process until {@link #resume()}: batches already running finish and
-   * commit; no new transaction is opened. Works before {@link #start()} too (the pump then starts
-   * paused). To stop every process acquiring a command type, use the cluster-wide pause of the
-   * driver ({@code CommandQueue.pauseType}).
+   * commit; no new transaction is opened (a poll waiting for a pool connection gives it back
+   * unused; one whose acquisition statement is already under way finishes like a running batch).
+   * Works before {@link #start()} too (the pump then starts paused). To stop every process
+   * acquiring a command type, use the cluster-wide pause of the driver ({@code
+   * CommandQueue.pauseType}).
    */
   public void pause() {
     dispatcher.pause();

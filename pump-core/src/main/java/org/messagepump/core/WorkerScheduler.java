@@ -153,6 +153,12 @@ final class WorkerScheduler implements Runnable {
     try {
       c = dataSource.getConnection();
       inFlight.add(c);
+      // Checked again once the connection is here: waiting for it (a busy pool) can take long
+      // enough for a pause() or a close() to come in between, and a pause must open no new
+      // transaction.
+      if (turns.paused() || turns.stopped()) {
+        return Turn.NOTHING;
+      }
       c.setAutoCommit(false);
       Connection own = c;
       Runnable release =
