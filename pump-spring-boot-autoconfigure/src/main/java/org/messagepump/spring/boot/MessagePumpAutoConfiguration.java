@@ -51,6 +51,11 @@ import org.springframework.context.annotation.Configuration;
  * MessagePumpCustomizer} beans, started and stopped with the context, the {@link
  * MessagePumpRegistry} of their handles, Micrometer and an Actuator health contributor. See
  * docs/spring-boot.md.
+ *
+ * <p>The same class serves Spring Boot 4 and 3: it uses only the API both share, and names the
+ * auto-configurations it follows in both's packages. Only the health contributor differs: Boot 4's
+ * is declared here (off without Boot 4's health classes), Boot 3's by
+ * pump-spring-boot3-autoconfigure.
  */
 @AutoConfiguration(
     afterName = {
@@ -59,7 +64,14 @@ import org.springframework.context.annotation.Configuration;
       "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
       "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration",
       "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
-      "org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration"
+      "org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration",
+      // The same auto-configurations' names on Spring Boot 3 (pump-spring-boot3-autoconfigure).
+      "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration",
+      "org.springframework.boot.autoconfigure.jdbc.DataSourceTransactionManagerAutoConfiguration",
+      "org.springframework.boot.autoconfigure.flyway.FlywayAutoConfiguration",
+      "org.springframework.boot.autoconfigure.orm.jpa.HibernateJpaAutoConfiguration",
+      "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration",
+      "org.springframework.boot.actuate.autoconfigure.metrics.export.simple.SimpleMetricsExportAutoConfiguration"
     })
 @ConditionalOnSingleCandidate(DataSource.class)
 @EnableConfigurationProperties(MessagePumpProperties.class)

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.InputStream;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -24,7 +25,9 @@ import org.messagepump.core.RetryPolicy;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.spring.boot.internal.DeliveryEntityManagers;
 import org.postgresql.ds.PGSimpleDataSource;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.context.annotation.ImportCandidates;
 import org.springframework.boot.context.properties.bind.UnboundConfigurationPropertiesException;
 import org.springframework.boot.convert.DurationStyle;
 import org.springframework.boot.test.context.FilteredClassLoader;
@@ -61,9 +64,29 @@ class MessagePumpAutoConfigurationTest {
     }
   }
 
+  /**
+   * The auto-configurations messagepump's jars list: MessagePumpAutoConfiguration, and on Spring
+   * Boot 3 (pump-spring-boot3-autoconfigure runs this test too) its health contributor's.
+   */
+  static Class<?>[] messagePumpAutoConfigurations() {
+    ClassLoader loader = MessagePumpAutoConfigurationTest.class.getClassLoader();
+    List<Class<?>> classes = new ArrayList<>();
+    for (String name : ImportCandidates.load(AutoConfiguration.class, loader)) {
+      if (name.startsWith("org.messagepump.")) {
+        try {
+          classes.add(Class.forName(name, false, loader));
+        } catch (ClassNotFoundException e) {
+          throw new IllegalStateException(name, e);
+        }
+      }
+    }
+    assertThat(classes).contains(MessagePumpAutoConfiguration.class);
+    return classes.toArray(Class<?>[]::new);
+  }
+
   private final ApplicationContextRunner runner =
       new ApplicationContextRunner()
-          .withConfiguration(AutoConfigurations.of(MessagePumpAutoConfiguration.class))
+          .withConfiguration(AutoConfigurations.of(messagePumpAutoConfigurations()))
           .withUserConfiguration(App.class)
           .withPropertyValues("messagepump.auto-startup=false");
 
