@@ -3,6 +3,8 @@ package org.messagepump.examples.orders;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -111,9 +113,17 @@ class OrderServiceIT {
     await()
         .atMost(Duration.ofSeconds(10))
         .until(() -> count("SELECT count(*) FROM commandqueue.commands") == 0);
-    // The library's schemas were migrated by the application's Flyway, each with its own history.
-    assertThat(count("SELECT count(*) FROM commandqueue.commandqueue_flyway_history WHERE success"))
-        .isPositive();
+    // The library's schemas were migrated by the application's Flyway (the version Spring Boot
+    // manages), each with its own history, every script applied.
+    for (String history :
+        new String[] {
+          "commandqueue.commandqueue_flyway_history",
+          "eventstream.eventstream_flyway_history",
+          "balancer.balancer_flyway_history"
+        }) {
+      assertThat(count("SELECT count(*) FROM " + history + " WHERE success")).isPositive();
+      assertThat(count("SELECT count(*) FROM " + history + " WHERE NOT success")).isZero();
+    }
     assertThat(count("SELECT count(*) FROM flyway_schema_history WHERE success")).isPositive();
   }
 
@@ -139,6 +149,25 @@ class OrderServiceIT {
                 .build(),
             HttpResponse.BodyHandlers.ofString());
     assertThat(forged.statusCode()).isEqualTo(403);
+  }
+
+  @Test
+  void actuatorsHealthShowsEachPumpUp() throws Exception {
+    HttpResponse<String> health =
+        HttpClient.newHttpClient()
+            .send(
+                HttpRequest.newBuilder(
+                        URI.create("http://localhost:" + port + "/actuator/health/messagepump"))
+                    .build(),
+                HttpResponse.BodyHandlers.ofString());
+    assertThat(health.statusCode()).isEqualTo(200);
+    JsonNode pumps = new ObjectMapper().readTree(health.body()).path("components");
+    for (String pump : new String[] {"orders", "order-totals", "shipping"}) {
+      assertThat(pumps.path(pump).path("status").asText()).as(pump).isEqualTo("UP");
+      assertThat(pumps.path(pump).path("details").path("state").asText())
+          .as(pump)
+          .isEqualTo("RUNNING");
+    }
   }
 
   @Test
