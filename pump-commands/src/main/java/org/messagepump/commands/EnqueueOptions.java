@@ -9,15 +9,16 @@ import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
 
 /**
- * How one command is enqueued: when it becomes due, its idempotency key, correlation and causation
- * ids and headers. Immutable; each {@code with…} method returns a copy and rejects bad values with
- * an {@link IllegalArgumentException} naming the option.
+ * How one command is enqueued: when it becomes due, its priority, its idempotency key, correlation
+ * and causation ids and headers. Immutable; each {@code with…} method returns a copy and rejects
+ * bad values with an {@link IllegalArgumentException} naming the option.
  *
  * <pre>{@code
  * EnqueueOptions.defaults()
  *     .withDelay(Duration.ofMinutes(5))
  *     .withIdempotencyKey("order-42/charge")
- *     .withHeader("tenant", "acme");
+ *     .withHeader("tenant", "acme")
+ *     .withPriority(5);
  * }</pre>
  *
  * @param delay wait after enqueueing, measured with the database clock ({@code null}: none)
@@ -26,6 +27,9 @@ import org.messagepump.core.Limits;
  * @param correlationId the conversation id ({@code null}: none, or inherited by follow-ups)
  * @param causationId the id of the message that caused this one ({@code null}: none)
  * @param headers free-form string headers, never {@code null}
+ * @param priority {@value #MIN_PRIORITY} (the default) to {@value #MAX_PRIORITY}: within a type, a
+ *     command is claimed before the lower-priority ones that became due less than one minute per
+ *     level of difference before it (docs/commands.md, "Priorities")
  */
 public record EnqueueOptions(
     Duration delay,
@@ -33,7 +37,17 @@ public record EnqueueOptions(
     String idempotencyKey,
     String correlationId,
     String causationId,
-    Map<String, String> headers) {
+    Map<String, String> headers,
+    int priority) {
+
+  /** The lowest priority, and the default: {@value}. */
+  public static final int MIN_PRIORITY = 0;
+
+  /** The highest priority: {@value}. */
+  public static final int MAX_PRIORITY = 9;
+
+  /** The default priority, {@value}. */
+  public static final int DEFAULT_PRIORITY = MIN_PRIORITY;
 
   /**
    * Longest idempotency key, correlation id or causation id, in characters; they are also limited
@@ -43,7 +57,18 @@ public record EnqueueOptions(
   public static final int MAX_TEXT_LENGTH = 1000;
 
   private static final EnqueueOptions DEFAULTS =
-      new EnqueueOptions(null, null, null, null, null, Map.of());
+      new EnqueueOptions(null, null, null, null, null, Map.of(), DEFAULT_PRIORITY);
+
+  /** Options of the {@linkplain #DEFAULT_PRIORITY default priority}; validates every option. */
+  public EnqueueOptions(
+      Duration delay,
+      Instant deliverAt,
+      String idempotencyKey,
+      String correlationId,
+      String causationId,
+      Map<String, String> headers) {
+    this(delay, deliverAt, idempotencyKey, correlationId, causationId, headers, DEFAULT_PRIORITY);
+  }
 
   /** Validates every option. */
   public EnqueueOptions {
@@ -59,6 +84,10 @@ public record EnqueueOptions(
     text("idempotencyKey", idempotencyKey);
     text("correlationId", correlationId);
     text("causationId", causationId);
+    if (priority < MIN_PRIORITY || priority > MAX_PRIORITY) {
+      throw new IllegalArgumentException(
+          "priority must be between " + MIN_PRIORITY + " and " + MAX_PRIORITY + ": " + priority);
+    }
     if (headers == null) {
       headers = Map.of();
     } else {
@@ -78,7 +107,7 @@ public record EnqueueOptions(
     }
   }
 
-  /** No delay, no key, no ids, no headers: due now. */
+  /** No delay, no key, no ids, no headers, priority {@value #DEFAULT_PRIORITY}: due now. */
   public static EnqueueOptions defaults() {
     return DEFAULTS;
   }
@@ -89,7 +118,8 @@ public record EnqueueOptions(
    */
   public EnqueueOptions withDelay(Duration delay) {
     Objects.requireNonNull(delay, "delay");
-    return new EnqueueOptions(delay, null, idempotencyKey, correlationId, causationId, headers);
+    return new EnqueueOptions(
+        delay, null, idempotencyKey, correlationId, causationId, headers, priority);
   }
 
   /**
@@ -98,7 +128,8 @@ public record EnqueueOptions(
    */
   public EnqueueOptions withDeliverAt(Instant deliverAt) {
     Objects.requireNonNull(deliverAt, "deliverAt");
-    return new EnqueueOptions(null, deliverAt, idempotencyKey, correlationId, causationId, headers);
+    return new EnqueueOptions(
+        null, deliverAt, idempotencyKey, correlationId, causationId, headers, priority);
   }
 
   /** Deduplicates by {@code key} forever: a second enqueue with it inserts nothing. Not blank. */
@@ -106,7 +137,7 @@ public record EnqueueOptions(
     if (key == null) {
       throw new IllegalArgumentException("idempotencyKey must not be null");
     }
-    return new EnqueueOptions(delay, deliverAt, key, correlationId, causationId, headers);
+    return new EnqueueOptions(delay, deliverAt, key, correlationId, causationId, headers, priority);
   }
 
   /** The conversation id; not blank. */
@@ -115,7 +146,7 @@ public record EnqueueOptions(
       throw new IllegalArgumentException("correlationId must not be null");
     }
     return new EnqueueOptions(
-        delay, deliverAt, idempotencyKey, correlationId, causationId, headers);
+        delay, deliverAt, idempotencyKey, correlationId, causationId, headers, priority);
   }
 
   /** The id of the message that caused this one; not blank. */
@@ -124,7 +155,7 @@ public record EnqueueOptions(
       throw new IllegalArgumentException("causationId must not be null");
     }
     return new EnqueueOptions(
-        delay, deliverAt, idempotencyKey, correlationId, causationId, headers);
+        delay, deliverAt, idempotencyKey, correlationId, causationId, headers, priority);
   }
 
   /** Adds (or replaces) one header. */
@@ -137,7 +168,8 @@ public record EnqueueOptions(
     }
     Map<String, String> h = new LinkedHashMap<>(headers);
     h.put(name, value);
-    return new EnqueueOptions(delay, deliverAt, idempotencyKey, correlationId, causationId, h);
+    return new EnqueueOptions(
+        delay, deliverAt, idempotencyKey, correlationId, causationId, h, priority);
   }
 
   /** Replaces all headers. */
@@ -146,7 +178,20 @@ public record EnqueueOptions(
       throw new IllegalArgumentException("headers must not be null");
     }
     return new EnqueueOptions(
-        delay, deliverAt, idempotencyKey, correlationId, causationId, headers);
+        delay, deliverAt, idempotencyKey, correlationId, causationId, headers, priority);
+  }
+
+  /**
+   * The priority, {@value #MIN_PRIORITY} to {@value #MAX_PRIORITY} (default {@value
+   * #DEFAULT_PRIORITY}). Within a type, commands are claimed highest priority first, each level
+   * worth one minute of waiting: a command is claimed before every command of lower priority that
+   * became due less than one minute per level of difference before it, and a command that has
+   * waited long enough goes before later commands of higher priority, so none waits forever. Kept
+   * when the command is postponed, leased, parked and retried.
+   */
+  public EnqueueOptions withPriority(int priority) {
+    return new EnqueueOptions(
+        delay, deliverAt, idempotencyKey, correlationId, causationId, headers, priority);
   }
 
   private static void text(String option, String value) {

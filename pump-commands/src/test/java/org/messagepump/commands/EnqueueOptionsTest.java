@@ -76,4 +76,27 @@ class EnqueueOptionsTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("exclusive");
   }
+
+  @Test
+  void thePriorityIsZeroByDefaultKeptByTheOtherOptionsAndCheckedByName() {
+    assertThat(EnqueueOptions.defaults().priority()).isZero();
+    assertThat(new EnqueueOptions(null, null, null, null, null, null).priority()).isZero();
+    EnqueueOptions o =
+        EnqueueOptions.defaults()
+            .withPriority(EnqueueOptions.MAX_PRIORITY)
+            .withDelay(Duration.ofSeconds(1))
+            .withDeliverAt(Instant.parse("2030-01-01T00:00:00Z"))
+            .withIdempotencyKey("k")
+            .withCorrelationId("c")
+            .withCausationId("x")
+            .withHeader("a", "1")
+            .withHeaders(Map.of("b", "2"));
+    assertThat(o.priority()).isEqualTo(9);
+    assertThat(o.withPriority(EnqueueOptions.MIN_PRIORITY).priority()).isZero();
+    for (int bad : new int[] {-1, 10, Integer.MIN_VALUE, Integer.MAX_VALUE}) {
+      assertThatThrownBy(() -> EnqueueOptions.defaults().withPriority(bad))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessage("priority must be between 0 and 9: " + bad);
+    }
+  }
 }

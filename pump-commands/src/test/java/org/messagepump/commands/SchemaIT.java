@@ -58,9 +58,9 @@ class SchemaIT {
       applied.add(r.get(120, TimeUnit.SECONDS));
     }
     pool.shutdown();
-    // V1, V2 (paused_types), V3 (schedules) and V4 (leases), each applied once whichever process
-    // won.
-    assertThat(applied.stream().mapToInt(Integer::intValue).sum()).isEqualTo(4);
+    // V1, V2 (paused_types), V3 (schedules), V4 (leases) and V5 (priorities), each applied once
+    // whichever process won.
+    assertThat(applied.stream().mapToInt(Integer::intValue).sum()).isEqualTo(5);
     assertThat(
             db.queryLong(
                 "SELECT count(*) FROM commandqueue.commandqueue_flyway_history WHERE success AND version = '1'"))
@@ -85,15 +85,19 @@ class SchemaIT {
     db.execute("ANALYZE commandqueue.commands");
     String plan = explain(db, three, false);
     assertThat(plan)
-        .contains("Index Scan using commands_due")
+        .contains("Index Scan using commands_ranked")
         .contains("LockRows")
+        .contains("claim_rank <= (statement_timestamp() AT TIME ZONE 'UTC'")
         .contains("deliver_at <= statement_timestamp()")
         .doesNotContain("Seq Scan")
         .doesNotContain("Sort");
-    assertThat(explain(db, one, false)).contains("commands_due").doesNotContain("Seq Scan");
+    assertThat(explain(db, one, false)).contains("commands_ranked").doesNotContain("Seq Scan");
     // The claim deletes the locked ids by primary key: never a scan of the whole table.
     String claim = explainClaim(db, three);
-    assertThat(claim).contains("commands_pkey").contains("commands_due").doesNotContain("Seq Scan");
+    assertThat(claim)
+        .contains("commands_pkey")
+        .contains("commands_ranked")
+        .doesNotContain("Seq Scan");
     long bigOne = bufferHits(db, one);
     long bigThree = bufferHits(db, three);
     System.out.println(

@@ -23,8 +23,8 @@ class SchemasIT {
   @Test
   void twoSchemasAreSeparateQueues(TestDatabase db) {
     DataSource ds = db.dataSource();
-    assertThat(CommandQueue.migrate(ds, "tenant_a")).isEqualTo(4); // V1 to V4
-    assertThat(CommandQueue.migrate(ds, "tenant_b")).isEqualTo(4);
+    assertThat(CommandQueue.migrate(ds, "tenant_a")).isEqualTo(5); // V1 to V5
+    assertThat(CommandQueue.migrate(ds, "tenant_b")).isEqualTo(5);
     assertThat(CommandQueue.migrate(ds, "tenant_a")).isZero();
     assertThat(
             db.queryLong(

@@ -1,6 +1,7 @@
 package org.messagepump.commands.internal;
 
 import static org.messagepump.commands.internal.CommandTables.CAUSATION_ID;
+import static org.messagepump.commands.internal.CommandTables.CLAIM_RANK;
 import static org.messagepump.commands.internal.CommandTables.CLOCK_TIMESTAMP;
 import static org.messagepump.commands.internal.CommandTables.CORRELATION_ID;
 import static org.messagepump.commands.internal.CommandTables.DELIVER_AT;
@@ -10,6 +11,8 @@ import static org.messagepump.commands.internal.CommandTables.HEADERS;
 import static org.messagepump.commands.internal.CommandTables.MESSAGE_ID;
 import static org.messagepump.commands.internal.CommandTables.MESSAGE_TYPE;
 import static org.messagepump.commands.internal.CommandTables.PAYLOAD;
+import static org.messagepump.commands.internal.CommandTables.PRIORITY;
+import static org.messagepump.commands.internal.CommandTables.STATEMENT_RANK;
 import static org.messagepump.commands.internal.CommandTables.STATEMENT_TIMESTAMP;
 
 import java.sql.Connection;
@@ -52,18 +55,22 @@ public final class CommandQueries {
           PAYLOAD,
           FAILURES,
           ENQUEUED_AT,
-          DELIVER_AT);
+          DELIVER_AT,
+          PRIORITY);
 
   private CommandQueries() {}
 
   /**
    * The acquire statement: up to {@code max} due commands of {@code types}, row-locked with {@code
-   * SKIP LOCKED}, oldest first within a type. One type: one index range scan on {@code
-   * (message_type, deliver_at)}. Several types: a lateral join over the type names, one such scan
-   * per type, taken in the order given until {@code max} rows are found — the scans run lazily, so
-   * only returned rows are locked, and the cost depends on {@code max} and the number of types,
-   * never on the backlog. The caller rotates the order of the types between calls for fairness. The
-   * type names are bind values (one {@code text} for one type, else one {@code text[]}).
+   * SKIP LOCKED}, lowest {@code claim_rank} first within a type (the due time less one minute per
+   * level of priority, see V5: highest priority first, aged by waiting). One type: one index range
+   * scan on {@code (message_type, claim_rank, deliver_at)}, bounded by {@code claim_rank <= now},
+   * the due check made on the index tuple. Several types: a lateral join over the type names, one
+   * such scan per type, taken in the order given until {@code max} rows are found — the scans run
+   * lazily, so only returned rows are locked, and the cost depends on {@code max} and the number of
+   * types, never on the backlog. The caller rotates the order of the types between calls for
+   * fairness. The type names are bind values (one {@code text} for one type, else one {@code
+   * text[]}).
    */
   public static Select<Record> acquire(
       DSLContext dsl, CommandTables t, List<String> types, int max) {
@@ -119,9 +126,12 @@ public final class CommandQueries {
     return dsl.select(columns)
         .from(t.commands)
         .where(MESSAGE_TYPE.eq(type))
+        // A due command's rank is at most now (a priority is a head start, never a delay): the
+        // rank bounds the index range, the due time is checked on the index's third column.
+        .and(CLAIM_RANK.le(STATEMENT_RANK))
         .and(DELIVER_AT.le(STATEMENT_TIMESTAMP))
         .and(also)
-        .orderBy(DELIVER_AT)
+        .orderBy(CLAIM_RANK, DELIVER_AT)
         .limit(DSL.inline(max))
         .forUpdate()
         .skipLocked();
@@ -132,7 +142,7 @@ public final class CommandQueries {
    * deleted and returned ({@code DELETE … WHERE message_id IN (acquire) RETURNING …}). The delete
    * is the success bookkeeping, done up front: it commits with the handler's writes, a rollback (or
    * a dead connection) brings the commands back, and a postponement re-inserts the row in the same
-   * transaction. Oldest first within a type.
+   * transaction. Highest priority first within a type, aged by waiting (see {@link #acquire}).
    *
    * <p>The statement is built and rendered by jOOQ once per driver and batch size, with one bind
    * marker for the type names, and run through plain JDBC on every poll: building and rendering it
@@ -231,7 +241,7 @@ public final class CommandQueries {
         }
       }
       if (out.size() > 1) {
-        out.sort(java.util.Comparator.comparing(ClaimStatement::deliverAt));
+        out.sort(java.util.Comparator.comparing(ClaimStatement::rank));
       }
       return out;
     }
@@ -277,17 +287,26 @@ public final class CommandQueries {
               headers,
               rs.getBytes(6));
       Instant deliverAt = rs.getObject(9, OffsetDateTime.class).toInstant();
+      int priority = rs.getShort(10);
       return new Delivery(
           e,
           rs.getInt(7),
           null,
           problem == null
-              ? new Claimed(id, deliverAt, null, null, null, leaseToken)
-              : new Claimed(id, deliverAt, problem, rawHeaders, rawEnqueuedAt, leaseToken));
+              ? new Claimed(id, deliverAt, null, null, null, leaseToken, priority)
+              : new Claimed(
+                  id, deliverAt, problem, rawHeaders, rawEnqueuedAt, leaseToken, priority));
     }
 
-    private static Instant deliverAt(Delivery d) {
-      return ((Claimed) d.driverState()).deliverAt();
+    /** The order of a claimed batch: the claim's, {@code claim_rank} as V5 computes it. */
+    private static Instant rank(Delivery d) {
+      Claimed c = (Claimed) d.driverState();
+      return rank(c.deliverAt(), c.priority());
+    }
+
+    /** One minute of head start per level of priority, as V5's {@code claim_rank}. */
+    static Instant rank(Instant dueAt, int priority) {
+      return dueAt.minus(Duration.ofMinutes(priority));
     }
 
     /**
@@ -330,7 +349,8 @@ public final class CommandQueries {
    * A claimed command's id and due time (the driver state of its delivery); for a row that could
    * not be read, what was wrong (never quoting the data) and the stored text of its headers and
    * enqueue time, written back as they were on postponement or parking; in lease mode, the fencing
-   * token of its claim (null in transactional mode).
+   * token of its claim (null in transactional mode); its priority, kept on postponement and
+   * parking.
    */
   public record Claimed(
       UUID id,
@@ -338,11 +358,12 @@ public final class CommandQueries {
       String problem,
       String rawHeaders,
       String rawEnqueuedAt,
-      Long leaseToken) {
+      Long leaseToken,
+      int priority) {
 
-    /** A readable row's state. */
+    /** A readable row's state, of priority 0. */
     public Claimed(UUID id, Instant deliverAt) {
-      this(id, deliverAt, null, null, null, null);
+      this(id, deliverAt, null, null, null, null, 0);
     }
   }
 
@@ -379,7 +400,14 @@ public final class CommandQueries {
   /** The columns a command keeps wherever it is stored (pending or dead letter). */
   static final List<Field<?>> STORED =
       List.of(
-          MESSAGE_ID, MESSAGE_TYPE, CORRELATION_ID, CAUSATION_ID, HEADERS, PAYLOAD, ENQUEUED_AT);
+          MESSAGE_ID,
+          MESSAGE_TYPE,
+          CORRELATION_ID,
+          CAUSATION_ID,
+          HEADERS,
+          PAYLOAD,
+          ENQUEUED_AT,
+          PRIORITY);
 
   /** {@link #STORED} followed by {@code more}. */
   static List<Field<?>> columns(Field<?>... more) {
@@ -409,7 +437,13 @@ public final class CommandQueries {
             DSL.val(e.causationId(), CAUSATION_ID),
             DSL.val(headers, HEADERS),
             DSL.val(e.payload(), PAYLOAD),
-            enqueuedAt));
+            enqueuedAt,
+            DSL.val(priority(d), PRIORITY)));
+  }
+
+  /** A claimed command's priority (0 for a delivery this driver did not claim). */
+  static short priority(Delivery d) {
+    return d.driverState() instanceof Claimed c ? (short) c.priority() : 0;
   }
 
   /**

@@ -12,6 +12,7 @@ import static org.messagepump.commands.internal.CommandTables.MESSAGE_ID;
 import static org.messagepump.commands.internal.CommandTables.MESSAGE_TYPE;
 import static org.messagepump.commands.internal.CommandTables.PARKED_AT;
 import static org.messagepump.commands.internal.CommandTables.PAYLOAD;
+import static org.messagepump.commands.internal.CommandTables.PRIORITY;
 
 import java.util.List;
 import java.util.UUID;
@@ -120,7 +121,8 @@ public final class DeadLetterQueries {
   }
 
   /**
-   * Moves the selected dead letters back into the queue, due now, failures reset; returns how many.
+   * Moves the selected dead letters back into the queue, due now, failures reset, with their
+   * priority; returns how many.
    */
   public static int retry(DSLContext dsl, CommandTables t, Condition which) {
     List<UUID> ids = lock(dsl, t, which);
@@ -145,7 +147,8 @@ public final class DeadLetterQueries {
             PAYLOAD,
             FAILURES,
             ENQUEUED_AT,
-            DELIVER_AT)
+            DELIVER_AT,
+            PRIORITY)
         .select(
             dsl.select(
                     MESSAGE_ID,
@@ -156,7 +159,8 @@ public final class DeadLetterQueries {
                     PAYLOAD,
                     DSL.val(0, FAILURES),
                     ENQUEUED_AT,
-                    CLOCK_TIMESTAMP)
+                    CLOCK_TIMESTAMP,
+                    PRIORITY)
                 .from(t.deadLetters)
                 .where(locked))
         .onConflictDoNothing()

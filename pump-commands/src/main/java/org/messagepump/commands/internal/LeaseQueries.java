@@ -52,7 +52,10 @@ public final class LeaseQueries {
    * Claims up to {@code max} due commands of {@code types} (scanned in this order, as the
    * transactional claim does) with a lease of {@code lease} for {@code holder}: a new fencing token
    * each, the expiry as their due time. A command whose previous lease expired has that attempt
-   * counted as a failure. Returned oldest first, each with its token in its driver state.
+   * counted as a failure. Returned in the claim's order (highest priority first, aged by waiting:
+   * see {@link CommandQueries#acquire}) by enqueue time, each with its token in its driver state.
+   * The claim moves {@code deliver_at} to the lease's expiry and leaves the priority as it is: a
+   * lease that runs out makes the command due again with its priority.
    */
   public static List<Claim> claim(
       Connection connection,
@@ -93,10 +96,16 @@ public final class LeaseQueries {
       while (rs.next()) {
         out.add(
             new Claim(
-                CommandQueries.ClaimStatement.delivery(rs, rs.getLong(10)), rs.getString(11)));
+                CommandQueries.ClaimStatement.delivery(rs, rs.getLong(11)), rs.getString(12)));
       }
     }
-    out.sort(java.util.Comparator.comparing(cl -> cl.delivery().envelope().createdAt()));
+    // The due time the claim ordered by is overwritten with the expiry: the enqueue time stands in.
+    out.sort(
+        java.util.Comparator.comparing(
+            cl ->
+                CommandQueries.ClaimStatement.rank(
+                    cl.delivery().envelope().createdAt(),
+                    ((CommandQueries.Claimed) cl.delivery().driverState()).priority())));
     return out;
   }
 
