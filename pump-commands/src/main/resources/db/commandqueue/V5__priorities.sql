@@ -26,3 +26,7 @@ DROP INDEX "${schema}".commands_due;
 -- A parked command keeps its priority, and a retry brings it back with it.
 ALTER TABLE "${schema}".dead_letters
     ADD COLUMN priority smallint NOT NULL DEFAULT 0 CHECK (priority BETWEEN 0 AND 9);
+
+-- A schedule's commands are enqueued with the priority of its definition.
+ALTER TABLE "${schema}".schedules
+    ADD COLUMN priority smallint NOT NULL DEFAULT 0 CHECK (priority BETWEEN 0 AND 9);

@@ -349,7 +349,8 @@ public final class CommandQueue {
                     l.holder(),
                     l.expiresAt(),
                     l.failures() + 1,
-                    l.token()))
+                    l.token(),
+                    l.priority()))
         .toList();
   }
 

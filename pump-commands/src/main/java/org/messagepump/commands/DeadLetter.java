@@ -12,8 +12,15 @@ import org.messagepump.core.Envelope;
  * @param failures how many attempts failed
  * @param lastError the error of the last attempt
  * @param parkedAt when it was parked, by the database clock
+ * @param priority the command's priority, which a retry keeps ({@link EnqueueOptions#withPriority})
  */
-public record DeadLetter(Envelope envelope, int failures, String lastError, Instant parkedAt) {
+public record DeadLetter(
+    Envelope envelope, int failures, String lastError, Instant parkedAt, int priority) {
+
+  /** A dead letter of the default priority. */
+  public DeadLetter(Envelope envelope, int failures, String lastError, Instant parkedAt) {
+    this(envelope, failures, lastError, parkedAt, EnqueueOptions.DEFAULT_PRIORITY);
+  }
 
   /** Rejects a null envelope. */
   public DeadLetter {

@@ -193,7 +193,7 @@ public final class DeadLetters {
   }
 
   private static DeadLetter deadLetter(DeadLetterQueries.Parked p) {
-    return new DeadLetter(p.envelope(), p.failures(), p.lastError(), p.parkedAt());
+    return new DeadLetter(p.envelope(), p.failures(), p.lastError(), p.parkedAt(), p.priority());
   }
 
   private static void id(UUID messageId) {

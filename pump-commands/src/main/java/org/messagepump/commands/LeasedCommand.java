@@ -15,6 +15,7 @@ import java.util.UUID;
  * @param leaseExpiresAt when the lease runs out unless extended (database clock)
  * @param attempt the attempt that runs (1 for the first)
  * @param fencingToken the claim's fencing token
+ * @param priority the command's priority ({@link EnqueueOptions#withPriority})
  */
 public record LeasedCommand(
     UUID messageId,
@@ -22,4 +23,24 @@ public record LeasedCommand(
     String holder,
     Instant leaseExpiresAt,
     int attempt,
-    long fencingToken) {}
+    long fencingToken,
+    int priority) {
+
+  /** A leased command of the default priority. */
+  public LeasedCommand(
+      UUID messageId,
+      String type,
+      String holder,
+      Instant leaseExpiresAt,
+      int attempt,
+      long fencingToken) {
+    this(
+        messageId,
+        type,
+        holder,
+        leaseExpiresAt,
+        attempt,
+        fencingToken,
+        EnqueueOptions.DEFAULT_PRIORITY);
+  }
+}

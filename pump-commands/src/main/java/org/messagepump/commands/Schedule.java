@@ -134,9 +134,9 @@ public final class Schedule {
   }
 
   /**
-   * This schedule with the command's options replaced: a correlation id and headers are kept on
-   * every command enqueued; an idempotency key, a causation id, a delay or a due time make no sense
-   * for a recurring command and are refused, as are the headers the schedule sets itself.
+   * This schedule with the command's options replaced: a correlation id, headers and a priority are
+   * kept on every command enqueued; an idempotency key, a causation id, a delay or a due time make
+   * no sense for a recurring command and are refused, as are the headers the schedule sets itself.
    */
   public Schedule withOptions(EnqueueOptions options) {
     if (options == null) {

@@ -153,7 +153,8 @@ public final class Schedules {
         next,
         null,
         0,
-        0);
+        0,
+        o.priority());
   }
 
   private static boolean sameDefinition(Row a, Row b) {
@@ -164,7 +165,8 @@ public final class Schedules {
         && a.type().equals(b.type())
         && Arrays.equals(a.payload(), b.payload())
         && Objects.equals(a.correlationId(), b.correlationId())
-        && a.headers().equals(b.headers());
+        && a.headers().equals(b.headers())
+        && a.priority() == b.priority();
   }
 
   private static Instant nextOf(Schedule s, Instant anchor, Instant now) {
@@ -356,7 +358,7 @@ public final class Schedules {
       headers.put(Schedule.HEADER_TRIGGERED, "true");
     }
     EnqueueOptions options =
-        new EnqueueOptions(null, null, null, row.correlationId(), null, headers);
+        new EnqueueOptions(null, null, null, row.correlationId(), null, headers, row.priority());
     return new EncodedCommand(UUID.randomUUID(), row.type(), row.payload(), options);
   }
 

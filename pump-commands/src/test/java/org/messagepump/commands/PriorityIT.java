@@ -245,6 +245,21 @@ class PriorityIT {
     assertThat(handled).containsExactly("due");
   }
 
+  @Test
+  void aScheduleEnqueuesItsCommandsWithThePriorityOfItsDefinition(DataSource ds) {
+    Fixtures.execute(ds, "TRUNCATE commandqueue.schedules");
+    Schedule every =
+        Schedule.every("priority-ticks", Duration.ofHours(1), new PlaceOrder("tick"))
+            .withOptions(EnqueueOptions.defaults().withPriority(4));
+    queue.schedules().define(every);
+    UUID first = queue.schedules().trigger("priority-ticks").orElseThrow();
+    assertThat(priorityOf(ds, "commands", first)).isEqualTo(4);
+    // A definition that changes only the priority is stored.
+    queue.schedules().define(every.withOptions(EnqueueOptions.defaults().withPriority(6)));
+    UUID second = queue.schedules().trigger("priority-ticks").orElseThrow();
+    assertThat(priorityOf(ds, "commands", second)).isEqualTo(6);
+  }
+
   private static int priorityOf(DataSource ds, String table, UUID id) {
     return (int)
         count(ds, "SELECT priority FROM commandqueue." + table + " WHERE message_id = ?", id);

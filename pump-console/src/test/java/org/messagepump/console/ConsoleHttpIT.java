@@ -87,8 +87,11 @@ class ConsoleHttpIT {
     String commands = h.get("commands").body();
     assertThat(commands)
         .contains(ConsoleFixture.CHARGE, "card declined", "Retry", "Discard", "hidden");
+    assertThat(commands).contains("<th>priority</th>");
     for (DeadLetter d : deadLetters()) {
-      assertThat(commands).contains("dl-" + d.messageId());
+      String row = commands.substring(commands.indexOf("id=\"dl-" + d.messageId() + "\""));
+      assertThat(row.substring(0, row.indexOf("</tr>")))
+          .contains("<td class=\"num priority\">" + d.priority() + "</td>");
     }
     assertThat(commands).doesNotContain("customer-3&quot;"); // payloads are hidden by default
     assertThat(h.get("commands?type=" + ConsoleFixture.CHARGE + "&limit=2").body())

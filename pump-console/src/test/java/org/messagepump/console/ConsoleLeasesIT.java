@@ -43,7 +43,7 @@ class ConsoleLeasesIT {
             .codec(JsonMessageCodec.of(MessageTypes.builder().build()))
             .schema(SCHEMA)
             .build();
-    UUID id = queue.enqueueRaw(TYPE, BODY, EnqueueOptions.defaults()).messageId();
+    UUID id = queue.enqueueRaw(TYPE, BODY, EnqueueOptions.defaults().withPriority(6)).messageId();
     CountDownLatch running = new CountDownLatch(1);
     CountDownLatch finish = new CountDownLatch(1);
     CommandHandlers handlers =
@@ -82,7 +82,8 @@ class ConsoleLeasesIT {
       assertThat(row)
           .contains(org.messagepump.console.internal.Html.esc(holder))
           .contains(" UTC")
-          .contains(TYPE);
+          .contains(TYPE)
+          .contains("<td class=\"num priority\">6</td>");
 
       String overview = new Http(console.uri()).get("").body();
       assertThat(overview).contains("running under a lease");

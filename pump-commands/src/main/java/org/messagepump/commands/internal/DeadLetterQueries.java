@@ -71,11 +71,15 @@ public final class DeadLetterQueries {
   }
 
   /**
-   * A dead letter as read: the command as stored, its failures, last error and parking time (the
-   * public {@code DeadLetter} is made of it).
+   * A dead letter as read: the command as stored, its failures, last error, parking time and
+   * priority (the public {@code DeadLetter} is made of it).
    */
   public record Parked(
-      Envelope envelope, int failures, String lastError, java.time.Instant parkedAt) {}
+      Envelope envelope,
+      int failures,
+      String lastError,
+      java.time.Instant parkedAt,
+      int priority) {}
 
   /** Dead letters, oldest parked first; {@code type} null means all types. */
   public static List<Parked> list(DSLContext dsl, CommandTables t, String type, int limit) {
@@ -209,6 +213,6 @@ public final class DeadLetterQueries {
             r.get(ENQUEUED_AT),
             readableHeaders(r.get(HEADERS)),
             r.get(PAYLOAD));
-    return new Parked(e, r.get(FAILURES), r.get(LAST_ERROR), r.get(PARKED_AT));
+    return new Parked(e, r.get(FAILURES), r.get(LAST_ERROR), r.get(PARKED_AT), r.get(PRIORITY));
   }
 }

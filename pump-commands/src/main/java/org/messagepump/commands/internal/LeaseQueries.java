@@ -196,7 +196,13 @@ public final class LeaseQueries {
 
   /** A leased command as {@link #list} reads it. */
   public record Leased(
-      UUID messageId, String type, String holder, Instant expiresAt, int failures, long token) {}
+      UUID messageId,
+      String type,
+      String holder,
+      Instant expiresAt,
+      int failures,
+      long token,
+      int priority) {}
 
   /**
    * Up to {@code limit} leased commands of {@code type} (null: every type), the lease that runs out
@@ -204,7 +210,13 @@ public final class LeaseQueries {
    */
   public static List<Leased> list(DSLContext dsl, CommandTables t, String type, int limit) {
     return dsl.select(
-            MESSAGE_ID, CommandTables.MESSAGE_TYPE, LEASED_BY, DELIVER_AT, FAILURES, LEASE_TOKEN)
+            MESSAGE_ID,
+            CommandTables.MESSAGE_TYPE,
+            LEASED_BY,
+            DELIVER_AT,
+            FAILURES,
+            LEASE_TOKEN,
+            CommandTables.PRIORITY)
         .from(t.commands)
         .where(LEASED_BY.isNotNull())
         .and(type == null ? DSL.noCondition() : CommandTables.MESSAGE_TYPE.eq(type))
@@ -212,7 +224,14 @@ public final class LeaseQueries {
         .limit(limit)
         .fetch(
             r ->
-                new Leased(r.value1(), r.value2(), r.value3(), r.value4(), r.value5(), r.value6()));
+                new Leased(
+                    r.value1(),
+                    r.value2(),
+                    r.value3(),
+                    r.value4(),
+                    r.value5(),
+                    r.value6(),
+                    r.value7()));
   }
 
   private static void fenced(int rows, UUID id, long token, String what) {

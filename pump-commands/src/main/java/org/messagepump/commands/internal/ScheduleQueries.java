@@ -64,7 +64,8 @@ public final class ScheduleQueries {
       Instant nextFireAt,
       Instant lastFiredAt,
       long fired,
-      long triggered) {}
+      long triggered,
+      int priority) {}
 
   /** What the check statement returns: the locked due rows and the database clock. */
   public record Due(List<Row> rows, Instant now) {}
@@ -86,7 +87,8 @@ public final class ScheduleQueries {
         NEXT_FIRE_AT,
         LAST_FIRED_AT,
         FIRED,
-        TRIGGERED);
+        TRIGGERED,
+        CommandTables.PRIORITY);
   }
 
   private static Row row(Record r) {
@@ -106,7 +108,8 @@ public final class ScheduleQueries {
         r.get(NEXT_FIRE_AT),
         r.get(LAST_FIRED_AT),
         r.get(FIRED),
-        r.get(TRIGGERED));
+        r.get(TRIGGERED),
+        r.get(CommandTables.PRIORITY));
   }
 
   /** The database clock now. */
@@ -150,6 +153,7 @@ public final class ScheduleQueries {
             .set(CommandTables.PAYLOAD, s.payload())
             .set(CommandTables.CORRELATION_ID, s.correlationId())
             .set(CommandTables.HEADERS, HeadersJson.write(s.headers()))
+            .set(CommandTables.PRIORITY, (short) s.priority())
             .set(NEXT_FIRE_AT, s.nextFireAt())
             .onConflictDoNothing()
             .execute()
@@ -169,6 +173,7 @@ public final class ScheduleQueries {
         .set(CommandTables.PAYLOAD, s.payload())
         .set(CommandTables.CORRELATION_ID, s.correlationId())
         .set(CommandTables.HEADERS, HeadersJson.write(s.headers()))
+        .set(CommandTables.PRIORITY, (short) s.priority())
         .set(NEXT_FIRE_AT, s.nextFireAt())
         .set(UPDATED_AT, CommandTables.CLOCK_TIMESTAMP)
         .where(NAME.eq(s.name()))

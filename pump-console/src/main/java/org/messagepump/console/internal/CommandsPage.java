@@ -120,7 +120,7 @@ final class CommandsPage {
           .append("Discard selected</button></form>");
     }
     b.append("<table id=\"dead-letters\"><thead><tr><th></th><th>message id</th><th>type</th>")
-        .append("<th>attempts</th><th>enqueued</th><th>parked</th><th>reason</th>")
+        .append("<th>priority</th><th>attempts</th><th>enqueued</th><th>parked</th><th>reason</th>")
         .append("<th>payload</th><th></th></tr></thead><tbody>");
     for (DeadLetter d : list) {
       b.append("<tr id=\"dl-").append(d.messageId()).append("\"><td>");
@@ -133,6 +133,8 @@ final class CommandsPage {
           .append(d.messageId())
           .append("</td><td>")
           .append(esc(d.type()))
+          .append("</td><td class=\"num priority\">")
+          .append(d.priority())
           .append("</td><td class=\"num\">")
           .append(d.failures())
           .append("</td><td>")
@@ -331,7 +333,8 @@ final class CommandsPage {
         .append(", the lease that runs out first first. A lease is extended while its holder's")
         .append(" handler runs; one that runs out makes the command due again, the attempt")
         .append(" counted as failed.</p><table id=\"leased\"><thead><tr><th>message id</th>")
-        .append("<th>type</th><th>holder</th><th>lease expires</th><th>attempt</th>")
+        .append(
+            "<th>type</th><th>priority</th><th>holder</th><th>lease expires</th><th>attempt</th>")
         .append("</tr></thead><tbody>");
     for (LeasedCommand l : list) {
       b.append("<tr id=\"leased-")
@@ -340,6 +343,8 @@ final class CommandsPage {
           .append(l.messageId())
           .append("</td><td>")
           .append(esc(l.type()))
+          .append("</td><td class=\"num priority\">")
+          .append(l.priority())
           .append("</td><td class=\"holder\">")
           .append(esc(l.holder()))
           .append("</td><td>")
