@@ -359,6 +359,25 @@ final class BenchCommand implements Callable<Integer> {
         "ms",
         null);
 
+    int behind = size(100_000, 100_000);
+    double[] urgent = c.priorityLatency(behind, 4, 5);
+    report.add(
+        "latency.priority",
+        params(
+            "workers",
+            4,
+            "queued",
+            behind,
+            "priority",
+            "9 behind 0",
+            "samples",
+            urgent.length,
+            "max",
+            String.format(java.util.Locale.ROOT, "%.1fms", urgent[urgent.length - 1])),
+        urgent[urgent.length / 2],
+        "ms",
+        null);
+
     // The pump works for 3 s before the heap is read; half a second in a smoke run.
     Duration working = Duration.ofMillis(smoke() ? 500 : 3_000);
     double empty = c.heapWhileDraining(0, working);

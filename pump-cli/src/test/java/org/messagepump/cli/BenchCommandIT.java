@@ -80,6 +80,7 @@ class BenchCommandIT {
             "commands.backlog",
             "latency.polling",
             "latency.notify",
+            "latency.priority",
             "heap.delta",
             "events.append",
             "events.catchup",
