@@ -1,19 +1,26 @@
 -- Priorities (docs/commands.md, "Priorities"): a command's priority, 0 (the default) to 9, is a head
 -- start of one minute per level. The claim serves a type's due commands in the order of claim_rank,
--- the due time (as UTC) less the head start: a command of priority 9 goes before the priority-0
+-- the due time less the head start: a command of priority 9 goes before the priority-0
 -- commands that became due less than nine minutes before it, and a command that has waited k
 -- minutes goes before every command of priority up to k levels higher that becomes due later.
 -- Nothing waits forever: aging bounds the wait of the lowest priority.
 --
 -- claim_rank is a generated column, so every statement that writes deliver_at (enqueue, the
 -- postponement and parking of a claim, the claim and heartbeat of a lease, the retry of a dead
--- letter) keeps it right. AT TIME ZONE 'UTC' makes the expression immutable, as a generated
--- column needs; the head start is whole minutes, the same in every time zone. Adding it rewrites
--- the table once.
+-- letter) keeps it right. A generated column needs an immutable expression, and PostgreSQL marks
+-- timestamptz minus interval only stable, because an interval of days or months depends on the
+-- session's time zone; one of whole minutes does not, so the function below is immutable as
+-- declared. It names pg_catalog's operator and function, so no search path can change it. Adding
+-- the column rewrites the table once.
+CREATE FUNCTION "${schema}".claim_rank(due timestamptz, priority smallint)
+    RETURNS timestamptz
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ SELECT due OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority) $$;
+
 ALTER TABLE "${schema}".commands
     ADD COLUMN priority smallint NOT NULL DEFAULT 0 CHECK (priority BETWEEN 0 AND 9),
-    ADD COLUMN claim_rank timestamp GENERATED ALWAYS AS
-        ((deliver_at AT TIME ZONE 'UTC') - priority * interval '1 minute') STORED;
+    ADD COLUMN claim_rank timestamptz GENERATED ALWAYS AS
+        ("${schema}".claim_rank(deliver_at, priority)) STORED;
 
 -- Acquisition: per type, the lowest rank first. A due command's rank is at most now, so the scan
 -- is one index range (message_type = ? AND claim_rank <= now) read in order from its head. A

@@ -12,7 +12,6 @@ import static org.messagepump.commands.internal.CommandTables.MESSAGE_ID;
 import static org.messagepump.commands.internal.CommandTables.MESSAGE_TYPE;
 import static org.messagepump.commands.internal.CommandTables.PAYLOAD;
 import static org.messagepump.commands.internal.CommandTables.PRIORITY;
-import static org.messagepump.commands.internal.CommandTables.STATEMENT_RANK;
 import static org.messagepump.commands.internal.CommandTables.STATEMENT_TIMESTAMP;
 
 import java.sql.Connection;
@@ -128,7 +127,7 @@ public final class CommandQueries {
         .where(MESSAGE_TYPE.eq(type))
         // A due command's rank is at most now (a priority is a head start, never a delay): the
         // rank bounds the index range, the due time is checked on the index's third column.
-        .and(CLAIM_RANK.le(STATEMENT_RANK))
+        .and(CLAIM_RANK.le(STATEMENT_TIMESTAMP))
         .and(DELIVER_AT.le(STATEMENT_TIMESTAMP))
         .and(also)
         .orderBy(CLAIM_RANK, DELIVER_AT)

@@ -129,20 +129,11 @@ public final class CommandTables {
   public static final Field<Short> PRIORITY = DSL.field(DSL.name("priority"), SQLDataType.SMALLINT);
 
   /**
-   * Column {@code claim_rank} of pending commands, generated: {@code deliver_at} as UTC less one
-   * minute per level of priority (V5). The claim serves the lowest rank first.
+   * Column {@code claim_rank} of pending commands, generated: {@code deliver_at} less one minute
+   * per level of priority (V5). The claim serves the lowest rank first.
    */
-  public static final Field<java.time.LocalDateTime> CLAIM_RANK =
-      DSL.field(DSL.name("claim_rank"), SQLDataType.LOCALDATETIME);
-
-  /**
-   * The rank of a command due at the start of the statement: {@code statement_timestamp() AT TIME
-   * ZONE 'UTC'}, as {@code claim_rank} is computed. Stable within a statement, so it bounds an
-   * index range. The zone name is a constant of the code.
-   */
-  public static final Field<java.time.LocalDateTime> STATEMENT_RANK =
-      DSL.field(
-          "({0} AT TIME ZONE 'UTC')", SQLDataType.LOCALDATETIME, DatabaseClock.statementTime());
+  public static final Field<Instant> CLAIM_RANK =
+      DSL.field(DSL.name("claim_rank"), SQLDataType.INSTANT);
 
   /** Column {@code idempotency_key}. */
   public static final Field<String> IDEMPOTENCY_KEY =
