@@ -146,13 +146,15 @@ final class DemoProgress {
     return s <= 0 ? 0 : count(pump, "handled") / s;
   }
 
+  /** The pump's deliveries of {@code outcome}, summed over its message types. */
   private double count(String pump, String outcome) {
-    Counter c =
-        Search.in(registry)
-            .name("messagepump.deliveries")
-            .tags("pump", pump, "outcome", outcome)
-            .counter();
-    return c == null ? 0 : c.count();
+    return Search.in(registry)
+        .name("messagepump.deliveries")
+        .tags("pump", pump, "outcome", outcome)
+        .counters()
+        .stream()
+        .mapToDouble(Counter::count)
+        .sum();
   }
 
   private double sum(String outcome) {
