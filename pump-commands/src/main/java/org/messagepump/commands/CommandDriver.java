@@ -14,6 +14,7 @@ import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.DeadLetterQueries;
 import org.messagepump.commands.internal.LeaseQueries;
+import org.messagepump.commands.internal.RetentionQueries;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UndecodableMessageException;
@@ -60,6 +61,19 @@ public final class CommandDriver implements Driver {
   private final Duration lease; // null: transactional mode
   private final String holder;
   private final Counter expired;
+  private final boolean history;
+
+  /**
+   * With a history: how long each delivery's handler ran, in nanoseconds, from {@link #handle} to
+   * the batch's {@link #completed}; an outcome that is not a success drops its entry.
+   */
+  private final Map<Delivery, Long> handlingNanos = new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
+   * Entries left behind by batches that rolled back (their deliveries come back as new ones) are
+   * dropped past this many.
+   */
+  private static final int MAX_TIMED = 10_000;
 
   /** The shortest lease: the pump beats every third of it. */
   public static final Duration MIN_LEASE = Duration.ofSeconds(1);
@@ -78,6 +92,7 @@ public final class CommandDriver implements Driver {
     this.routes = Collections.unmodifiableMap(routes);
     this.types = List.copyOf(routes.keySet());
     this.tables = queue.tables();
+    this.history = queue.keepsHistory();
     this.claim = types.isEmpty() ? null : new CommandQueries.ClaimStatement(tables, types);
     this.parked =
         Counter.builder("messagepump.commands.parked")
@@ -265,12 +280,19 @@ public final class CommandDriver implements Driver {
       throw new UnknownMessageTypeException("no handler for command type '" + type + "'");
     }
     Object command = decode(route, type, delivery.envelope().payload());
+    long began = history ? System.nanoTime() : 0;
     route
         .handler()
         .handle(
             command,
             new CommandContext(
                 queue, tx, delivery.envelope(), delivery.attempt(), leaseToken(delivery)));
+    if (history) {
+      if (handlingNanos.size() >= MAX_TIMED) {
+        handlingNanos.clear();
+      }
+      handlingNanos.put(delivery, System.nanoTime() - began);
+    }
     // Transactional mode: acquire already deleted the command in this transaction. Lease mode:
     // completed() deletes it, fenced, after the handler.
     return Outcome.HANDLED;
@@ -282,14 +304,54 @@ public final class CommandDriver implements Driver {
         : null;
   }
 
-  /** Lease mode: deletes each completed command, if its lease is still this claim's. */
+  /**
+   * Lease mode: deletes each completed command, if its lease is still this claim's (transactional
+   * mode deleted it at the claim). Then, in the same transaction, releases the keys that lived
+   * while their command was pending and, when the queue keeps a history, records the handled
+   * commands: one statement each, and none when no delivery needs it.
+   */
   @Override
   public void completed(Tx tx, List<Delivery> handled) throws SQLException {
-    if (lease == null) {
-      return; // deleted at the claim
+    if (lease != null) {
+      for (Delivery d : handled) {
+        LeaseQueries.complete(tx.dsl(), tables, id(d), leaseToken(d));
+      }
     }
-    for (Delivery d : handled) {
-      LeaseQueries.complete(tx.dsl(), tables, id(d), leaseToken(d));
+    releaseKeys(tx, handled);
+    if (history) {
+      List<RetentionQueries.HistoryRow> rows = new java.util.ArrayList<>(handled.size());
+      for (Delivery d : handled) {
+        Long nanos = handlingNanos.remove(d);
+        rows.add(
+            new RetentionQueries.HistoryRow(
+                id(d),
+                d.messageType(),
+                d.driverState() instanceof CommandQueries.Claimed c ? c.idempotencyKey() : null,
+                d.attempt(),
+                nanos == null ? 0 : nanos / 1000));
+      }
+      RetentionQueries.record(tx.dsl(), tables, rows);
+    }
+  }
+
+  /** Releases the keys of {@code done} that live while their command is pending, if any. */
+  private void releaseKeys(Tx tx, List<Delivery> done) {
+    List<UUID> ids = null;
+    List<String> keys = null;
+    for (Delivery d : done) {
+      if (d.driverState() instanceof CommandQueries.Claimed c
+          && c.releaseKey()
+          && c.idempotencyKey() != null) {
+        if (ids == null) {
+          ids = new java.util.ArrayList<>();
+          keys = new java.util.ArrayList<>();
+        }
+        ids.add(c.id());
+        keys.add(c.idempotencyKey());
+      }
+    }
+    if (ids != null) {
+      RetentionQueries.releaseKeys(tx.dsl(), tables, ids, keys);
     }
   }
 
@@ -326,6 +388,9 @@ public final class CommandDriver implements Driver {
 
   @Override
   public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) throws SQLException {
+    if (history) {
+      handlingNanos.remove(delivery);
+    }
     if (lease != null) {
       LeaseQueries.postpone(tx.dsl(), tables, id(delivery), leaseToken(delivery), failures, delay);
       return;
@@ -339,6 +404,10 @@ public final class CommandDriver implements Driver {
       LeaseQueries.takeForParking(tx.dsl(), tables, id(delivery), leaseToken(delivery));
     }
     DeadLetterQueries.parkClaimed(tx.dsl(), tables, delivery, id(delivery), failures, reason);
+    releaseKeys(tx, List.of(delivery));
+    if (history) {
+      handlingNanos.remove(delivery);
+    }
     parked.increment();
   }
 

@@ -3,6 +3,7 @@ package org.messagepump.commands;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.sql.Connection;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -73,6 +74,7 @@ public final class CommandQueue {
   private final QueueGauges gauges;
   private final Schedules schedules;
   private final PendingCommands pending;
+  private final boolean history;
 
   private CommandQueue(Builder b) {
     this.dataSource = b.dataSource;
@@ -82,6 +84,7 @@ public final class CommandQueue {
     this.wakeChannel = wakeChannel(tables.schema());
     this.enqueuer = new Enqueuer(codec, tables, limits, wakeChannel, b.notifications);
     this.meterRegistry = Meters.orNoop(b.meterRegistry);
+    this.history = b.history;
     this.enqueued =
         Counter.builder("messagepump.commands.enqueued")
             .description("Commands enqueued, by result")
@@ -411,6 +414,48 @@ public final class CommandQueue {
     return gauges;
   }
 
+  /** Whether this queue's drivers record handled commands in the history. */
+  public boolean keepsHistory() {
+    return history;
+  }
+
+  /**
+   * The newest handled commands of the history (docs/commands.md, "History"), newest first: at most
+   * {@code limit} (1 to {@value #MAX_HISTORY_PAGE}) handled before {@code before} (null: the
+   * newest), read on the history's index. Empty when the queue never kept a history.
+   */
+  public List<HandledCommand> history(HandledCommand before, int limit) {
+    if (limit < 1 || limit > MAX_HISTORY_PAGE) {
+      throw new IllegalArgumentException(
+          "limit must be between 1 and " + MAX_HISTORY_PAGE + ": " + limit);
+    }
+    return Transactions.inNew(
+        dataSource,
+        "reading the command history",
+        tx ->
+            org.messagepump.commands.internal.RetentionQueries.history(
+                    tx.dsl(),
+                    tables,
+                    before == null ? null : before.handledAt(),
+                    before == null ? null : before.historyId(),
+                    limit)
+                .stream()
+                .map(
+                    h ->
+                        new HandledCommand(
+                            h.historyId(),
+                            h.messageId(),
+                            h.type(),
+                            h.idempotencyKey(),
+                            h.attempts(),
+                            Duration.ofNanos(h.handlingMicros() * 1000),
+                            h.handledAt()))
+                .toList());
+  }
+
+  /** The largest page {@link #history} reads. */
+  public static final int MAX_HISTORY_PAGE = 1000;
+
   DataSource dataSource() {
     return dataSource;
   }
@@ -459,6 +504,7 @@ public final class CommandQueue {
     private Limits limits = Limits.defaults();
     private CommandTables tables = CommandTables.defaults();
     private MeterRegistry meterRegistry;
+    private boolean history;
 
     private Builder(DataSource dataSource) {
       this.dataSource = dataSource;
@@ -523,6 +569,16 @@ public final class CommandQueue {
         throw new IllegalArgumentException("meterRegistry must not be null");
       }
       this.meterRegistry = meterRegistry;
+      return this;
+    }
+
+    /**
+     * Whether the queue's drivers record each handled command (type, key, attempt, handling time)
+     * in the history table, in the handling transaction: one insert per batch. Default {@code
+     * false}. {@link CommandRetention} deletes old history.
+     */
+    public Builder history(boolean history) {
+      this.history = history;
       return this;
     }
 

@@ -10,8 +10,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import org.jooq.DSLContext;
-import org.jooq.InsertValuesStep2;
-import org.jooq.InsertValuesStep8;
+import org.jooq.Field;
+import org.jooq.InsertValuesStep10;
+import org.jooq.InsertValuesStep3;
 import org.jooq.JSONB;
 import org.jooq.Record;
 import org.jooq.Record2;
@@ -37,8 +38,11 @@ import org.messagepump.core.spi.MessageCodec;
  */
 final class Enqueuer {
 
+  private static final Field<Instant> CREATED_AT =
+      DSL.field(DSL.name("created_at"), SQLDataType.INSTANT);
+
   /**
-   * Rows per multi-row insert: at most 8 bind values each, 40,000 per statement, well under the
+   * Rows per multi-row insert: at most 10 bind values each, 50,000 per statement, well under the
    * 65,535 at which jOOQ would inline every value into the SQL text.
    */
   static final int ROWS_PER_INSERT = 5000;
@@ -156,30 +160,52 @@ final class Enqueuer {
    */
   private static Map<String, UUID> claimKeys(
       DSLContext dsl, CommandTables t, List<EncodedCommand> commands) {
-    Map<String, UUID> candidates = new LinkedHashMap<>();
+    Map<String, EncodedCommand> candidates = new LinkedHashMap<>();
     for (EncodedCommand c : commands) {
       String key = c.options().idempotencyKey();
       if (key != null) {
-        candidates.putIfAbsent(key, c.messageId());
+        candidates.putIfAbsent(key, c);
       }
     }
     Map<String, UUID> owners = new HashMap<>();
     if (candidates.isEmpty()) {
       return owners;
     }
-    List<Map.Entry<String, UUID>> sorted = new ArrayList<>(candidates.entrySet());
+    List<Map.Entry<String, EncodedCommand>> sorted = new ArrayList<>(candidates.entrySet());
     sorted.sort(Map.Entry.comparingByKey(Comparator.naturalOrder()));
+    Table<Record> keys = t.idempotencyKeys;
     for (int from = 0; from < sorted.size(); from += ROWS_PER_INSERT) {
-      InsertValuesStep2<Record, String, UUID> insert =
+      InsertValuesStep3<Record, String, UUID, Instant> insert =
           dsl.insertInto(
-              t.idempotencyKeys, CommandTables.IDEMPOTENCY_KEY, CommandTables.MESSAGE_ID);
-      for (Map.Entry<String, UUID> e :
+              keys,
+              CommandTables.IDEMPOTENCY_KEY,
+              CommandTables.MESSAGE_ID,
+              CommandTables.EXPIRES_AT);
+      for (Map.Entry<String, EncodedCommand> e :
           sorted.subList(from, Math.min(sorted.size(), from + ROWS_PER_INSERT))) {
-        insert = insert.values(e.getKey(), e.getValue());
+        EnqueueOptions o = e.getValue().options();
+        insert =
+            insert.values(
+                DSL.val(e.getKey(), CommandTables.IDEMPOTENCY_KEY),
+                DSL.val(e.getValue().messageId(), CommandTables.MESSAGE_ID),
+                o.keyMode() == EnqueueOptions.KeyMode.PERIOD
+                    ? CommandTables.after(o.keyPeriod())
+                    : DSL.val((Instant) null, CommandTables.EXPIRES_AT));
       }
+      // An expired key (of a period) is taken over in the same statement: the conflicting row is
+      // locked and, if still expired, given to this command. A second enqueuer of the same key
+      // waits for the lock, then finds it no longer expired: exactly one of them takes it. A key
+      // that is not expired stays locked by this transaction, so the look-up below finds it.
       for (Record2<String, UUID> r :
           insert
-              .onConflictDoNothing()
+              .onConflict(CommandTables.IDEMPOTENCY_KEY)
+              .doUpdate()
+              .set(CommandTables.MESSAGE_ID, DSL.excluded(CommandTables.MESSAGE_ID))
+              .set(CommandTables.EXPIRES_AT, DSL.excluded(CommandTables.EXPIRES_AT))
+              .set(CREATED_AT, CommandTables.CLOCK_TIMESTAMP)
+              .where(
+                  DSL.field(DSL.name("idempotency_keys", "expires_at"), SQLDataType.INSTANT)
+                      .le(CommandTables.CLOCK_TIMESTAMP))
               .returningResult(CommandTables.IDEMPOTENCY_KEY, CommandTables.MESSAGE_ID)
               .fetch()) {
         owners.put(r.value1(), r.value2());
@@ -217,17 +243,21 @@ final class Enqueuer {
   }
 
   private static void insertCommands(DSLContext dsl, CommandTables t, List<EncodedCommand> rows) {
-    InsertValuesStep8<Record, UUID, String, String, String, JSONB, byte[], Instant, Short> insert =
-        dsl.insertInto(
-            t.commands,
-            CommandTables.MESSAGE_ID,
-            CommandTables.MESSAGE_TYPE,
-            CommandTables.CORRELATION_ID,
-            CommandTables.CAUSATION_ID,
-            CommandTables.HEADERS,
-            CommandTables.PAYLOAD,
-            CommandTables.DELIVER_AT,
-            CommandTables.PRIORITY);
+    InsertValuesStep10<
+            Record, UUID, String, String, String, JSONB, byte[], Instant, Short, String, Boolean>
+        insert =
+            dsl.insertInto(
+                t.commands,
+                CommandTables.MESSAGE_ID,
+                CommandTables.MESSAGE_TYPE,
+                CommandTables.CORRELATION_ID,
+                CommandTables.CAUSATION_ID,
+                CommandTables.HEADERS,
+                CommandTables.PAYLOAD,
+                CommandTables.DELIVER_AT,
+                CommandTables.PRIORITY,
+                CommandTables.IDEMPOTENCY_KEY,
+                CommandTables.RELEASE_KEY);
     for (EncodedCommand c : rows) {
       EnqueueOptions o = c.options();
       insert =
@@ -239,7 +269,10 @@ final class Enqueuer {
               DSL.val(HeadersJson.write(o.headers()), CommandTables.HEADERS),
               DSL.val(c.payload(), CommandTables.PAYLOAD),
               CommandTables.deliverAt(o.delay(), o.deliverAt()),
-              DSL.val((short) o.priority(), CommandTables.PRIORITY));
+              DSL.val((short) o.priority(), CommandTables.PRIORITY),
+              DSL.val(o.idempotencyKey(), CommandTables.IDEMPOTENCY_KEY),
+              DSL.val(
+                  o.keyMode() == EnqueueOptions.KeyMode.WHILE_PENDING, CommandTables.RELEASE_KEY));
     }
     insert.execute();
   }

@@ -57,6 +57,19 @@ public final class CommandQueries {
           DELIVER_AT,
           PRIORITY);
 
+  /**
+   * What a claim returns: {@link #COLUMNS}, then the command's idempotency key and whether handling
+   * or parking it releases the key (read by {@link ClaimStatement#delivery(ResultSet, Long, int)}).
+   */
+  static final List<Field<?>> CLAIMED = claimed();
+
+  private static List<Field<?>> claimed() {
+    List<Field<?>> all = new ArrayList<>(COLUMNS);
+    all.add(CommandTables.IDEMPOTENCY_KEY);
+    all.add(CommandTables.RELEASE_KEY);
+    return List.copyOf(all);
+  }
+
   private CommandQueries() {}
 
   /**
@@ -253,11 +266,14 @@ public final class CommandQueries {
      * driver state and written back unchanged on postponement or parking.
      */
     private static Delivery delivery(ResultSet rs) throws SQLException {
-      return delivery(rs, null);
+      return delivery(rs, null, COLUMNS.size() + 1);
     }
 
-    /** As {@link #delivery(ResultSet)}, for a claim in lease mode with its fencing token. */
-    static Delivery delivery(ResultSet rs, Long leaseToken) throws SQLException {
+    /**
+     * As {@link #delivery(ResultSet)}, for a claim in lease mode with its fencing token; the key
+     * columns of {@link #CLAIMED} are at {@code keyColumn} and the next one.
+     */
+    static Delivery delivery(ResultSet rs, Long leaseToken, int keyColumn) throws SQLException {
       UUID id = rs.getObject(1, UUID.class);
       String rawHeaders = rs.getString(5);
       Map<String, String> headers;
@@ -287,14 +303,24 @@ public final class CommandQueries {
               rs.getBytes(6));
       Instant deliverAt = rs.getObject(9, OffsetDateTime.class).toInstant();
       int priority = rs.getShort(10);
+      String key = rs.getString(keyColumn);
+      boolean releaseKey = rs.getBoolean(keyColumn + 1);
       return new Delivery(
           e,
           rs.getInt(7),
           null,
           problem == null
-              ? new Claimed(id, deliverAt, null, null, null, leaseToken, priority)
+              ? new Claimed(id, deliverAt, null, null, null, leaseToken, priority, key, releaseKey)
               : new Claimed(
-                  id, deliverAt, problem, rawHeaders, rawEnqueuedAt, leaseToken, priority));
+                  id,
+                  deliverAt,
+                  problem,
+                  rawHeaders,
+                  rawEnqueuedAt,
+                  leaseToken,
+                  priority,
+                  key,
+                  releaseKey));
     }
 
     /** The order of a claimed batch: the claim's, {@code claim_rank} as V5 computes it. */
@@ -334,7 +360,7 @@ public final class CommandQueries {
                               render
                                   .select(one.field(MESSAGE_ID.getName(), UUID.class))
                                   .from(one)))))
-              .returning(COLUMNS);
+              .returning(CLAIMED);
       try (PreparedStatement ps = connection.prepareStatement(render.render(q))) {
         ps.setObject(1, id);
         try (ResultSet rs = ps.executeQuery()) {
@@ -349,7 +375,7 @@ public final class CommandQueries {
    * not be read, what was wrong (never quoting the data) and the stored text of its headers and
    * enqueue time, written back as they were on postponement or parking; in lease mode, the fencing
    * token of its claim (null in transactional mode); its priority, kept on postponement and
-   * parking.
+   * parking; its idempotency key (null: none) and whether handling or parking it releases the key.
    */
   public record Claimed(
       UUID id,
@@ -358,11 +384,13 @@ public final class CommandQueries {
       String rawHeaders,
       String rawEnqueuedAt,
       Long leaseToken,
-      int priority) {
+      int priority,
+      String idempotencyKey,
+      boolean releaseKey) {
 
     /** A readable row's state, of priority 0. */
     public Claimed(UUID id, Instant deliverAt) {
-      this(id, deliverAt, null, null, null, null, 0);
+      this(id, deliverAt, null, null, null, null, 0, null, false);
     }
   }
 
@@ -384,7 +412,7 @@ public final class CommandQueries {
                 DSL.any(
                     DSL.array(
                         dsl.select(claim.field(MESSAGE_ID.getName(), UUID.class)).from(claim)))))
-        .returning(COLUMNS);
+        .returning(CLAIMED);
   }
 
   /** Puts a claimed command back with a new failure count, due {@code delay} from now. */
@@ -393,7 +421,14 @@ public final class CommandQueries {
     List<Field<?>> values = stored(d, id);
     values.add(DSL.val(failures, FAILURES));
     values.add(CommandTables.deliverAt(delay, null));
-    dsl.insertInto(t.commands, columns(FAILURES, DELIVER_AT)).values(values).execute();
+    Claimed c = d.driverState() instanceof Claimed claimed ? claimed : null;
+    values.add(DSL.val(c == null ? null : c.idempotencyKey(), CommandTables.IDEMPOTENCY_KEY));
+    values.add(DSL.val(c != null && c.releaseKey(), CommandTables.RELEASE_KEY));
+    dsl.insertInto(
+            t.commands,
+            columns(FAILURES, DELIVER_AT, CommandTables.IDEMPOTENCY_KEY, CommandTables.RELEASE_KEY))
+        .values(values)
+        .execute();
   }
 
   /** The columns a command keeps wherever it is stored (pending or dead letter). */

@@ -33,7 +33,12 @@ public final class CommandTables {
   /** The table names, in the order {@code grantStatements} lists them. */
   public static final java.util.List<String> TABLE_NAMES =
       java.util.List.of(
-          "commands", "idempotency_keys", "dead_letters", "paused_types", "schedules");
+          "commands",
+          "idempotency_keys",
+          "dead_letters",
+          "paused_types",
+          "schedules",
+          "command_history");
 
   private static final CommandTables DEFAULT = new CommandTables(SCHEMA);
 
@@ -42,7 +47,7 @@ public final class CommandTables {
   /** Pending commands. */
   public final Table<Record> commands;
 
-  /** Idempotency keys (kept forever). */
+  /** Idempotency keys (kept forever, while pending or for a period: V6). */
   public final Table<Record> idempotencyKeys;
 
   /** Parked commands. */
@@ -53,6 +58,9 @@ public final class CommandTables {
 
   /** Recurring commands (V3). */
   public final Table<Record> schedules;
+
+  /** Handled commands, when the queue keeps a history (V6). */
+  public final Table<Record> commandHistory;
 
   /** The fencing tokens of lease mode (V4). */
   public final org.jooq.Sequence<Long> leaseTokens;
@@ -65,6 +73,7 @@ public final class CommandTables {
     this.deadLetters = DSL.table(DSL.name(schema, "dead_letters"));
     this.pausedTypes = DSL.table(DSL.name(schema, "paused_types"));
     this.schedules = DSL.table(DSL.name(schema, "schedules"));
+    this.commandHistory = DSL.table(DSL.name(schema, "command_history"));
   }
 
   /** The tables of {@code schema}, validated by {@link #schemaName}. */
@@ -157,6 +166,30 @@ public final class CommandTables {
 
   /** Column {@code leased_by} of pending commands: the holder of a lease, null when not leased. */
   public static final Field<String> LEASED_BY = DSL.field(DSL.name("leased_by"), SQLDataType.CLOB);
+
+  /** Column {@code expires_at} of idempotency keys: null for a key kept forever (V6). */
+  public static final Field<Instant> EXPIRES_AT =
+      DSL.field(DSL.name("expires_at"), SQLDataType.INSTANT);
+
+  /** Column {@code release_key} of pending commands: handling or parking releases the key (V6). */
+  public static final Field<Boolean> RELEASE_KEY =
+      DSL.field(DSL.name("release_key"), SQLDataType.BOOLEAN);
+
+  /** Column {@code history_id} of the command history. */
+  public static final Field<Long> HISTORY_ID =
+      DSL.field(DSL.name("history_id"), SQLDataType.BIGINT);
+
+  /** Column {@code attempts} of the command history. */
+  public static final Field<Integer> ATTEMPTS =
+      DSL.field(DSL.name("attempts"), SQLDataType.INTEGER);
+
+  /** Column {@code handling_micros} of the command history. */
+  public static final Field<Long> HANDLING_MICROS =
+      DSL.field(DSL.name("handling_micros"), SQLDataType.BIGINT);
+
+  /** Column {@code handled_at} of the command history. */
+  public static final Field<Instant> HANDLED_AT =
+      DSL.field(DSL.name("handled_at"), SQLDataType.INSTANT);
 
   /** Column {@code reason} of paused types. */
   public static final Field<String> REASON = DSL.field(DSL.name("reason"), SQLDataType.CLOB);

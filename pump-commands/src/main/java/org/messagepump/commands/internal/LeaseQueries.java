@@ -77,6 +77,8 @@ public final class LeaseQueries {
     }
     returning.add(ofC(LEASE_TOKEN));
     returning.add(expiredHolder.as("expired_holder"));
+    returning.add(ofC(CommandTables.IDEMPOTENCY_KEY));
+    returning.add(ofC(CommandTables.RELEASE_KEY));
     Query q =
         render
             .update(c)
@@ -96,7 +98,7 @@ public final class LeaseQueries {
       while (rs.next()) {
         out.add(
             new Claim(
-                CommandQueries.ClaimStatement.delivery(rs, rs.getLong(11)), rs.getString(12)));
+                CommandQueries.ClaimStatement.delivery(rs, rs.getLong(11), 13), rs.getString(12)));
       }
     }
     // The due time the claim ordered by is overwritten with the expiry: the enqueue time stands in.
