@@ -297,6 +297,16 @@ final class BenchCommand implements Callable<Integer> {
       report.add("commands.drain", p, rate, "deliveries/s", rate / base);
       cpu("commands.drain", p, cpu, n);
     }
+    // The history of handled commands: one more insert per batch, in the handling transaction.
+    {
+      c.clear();
+      c.fill(n);
+      CpuMeter.Reading cpu = CpuMeter.startTimedRow();
+      double rate = c.drainWithHistory(8, 1, n);
+      Map<String, Object> p = params("workers", 8, "commands", n);
+      report.add("commands.drain.history", p, rate, "deliveries/s", rate / baseline(ds, 8, n));
+      cpu("commands.drain.history", p, cpu, n);
+    }
     for (int batch : new int[] {10, 50}) {
       c.clear();
       c.fill(n);

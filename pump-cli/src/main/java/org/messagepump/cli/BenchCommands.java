@@ -30,14 +30,16 @@ final class BenchCommands {
 
   private final DataSource ds;
   private final CommandQueue queue;
+  private final CommandQueue withHistory;
 
   BenchCommands(DataSource ds) {
     this.ds = ds;
     this.queue = CommandQueue.create(ds, CODEC);
+    this.withHistory = CommandQueue.builder(ds).codec(CODEC).history(true).build();
   }
 
   void clear() throws Exception {
-    sql("TRUNCATE commandqueue.commands");
+    sql("TRUNCATE commandqueue.commands, commandqueue.command_history");
   }
 
   /**
@@ -86,6 +88,19 @@ final class BenchCommands {
    * claimed with a lease in a transaction of its own, each command's completion in another.
    */
   double drain(int workers, int batchSize, int n, Duration lease) throws InterruptedException {
+    return drain(queue, workers, batchSize, n, lease);
+  }
+
+  /**
+   * As {@link #drain(int, int, int)}, the queue keeping a history: one more insert per batch, in
+   * the handling transaction.
+   */
+  double drainWithHistory(int workers, int batchSize, int n) throws InterruptedException {
+    return drain(withHistory, workers, batchSize, n, null);
+  }
+
+  private double drain(CommandQueue queue, int workers, int batchSize, int n, Duration lease)
+      throws InterruptedException {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     CommandHandlers handlers = CommandHandlers.builder().on(Noop.class, (c, ctx) -> {}).build();
     try (MessagePump pump =

@@ -14,15 +14,16 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
-/** {@code pump dead-letters list|retry|discard}: parked commands. */
+/** {@code pump dead-letters list|retry|discard|purge}: parked commands. */
 @Command(
     name = "dead-letters",
     mixinStandardHelpOptions = true,
-    description = "List, retry or discard parked commands.",
+    description = "List, retry, discard or purge parked commands.",
     subcommands = {
       DeadLettersCommand.ListLetters.class,
       DeadLettersCommand.Retry.class,
-      DeadLettersCommand.Discard.class
+      DeadLettersCommand.Discard.class,
+      DeadLettersCommand.Purge.class
     })
 final class DeadLettersCommand implements Runnable {
 
@@ -30,7 +31,7 @@ final class DeadLettersCommand implements Runnable {
 
   @Override
   public void run() {
-    throw new CliException("say list, retry or discard", 2);
+    throw new CliException("say list, retry, discard or purge", 2);
   }
 
   /** Which dead letters an operation applies to: one id, or every one of a type. */
@@ -142,6 +143,73 @@ final class DeadLettersCommand implements Runnable {
                 : letters.discardAll(target.type),
             target);
       }
+    }
+  }
+
+  @Command(
+      name = "purge",
+      mixinStandardHelpOptions = true,
+      description = {
+        "One pass of the retention job: delete dead letters parked longer ago than --older-than,"
+            + " expired idempotency keys, and (with --history-older-than) old history rows.",
+        "Batches of --batch-size rows, one short transaction each (rows locked with SKIP LOCKED)."
+      })
+  static final class Purge implements Callable<Integer> {
+    @Mixin DatabaseOptions db;
+
+    @Mixin SchemaOption.Commands schema;
+
+    @Option(
+        names = "--older-than",
+        required = true,
+        paramLabel = "DURATION",
+        description = "Dead letters parked longer ago than this (ISO-8601, e.g. P30D).")
+    java.time.Duration olderThan;
+
+    @Option(
+        names = "--history-older-than",
+        paramLabel = "DURATION",
+        description = "Also history rows written longer ago than this (ISO-8601, e.g. P7D).")
+    java.time.Duration historyOlderThan;
+
+    @Option(
+        names = "--batch-size",
+        defaultValue = "1000",
+        description = "Rows per transaction (default ${DEFAULT-VALUE}).")
+    int batchSize;
+
+    @Spec CommandSpec spec;
+
+    @Override
+    public Integer call() {
+      org.messagepump.commands.CommandRetention.Purged p;
+      try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
+        org.messagepump.commands.CommandRetention.Builder b;
+        try {
+          b =
+              org.messagepump.commands.CommandRetention.builder(
+                      Stores.commands(database.dataSource(), schema.schema))
+                  .deadLetterAge(olderThan)
+                  .batchSize(batchSize);
+          if (historyOlderThan != null) {
+            b.historyAge(historyOlderThan);
+          }
+        } catch (IllegalArgumentException e) {
+          throw new CliException(e.getMessage(), 2);
+        }
+        p = b.build().purge();
+      }
+      spec.commandLine()
+          .getOut()
+          .printf(
+              "purged %d dead letter%s, %d expired key%s, %d history row%s%n",
+              p.deadLetters(),
+              p.deadLetters() == 1 ? "" : "s",
+              p.keys(),
+              p.keys() == 1 ? "" : "s",
+              p.history(),
+              p.history() == 1 ? "" : "s");
+      return 0;
     }
   }
 

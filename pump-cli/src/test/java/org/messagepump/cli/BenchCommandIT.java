@@ -71,6 +71,7 @@ class BenchCommandIT {
             "baseline.skiplocked",
             "commands.drain",
             "commands.drain.batch",
+            "commands.drain.history",
             "commands.drain.leased",
             "commands.lease.heartbeats",
             "commands.lease.heartbeats.per.delivery",

@@ -194,9 +194,21 @@ class PumpCliIT {
             db.queryLong(
                 "SELECT count(*) FROM commandqueue.commands WHERE message_id = '" + id + "'"))
         .isOne();
+    Result young = runOnDb("dead-letters", "purge", "--older-than", "PT1H");
+    assertThat(young.code()).as(young.err()).isZero();
+    assertThat(young.out()).contains("purged 0 dead letters");
+    Result badBatch = runOnDb("dead-letters", "purge", "--older-than", "PT1H", "--batch-size", "0");
+    assertThat(badBatch.code()).isEqualTo(2);
+    assertThat(badBatch.err()).contains("batchSize");
+    db.execute(
+        "UPDATE commandqueue.dead_letters SET parked_at = parked_at - interval '2 hours'"
+            + " WHERE message_id = (SELECT min(message_id) FROM commandqueue.dead_letters)");
+    Result purge = runOnDb("dead-letters", "purge", "--older-than", "PT1H", "--batch-size", "1");
+    assertThat(purge.code()).as(purge.err()).isZero();
+    assertThat(purge.out()).contains("purged 1 dead letter,");
     Result discard = runOnDb("dead-letters", "discard", "--all-of-type", "demo.PlaceOrder");
     assertThat(discard.code()).isZero();
-    assertThat(discard.out()).contains("discarded 4 dead letters");
+    assertThat(discard.out()).contains("discarded 3 dead letters");
     assertThat(db.queryLong("SELECT count(*) FROM commandqueue.dead_letters")).isZero();
     Result missing = runOnDb("dead-letters", "retry", UUID.randomUUID().toString());
     assertThat(missing.code()).isEqualTo(1);

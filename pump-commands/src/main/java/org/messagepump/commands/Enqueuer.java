@@ -12,7 +12,7 @@ import java.util.UUID;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.InsertValuesStep10;
-import org.jooq.InsertValuesStep3;
+import org.jooq.InsertValuesStep4;
 import org.jooq.JSONB;
 import org.jooq.Record;
 import org.jooq.Record2;
@@ -175,11 +175,13 @@ final class Enqueuer {
     sorted.sort(Map.Entry.comparingByKey(Comparator.naturalOrder()));
     Table<Record> keys = t.idempotencyKeys;
     for (int from = 0; from < sorted.size(); from += ROWS_PER_INSERT) {
-      InsertValuesStep3<Record, String, UUID, Instant> insert =
+      // A key's period runs from its creation: both times are the statement's start.
+      InsertValuesStep4<Record, String, UUID, Instant, Instant> insert =
           dsl.insertInto(
               keys,
               CommandTables.IDEMPOTENCY_KEY,
               CommandTables.MESSAGE_ID,
+              CREATED_AT,
               CommandTables.EXPIRES_AT);
       for (Map.Entry<String, EncodedCommand> e :
           sorted.subList(from, Math.min(sorted.size(), from + ROWS_PER_INSERT))) {
@@ -188,8 +190,10 @@ final class Enqueuer {
             insert.values(
                 DSL.val(e.getKey(), CommandTables.IDEMPOTENCY_KEY),
                 DSL.val(e.getValue().messageId(), CommandTables.MESSAGE_ID),
+                CommandTables.STATEMENT_TIMESTAMP,
                 o.keyMode() == EnqueueOptions.KeyMode.PERIOD
-                    ? CommandTables.after(o.keyPeriod())
+                    ? CommandTables.STATEMENT_TIMESTAMP.plus(
+                        DSL.val(org.jooq.types.DayToSecond.valueOf(o.keyPeriod())))
                     : DSL.val((Instant) null, CommandTables.EXPIRES_AT));
       }
       // An expired key (of a period) is taken over in the same statement: the conflicting row is
@@ -202,7 +206,7 @@ final class Enqueuer {
               .doUpdate()
               .set(CommandTables.MESSAGE_ID, DSL.excluded(CommandTables.MESSAGE_ID))
               .set(CommandTables.EXPIRES_AT, DSL.excluded(CommandTables.EXPIRES_AT))
-              .set(CREATED_AT, CommandTables.CLOCK_TIMESTAMP)
+              .set(CREATED_AT, DSL.excluded(CREATED_AT))
               .where(
                   DSL.field(DSL.name("idempotency_keys", "expires_at"), SQLDataType.INSTANT)
                       .le(CommandTables.CLOCK_TIMESTAMP))

@@ -163,16 +163,22 @@ class KeyModesIT {
 
   @Test
   void aKeyForAPeriodDeduplicatesUntilItExpires(DataSource ds) throws Exception {
-    EnqueueOptions daily =
-        EnqueueOptions.defaults()
-            .withIdempotencyKeyFor("report-2030-01-01", Duration.ofMillis(400));
-    EnqueueResult first = queue.enqueue(new PlaceOrder("r"), daily);
-    assertThat(queue.enqueue(new PlaceOrder("r"), daily))
+    // Two seconds: long enough for the duplicate below on a loaded machine, short enough to wait.
+    EnqueueOptions shortPeriod =
+        EnqueueOptions.defaults().withIdempotencyKeyFor("report-2030-01-01", Duration.ofSeconds(2));
+    EnqueueResult first = queue.enqueue(new PlaceOrder("r"), shortPeriod);
+    assertThat(queue.enqueue(new PlaceOrder("r"), shortPeriod))
         .isEqualTo(new EnqueueResult.Duplicate(first.messageId()));
+    assertThat(
+            count(
+                ds,
+                "SELECT count(*) FROM keymodes.idempotency_keys"
+                    + " WHERE expires_at - created_at = interval '2 s'"))
+        .isEqualTo(1);
     // Expiry is measured by the database clock from the key's creation.
     await()
-        .atMost(Duration.ofSeconds(10))
-        .pollInterval(Duration.ofMillis(50))
+        .atMost(Duration.ofSeconds(20))
+        .pollInterval(Duration.ofMillis(100))
         .until(
             () ->
                 count(
@@ -180,16 +186,19 @@ class KeyModesIT {
                         "SELECT count(*) FROM keymodes.idempotency_keys"
                             + " WHERE expires_at <= clock_timestamp()")
                     == 1);
-    EnqueueResult second = queue.enqueue(new PlaceOrder("r"), daily);
+    // The enqueue that takes the expired key over gives it its own period.
+    EnqueueOptions hour =
+        EnqueueOptions.defaults().withIdempotencyKeyFor("report-2030-01-01", Duration.ofHours(1));
+    EnqueueResult second = queue.enqueue(new PlaceOrder("r"), hour);
     assertThat(second.isDuplicate()).isFalse();
     assertThat(
             count(
                 ds,
                 "SELECT count(*) FROM keymodes.idempotency_keys WHERE message_id = ?"
-                    + " AND expires_at > clock_timestamp()",
+                    + " AND expires_at - created_at = interval '1 h'",
                 second.messageId()))
         .isEqualTo(1);
-    assertThat(queue.enqueue(new PlaceOrder("r"), daily))
+    assertThat(queue.enqueue(new PlaceOrder("r"), shortPeriod))
         .isEqualTo(new EnqueueResult.Duplicate(second.messageId()));
     assertThat(count(ds, "SELECT count(*) FROM keymodes.commands")).isEqualTo(2);
   }

@@ -58,8 +58,8 @@ class SchemaIT {
       applied.add(r.get(120, TimeUnit.SECONDS));
     }
     pool.shutdown();
-    // V1, V2 (paused_types), V3 (schedules), V4 (leases) and V5 (priorities), each applied once
-    // whichever process won.
+    // V1, V2 (paused_types), V3 (schedules), V4 (leases), V5 (priorities) and V6 (key modes,
+    // history), each applied once whichever process won.
     assertThat(applied.stream().mapToInt(Integer::intValue).sum()).isEqualTo(5);
     assertThat(
             db.queryLong(
@@ -69,7 +69,9 @@ class SchemaIT {
     assertThat(
             db.queryLong(
                 "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'commandqueue'"))
-        .isEqualTo(6); // commands, idempotency_keys, dead_letters, paused_types, schedules, history
+        // commands, idempotency_keys, dead_letters, paused_types, schedules, command_history and
+        // Flyway's history
+        .isEqualTo(7);
   }
 
   @Test

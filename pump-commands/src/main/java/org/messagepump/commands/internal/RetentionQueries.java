@@ -1,7 +1,6 @@
 package org.messagepump.commands.internal;
 
 import static org.messagepump.commands.internal.CommandTables.ATTEMPTS;
-import static org.messagepump.commands.internal.CommandTables.CLOCK_TIMESTAMP;
 import static org.messagepump.commands.internal.CommandTables.EXPIRES_AT;
 import static org.messagepump.commands.internal.CommandTables.HANDLED_AT;
 import static org.messagepump.commands.internal.CommandTables.HANDLING_MICROS;
@@ -10,6 +9,7 @@ import static org.messagepump.commands.internal.CommandTables.IDEMPOTENCY_KEY;
 import static org.messagepump.commands.internal.CommandTables.MESSAGE_ID;
 import static org.messagepump.commands.internal.CommandTables.MESSAGE_TYPE;
 import static org.messagepump.commands.internal.CommandTables.PARKED_AT;
+import static org.messagepump.commands.internal.CommandTables.STATEMENT_TIMESTAMP;
 
 import java.time.Duration;
 import java.time.Instant;
@@ -120,13 +120,19 @@ public final class RetentionQueries {
       Instant handledAt) {}
 
   /**
-   * Deletes up to {@code batch} expired keys (of a period) in one statement and returns how many.
-   * The keys are locked with {@code SKIP LOCKED}: a key an enqueue is taking over right now is left
-   * for the next batch, and no enqueue waits longer than this statement's transaction.
+   * Deletes up to {@code batch} expired keys (of a period) in one statement and returns how many,
+   * the oldest expiry first, read on the partial index of {@code expires_at}. The keys are locked
+   * with {@code SKIP LOCKED}: a key an enqueue is taking over right now is left for the next batch,
+   * and no enqueue waits longer than this statement's transaction.
    */
   public static int purgeExpiredKeys(DSLContext dsl, CommandTables t, int batch) {
     return purge(
-        dsl, t.idempotencyKeys, IDEMPOTENCY_KEY, EXPIRES_AT.le(CLOCK_TIMESTAMP), EXPIRES_AT, batch);
+        dsl,
+        t.idempotencyKeys,
+        IDEMPOTENCY_KEY,
+        EXPIRES_AT.isNotNull().and(EXPIRES_AT.le(STATEMENT_TIMESTAMP)),
+        EXPIRES_AT,
+        batch);
   }
 
   /** Deletes up to {@code batch} dead letters parked more than {@code age} ago; how many. */
@@ -139,9 +145,12 @@ public final class RetentionQueries {
     return purge(dsl, t.commandHistory, HISTORY_ID, HANDLED_AT.lt(ago(age)), HANDLED_AT, batch);
   }
 
-  /** {@code clock_timestamp() - age}, the age bound as an interval. */
+  /**
+   * {@code statement_timestamp() - age}, the age bound as an interval: stable within the statement,
+   * so PostgreSQL uses it as an index condition.
+   */
   private static Field<Instant> ago(Duration age) {
-    return CLOCK_TIMESTAMP.minus(DSL.val(org.jooq.types.DayToSecond.valueOf(age)));
+    return STATEMENT_TIMESTAMP.minus(DSL.val(org.jooq.types.DayToSecond.valueOf(age)));
   }
 
   /**

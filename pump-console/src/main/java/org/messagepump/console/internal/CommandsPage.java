@@ -13,6 +13,7 @@ import java.util.TreeMap;
 import java.util.UUID;
 import org.messagepump.commands.DeadLetter;
 import org.messagepump.commands.DeadLetters;
+import org.messagepump.commands.HandledCommand;
 import org.messagepump.commands.LeasedCommand;
 import org.messagepump.commands.PendingCommand;
 import org.messagepump.commands.QueueDepth;
@@ -187,6 +188,7 @@ final class CommandsPage {
           .append(" dead letters</a></p>");
     }
     b.append("</section>");
+    history(b, r, stores);
     return Html.page(r, "/commands", "Commands", b.toString());
   }
 
@@ -301,6 +303,70 @@ final class CommandsPage {
           .append("<p class=\"note\">Cancel deletes it: it is never handled, and its")
           .append(" idempotency key is kept (an enqueue with it is still a duplicate). A command a")
           .append(" pump is handling right now is refused and stays as it is.</p>");
+    }
+    b.append("</section>");
+  }
+
+  /** Rows per page of the recent history. */
+  static final int HISTORY_SHOWN = 20;
+
+  /**
+   * The newest handled commands of the queue's history, newest first, {@value #HISTORY_SHOWN} a
+   * page; read-only. A later page starts before the cursor {@code history_at}, {@code history_id}
+   * (the last row shown), read on the history's index.
+   */
+  private static void history(StringBuilder b, Request r, Stores stores) {
+    HandledCommand before = null;
+    if (r.optional("history_id", 20) != null) {
+      try {
+        long id = Long.parseLong(r.required("history_id", 20));
+        Instant at = Instant.parse(r.required("history_at", 40));
+        before = new HandledCommand(id, null, null, null, 1, java.time.Duration.ZERO, at);
+      } catch (IllegalArgumentException | java.time.format.DateTimeParseException e) {
+        throw HttpError.badRequest("parameters history_id and history_at name no history row");
+      }
+    }
+    List<HandledCommand> list = stores.commands().history(before, HISTORY_SHOWN);
+    b.append("<section><h2>Recent history</h2><p class=\"note\">")
+        .append(list.size())
+        .append(before == null ? " newest" : " earlier")
+        .append(" handled commands, newest first. The queue records them when built with")
+        .append(" <code>history(true)</code>; the retention job deletes old ones.</p>")
+        .append("<table id=\"history\"><thead><tr><th>handled</th><th>message id</th>")
+        .append("<th>type</th><th>idempotency key</th><th>attempts</th><th>handling</th>")
+        .append("</tr></thead><tbody>");
+    for (HandledCommand h : list) {
+      b.append("<tr id=\"history-")
+          .append(h.historyId())
+          .append("\"><td>")
+          .append(Html.time(h.handledAt()))
+          .append("</td><td class=\"id\">")
+          .append(h.messageId())
+          .append("</td><td>")
+          .append(esc(h.type()))
+          .append("</td><td>")
+          .append(h.idempotencyKey() == null ? "" : esc(h.idempotencyKey()))
+          .append("</td><td class=\"num\">")
+          .append(h.attempts())
+          .append("</td><td class=\"num\">")
+          .append(String.format(java.util.Locale.ROOT, "%.1f ms", h.handling().toNanos() / 1e6))
+          .append("</td></tr>");
+    }
+    if (list.isEmpty()) {
+      b.append("<tr><td colspan=\"6\" class=\"note\">No history.</td></tr>");
+    }
+    b.append("</tbody></table>");
+    if (list.size() == HISTORY_SHOWN) {
+      HandledCommand last = list.get(list.size() - 1);
+      b.append("<p><a id=\"next-history\" href=\"")
+          .append(
+              esc(
+                  r.base()
+                      + "/commands?history_at="
+                      + Html.url(last.handledAt().toString())
+                      + "&history_id="
+                      + last.historyId()))
+          .append("\">Earlier history</a></p>");
     }
     b.append("</section>");
   }
