@@ -161,8 +161,8 @@ class InputValidationIT {
             "GRANT USAGE ON SCHEMA \"commandqueue\" TO \"app\"\"role\"",
             "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE \"commandqueue\".\"commands\","
                 + " \"commandqueue\".\"idempotency_keys\", \"commandqueue\".\"dead_letters\","
-                + " \"commandqueue\".\"paused_types\", \"commandqueue\".\"schedules\""
-                + " TO \"app\"\"role\"",
+                + " \"commandqueue\".\"paused_types\", \"commandqueue\".\"schedules\","
+                + " \"commandqueue\".\"command_history\" TO \"app\"\"role\"",
             "GRANT USAGE ON SEQUENCE \"commandqueue\".\"lease_tokens\" TO \"app\"\"role\"");
   }
 
