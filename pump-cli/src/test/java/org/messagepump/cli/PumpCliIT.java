@@ -202,7 +202,7 @@ class PumpCliIT {
     assertThat(badBatch.err()).contains("batchSize");
     db.execute(
         "UPDATE commandqueue.dead_letters SET parked_at = parked_at - interval '2 hours'"
-            + " WHERE message_id = (SELECT min(message_id) FROM commandqueue.dead_letters)");
+            + " WHERE message_id = (SELECT message_id FROM commandqueue.dead_letters LIMIT 1)");
     Result purge = runOnDb("dead-letters", "purge", "--older-than", "PT1H", "--batch-size", "1");
     assertThat(purge.code()).as(purge.err()).isZero();
     assertThat(purge.out()).contains("purged 1 dead letter,");
