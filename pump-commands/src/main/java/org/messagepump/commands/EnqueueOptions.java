@@ -184,7 +184,15 @@ public record EnqueueOptions(
   public EnqueueOptions withDelay(Duration delay) {
     Objects.requireNonNull(delay, "delay");
     return new EnqueueOptions(
-        delay, null, idempotencyKey, correlationId, causationId, headers, priority, keyMode, keyPeriod);
+        delay,
+        null,
+        idempotencyKey,
+        correlationId,
+        causationId,
+        headers,
+        priority,
+        keyMode,
+        keyPeriod);
   }
 
   /**
@@ -194,7 +202,15 @@ public record EnqueueOptions(
   public EnqueueOptions withDeliverAt(Instant deliverAt) {
     Objects.requireNonNull(deliverAt, "deliverAt");
     return new EnqueueOptions(
-        null, deliverAt, idempotencyKey, correlationId, causationId, headers, priority, keyMode, keyPeriod);
+        null,
+        deliverAt,
+        idempotencyKey,
+        correlationId,
+        causationId,
+        headers,
+        priority,
+        keyMode,
+        keyPeriod);
   }
 
   /**
@@ -240,7 +256,15 @@ public record EnqueueOptions(
       throw new IllegalArgumentException("correlationId must not be null");
     }
     return new EnqueueOptions(
-        delay, deliverAt, idempotencyKey, correlationId, causationId, headers, priority, keyMode, keyPeriod);
+        delay,
+        deliverAt,
+        idempotencyKey,
+        correlationId,
+        causationId,
+        headers,
+        priority,
+        keyMode,
+        keyPeriod);
   }
 
   /** The id of the message that caused this one; not blank. */
@@ -249,7 +273,15 @@ public record EnqueueOptions(
       throw new IllegalArgumentException("causationId must not be null");
     }
     return new EnqueueOptions(
-        delay, deliverAt, idempotencyKey, correlationId, causationId, headers, priority, keyMode, keyPeriod);
+        delay,
+        deliverAt,
+        idempotencyKey,
+        correlationId,
+        causationId,
+        headers,
+        priority,
+        keyMode,
+        keyPeriod);
   }
 
   /** Adds (or replaces) one header. */
@@ -263,7 +295,15 @@ public record EnqueueOptions(
     Map<String, String> h = new LinkedHashMap<>(headers);
     h.put(name, value);
     return new EnqueueOptions(
-        delay, deliverAt, idempotencyKey, correlationId, causationId, h, priority, keyMode, keyPeriod);
+        delay,
+        deliverAt,
+        idempotencyKey,
+        correlationId,
+        causationId,
+        h,
+        priority,
+        keyMode,
+        keyPeriod);
   }
 
   /** Replaces all headers. */
@@ -272,7 +312,15 @@ public record EnqueueOptions(
       throw new IllegalArgumentException("headers must not be null");
     }
     return new EnqueueOptions(
-        delay, deliverAt, idempotencyKey, correlationId, causationId, headers, priority, keyMode, keyPeriod);
+        delay,
+        deliverAt,
+        idempotencyKey,
+        correlationId,
+        causationId,
+        headers,
+        priority,
+        keyMode,
+        keyPeriod);
   }
 
   /**
@@ -285,7 +333,15 @@ public record EnqueueOptions(
    */
   public EnqueueOptions withPriority(int priority) {
     return new EnqueueOptions(
-        delay, deliverAt, idempotencyKey, correlationId, causationId, headers, priority, keyMode, keyPeriod);
+        delay,
+        deliverAt,
+        idempotencyKey,
+        correlationId,
+        causationId,
+        headers,
+        priority,
+        keyMode,
+        keyPeriod);
   }
 
   private static void text(String option, String value) {

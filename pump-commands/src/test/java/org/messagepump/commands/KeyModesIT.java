@@ -296,7 +296,7 @@ class KeyModesIT {
     assertThatThrownBy(
             () ->
                 new EnqueueOptions(
-                    null, null, "k", null, null, null, EnqueueOptions.KeyMode.PERIOD, null))
+                    null, null, "k", null, null, null, 0, EnqueueOptions.KeyMode.PERIOD, null))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("keyPeriod must be set");
     assertThatThrownBy(
@@ -308,6 +308,7 @@ class KeyModesIT {
                     null,
                     null,
                     null,
+                    0,
                     EnqueueOptions.KeyMode.FOREVER,
                     Duration.ofMinutes(1)))
         .isInstanceOf(IllegalArgumentException.class)
@@ -315,7 +316,15 @@ class KeyModesIT {
     assertThatThrownBy(
             () ->
                 new EnqueueOptions(
-                    null, null, null, null, null, null, EnqueueOptions.KeyMode.WHILE_PENDING, null))
+                    null,
+                    null,
+                    null,
+                    null,
+                    null,
+                    null,
+                    0,
+                    EnqueueOptions.KeyMode.WHILE_PENDING,
+                    null))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("needs an idempotencyKey");
     // The mode survives the other withers.

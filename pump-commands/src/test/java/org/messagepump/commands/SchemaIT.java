@@ -60,7 +60,7 @@ class SchemaIT {
     pool.shutdown();
     // V1, V2 (paused_types), V3 (schedules), V4 (leases), V5 (priorities) and V6 (key modes,
     // history), each applied once whichever process won.
-    assertThat(applied.stream().mapToInt(Integer::intValue).sum()).isEqualTo(5);
+    assertThat(applied.stream().mapToInt(Integer::intValue).sum()).isEqualTo(6);
     assertThat(
             db.queryLong(
                 "SELECT count(*) FROM commandqueue.commandqueue_flyway_history WHERE success AND version = '1'"))
