@@ -10,6 +10,8 @@ import java.util.Set;
 import javax.sql.DataSource;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.CommandRetention;
+import org.messagepump.commands.CommandScheduler;
 import org.messagepump.console.ConsoleConfig;
 import org.messagepump.console.ConsoleServlet;
 import org.messagepump.core.JsonMessageCodec;
@@ -17,6 +19,7 @@ import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.EventStore;
+import org.messagepump.spring.boot.internal.CommandJobs;
 import org.messagepump.spring.boot.internal.DeliveryBinding;
 import org.messagepump.spring.boot.internal.DeliveryEntityManagers;
 import org.messagepump.spring.boot.internal.LibraryMigrations;
@@ -269,9 +272,71 @@ public class MessagePumpAutoConfiguration {
         ObjectProvider<MeterRegistry> meterRegistry,
         MigratedSchemas migrated) {
       String schema = properties.getCommands().getSchema();
-      CommandQueue.Builder b = CommandQueue.builder(dataSource).codec(codec).schema(schema);
+      CommandQueue.Builder b =
+          CommandQueue.builder(dataSource)
+              .codec(codec)
+              .schema(schema)
+              .history(properties.getCommands().isHistory());
       meterRegistry.ifUnique(b::meterRegistry);
       return b.build();
+    }
+
+    /**
+     * The scheduler (when enabled, or unset and the application defines {@link
+     * org.messagepump.commands.Schedule} beans, which it stores at start-up) and the retention job
+     * (when enabled).
+     */
+    @Bean
+    @ConditionalOnMissingBean
+    CommandJobs messagePumpCommandJobs(
+        CommandQueue queue,
+        MessagePumpProperties properties,
+        ObjectProvider<org.messagepump.commands.Schedule> scheduleBeans) {
+      MessagePumpProperties.Scheduler sp = properties.getCommands().getScheduler();
+      MessagePumpProperties.Retention rp = properties.getCommands().getRetention();
+      List<org.messagepump.commands.Schedule> schedules = scheduleBeans.orderedStream().toList();
+      boolean runScheduler = sp.getEnabled() != null ? sp.getEnabled() : !schedules.isEmpty();
+      java.util.function.Supplier<CommandScheduler> scheduler =
+          !runScheduler
+              ? null
+              : () ->
+                  option(
+                      "messagepump.commands.scheduler",
+                      () ->
+                          CommandScheduler.builder(queue)
+                              .pollInterval(sp.getPollInterval())
+                              .maxIdle(sp.getMaxIdle())
+                              .build());
+      java.util.function.Supplier<CommandRetention> retention =
+          !rp.isEnabled()
+              ? null
+              : () ->
+                  option(
+                      "messagepump.commands.retention",
+                      () -> {
+                        CommandRetention.Builder r =
+                            CommandRetention.builder(queue)
+                                .batchSize(rp.getBatchSize())
+                                .interval(rp.getInterval())
+                                .batchPause(rp.getBatchPause());
+                        if (rp.getDeadLetterAge() != null) {
+                          r.deadLetterAge(rp.getDeadLetterAge());
+                        }
+                        if (rp.getHistoryAge() != null) {
+                          r.historyAge(rp.getHistoryAge());
+                        }
+                        return r.build();
+                      });
+      return new CommandJobs(queue, schedules, scheduler, retention);
+    }
+
+    /** Builds with {@code build}, naming the property prefix in a refusal of a bad option. */
+    private static <T> T option(String prefix, java.util.function.Supplier<T> build) {
+      try {
+        return build.get();
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(prefix + ": " + e.getMessage(), e);
+      }
     }
 
     @Bean
