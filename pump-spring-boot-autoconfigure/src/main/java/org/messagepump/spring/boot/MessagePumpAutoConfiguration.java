@@ -37,6 +37,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
@@ -247,14 +248,36 @@ public class MessagePumpAutoConfiguration {
     }
   }
 
-  /** The JSON codec of the application's {@link MessageTypes} bean. */
+  /** The class of pump-jackson3's codec, on the class path with the Spring Boot 4 starter. */
+  static final String JACKSON3_CODEC = "org.messagepump.jackson3.Jackson3MessageCodec";
+
+  /**
+   * The JSON codec of the application's {@link MessageTypes} bean on Jackson 2, when pump-jackson3
+   * is not on the class path (the Spring Boot 3 starter).
+   */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnBean(MessageTypes.class)
+  @ConditionalOnMissingClass(JACKSON3_CODEC)
   static class CodecConfiguration {
     @Bean
     @ConditionalOnMissingBean
     MessageCodec messagePumpCodec(MessageTypes types) {
       return JsonMessageCodec.of(types);
+    }
+  }
+
+  /**
+   * The JSON codec of the application's {@link MessageTypes} bean on Jackson 3, when pump-jackson3
+   * is on the class path (the Spring Boot 4 starter brings it). Both codecs write the same JSON.
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnBean(MessageTypes.class)
+  @ConditionalOnClass(name = {JACKSON3_CODEC, "tools.jackson.databind.ObjectMapper"})
+  static class Jackson3CodecConfiguration {
+    @Bean
+    @ConditionalOnMissingBean
+    MessageCodec messagePumpCodec(MessageTypes types) {
+      return org.messagepump.jackson3.Jackson3MessageCodec.of(types);
     }
   }
 
