@@ -309,6 +309,54 @@ class AutomaticTracingIT {
   }
 
   @Test
+  void rawDelayedAndScheduledEnqueuesAreTracedToo() throws Exception {
+    String raw;
+    String delayed;
+    try (java.sql.Connection c = ds.getConnection()) {
+      c.setAutoCommit(false);
+      raw =
+          queue
+              .enqueueRaw(
+                  c,
+                  "billing.Receipt",
+                  "{\"order\":\"o-5\"}".getBytes(StandardCharsets.UTF_8),
+                  EnqueueOptions.defaults())
+              .messageId()
+              .toString();
+      c.commit();
+    }
+    delayed =
+        queue
+            .enqueue(
+                new Refund("o-5"),
+                EnqueueOptions.defaults().withDelay(java.time.Duration.ofHours(1)))
+            .messageId()
+            .toString();
+    queue
+        .schedules()
+        .define(
+            org.messagepump.commands.Schedule.every(
+                "hourly-charge", java.time.Duration.ofHours(1), new Charge("tick")));
+    String tick = queue.schedules().trigger("hourly-charge").orElseThrow().toString();
+
+    assertThat(span("send billing.Receipt").getAttributes().get(TracingDriver.MESSAGE_ID))
+        .isEqualTo(raw);
+    assertThat(span("send billing.Refund").getAttributes().get(TracingDriver.MESSAGE_ID))
+        .isEqualTo(delayed);
+    SpanData sendTick = span("send billing.Charge");
+    assertThat(sendTick.getAttributes().get(TracingDriver.MESSAGE_ID)).isEqualTo(tick);
+    CommandHandlers handlers =
+        CommandHandlers.builder()
+            .on(Charge.class, (c, ctx) -> {})
+            .on(Receipt.class, (r, ctx) -> {})
+            .build();
+    PumpTester.builder(ds, tracing.wrap(queue.driver(handlers))).build().drainUntilIdle();
+    assertThat(span("process billing.Charge").getParentSpanId()).isEqualTo(sendTick.getSpanId());
+    assertThat(span("process billing.Receipt").getParentSpanId())
+        .isEqualTo(span("send billing.Receipt").getSpanId());
+  }
+
+  @Test
   void theBuildersAndTheWrapperRefuseNulls() {
     assertThatThrownBy(() -> CommandQueue.builder(ds).producerHook(null))
         .isInstanceOf(IllegalArgumentException.class);
