@@ -7,20 +7,19 @@
 --
 -- claim_rank is a generated column, so every statement that writes deliver_at (enqueue, the
 -- postponement and parking of a claim, the claim and heartbeat of a lease, the retry of a dead
--- letter) keeps it right. A generated column needs an immutable expression, and PostgreSQL marks
--- timestamptz minus interval only stable, because an interval of days or months depends on the
--- session's time zone; one of whole minutes does not, so the function below is immutable as
--- declared. It names pg_catalog's operator and function, so no search path can change it. Adding
--- the column rewrites the table once.
-CREATE FUNCTION "${schema}".claim_rank(due timestamptz, priority smallint)
-    RETURNS timestamptz
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    AS $$ SELECT due OPERATOR(pg_catalog.-) pg_catalog.make_interval(mins => priority) $$;
-
+-- letter) keeps it right. A generated column needs an immutable expression, and timestamptz minus
+-- interval is only stable (an interval of days or months depends on the session's time zone). The
+-- expression subtracts the minutes from the due time read as UTC (timezone(text, timestamptz),
+-- timestamp minus interval and timezone(text, timestamp) are all immutable) and reads the result
+-- back as UTC: whole minutes in a zone without offsets, the same instant as due minus the minutes
+-- in any session time zone. It is built-in operators only, evaluated inline on every write: a SQL
+-- function here would not be inlined (its body is stable) and would cost a function call per row.
+-- Adding the column rewrites the table once.
 ALTER TABLE "${schema}".commands
     ADD COLUMN priority smallint NOT NULL DEFAULT 0 CHECK (priority BETWEEN 0 AND 9),
     ADD COLUMN claim_rank timestamptz GENERATED ALWAYS AS
-        ("${schema}".claim_rank(deliver_at, priority)) STORED;
+        (((deliver_at AT TIME ZONE 'UTC') - pg_catalog.make_interval(mins => priority))
+            AT TIME ZONE 'UTC') STORED;
 
 -- Acquisition: per type, the lowest rank first. A due command's rank is at most now, so the scan
 -- is one index range (message_type = ? AND claim_rank <= now) read in order from its head. A

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.Test;
  *   <li>drivers use only pump-core's public API ({@code org.messagepump.core}) and its SPI ({@code
  *       org.messagepump.core.spi}), and not one another;
  *   <li>pump-core depends on no driver;
+ *   <li>the Jackson 3 codec uses only pump-core's public API and SPI, and only it uses Jackson 3;
  *   <li>nothing depends on pump-cli;
  *   <li>an {@code internal} package is used only inside its own module;
  *   <li>no package cycles.
@@ -95,7 +96,31 @@ class ArchitectureTest {
             "org.messagepump.eventstream..",
             "org.messagepump.balancer..",
             "org.messagepump.cli..",
-            "org.messagepump.testkit..")
+            "org.messagepump.testkit..",
+            "org.messagepump.jackson3..")
+        .check(classes);
+  }
+
+  @Test
+  void theJackson3CodecUsesOnlyTheCoreApiAndSpi() {
+    noClasses()
+        .that()
+        .resideInAPackage("org.messagepump.jackson3..")
+        .should()
+        .dependOnClassesThat()
+        .resideOutsideOfPackages(
+            "org.messagepump.core",
+            "org.messagepump.core.spi",
+            "org.messagepump.jackson3..",
+            "java..",
+            "tools.jackson..")
+        .check(classes);
+    noClasses()
+        .that()
+        .resideOutsideOfPackages("org.messagepump.jackson3..", "org.messagepump.spring.boot..")
+        .should()
+        .dependOnClassesThat()
+        .resideInAPackage("tools.jackson..")
         .check(classes);
   }
 

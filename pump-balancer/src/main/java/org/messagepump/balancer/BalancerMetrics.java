@@ -10,9 +10,8 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+import org.messagepump.core.GaugeReading;
 import org.messagepump.core.Meters;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The {@code messagepump.balancer.*} meters of one group. Gauges read the database, at most once
@@ -22,8 +21,6 @@ final class BalancerMetrics {
 
   /** How long gauge readings are reused. */
   static final Duration GAUGE_REFRESH = Duration.ofSeconds(5);
-
-  private static final Logger log = LoggerFactory.getLogger(BalancerMetrics.class);
 
   private final MeterRegistry registry;
   private final String group;
@@ -40,8 +37,7 @@ final class BalancerMetrics {
           return handledTimer(type.getSimpleName());
         }
       };
-  private volatile GroupStats last;
-  private volatile long lastRead;
+  private GaugeReading<GroupStats> reading;
 
   /** Meters for {@code group} in {@code registry} (none kept when it is null). */
   BalancerMetrics(MeterRegistry registry, String group, Supplier<GroupStats> stats) {
@@ -54,45 +50,29 @@ final class BalancerMetrics {
             .register(this.registry);
     this.acquire = storageTimer("acquire");
     if (registry != null) {
-      gauge("messagepump.balancer.partitions", "Keys with messages", stats, s -> s.partitions());
-      gauge("messagepump.balancer.messages", "Messages stored", stats, s -> s.messages());
-      gauge("messagepump.balancer.leases", "Keys with a hand-off lease", stats, s -> s.leases());
-      gauge("messagepump.balancer.parked", "Parked keys", stats, s -> s.parked());
+      reading =
+          GaugeReading.of(
+              "balancer " + group + ": the group gauges",
+              GAUGE_REFRESH,
+              new GroupStats(group, 0, 0, 0, 0, Duration.ZERO),
+              stats);
+      gauge("messagepump.balancer.partitions", "Keys with messages", s -> s.partitions());
+      gauge("messagepump.balancer.messages", "Messages stored", s -> s.messages());
+      gauge("messagepump.balancer.leases", "Keys with a hand-off lease", s -> s.leases());
+      gauge("messagepump.balancer.parked", "Parked keys", s -> s.parked());
       gauge(
           "messagepump.balancer.oldest.age",
           "Age of the oldest message in seconds (the oldest of every key)",
-          stats,
           s -> s.oldestAge().toMillis() / 1000.0);
     }
   }
 
   private void gauge(
-      String name,
-      String description,
-      Supplier<GroupStats> stats,
-      java.util.function.ToDoubleFunction<GroupStats> value) {
-    Gauge.builder(name, () -> value.applyAsDouble(read(stats)))
+      String name, String description, java.util.function.ToDoubleFunction<GroupStats> value) {
+    Gauge.builder(name, () -> value.applyAsDouble(reading.get()))
         .description(description)
         .tags("group", group)
         .register(registry);
-  }
-
-  private GroupStats read(Supplier<GroupStats> stats) {
-    long now = System.nanoTime();
-    GroupStats s = last;
-    if (s == null || now - lastRead > GAUGE_REFRESH.toNanos()) {
-      try {
-        s = stats.get();
-        last = s;
-        lastRead = now;
-      } catch (RuntimeException e) {
-        log.debug("balancer {}: reading gauges failed: {}", group, e.getMessage());
-        if (s == null) {
-          return new GroupStats(group, 0, 0, 0, 0, Duration.ZERO);
-        }
-      }
-    }
-    return s;
   }
 
   /** Records how long a storage operation took. */

@@ -8,6 +8,7 @@ import java.util.function.BooleanSupplier;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.messagepump.commands.internal.CommandTables;
+import org.messagepump.commands.internal.JobThread;
 import org.messagepump.commands.internal.RetentionQueries;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Transactions;
@@ -80,10 +81,9 @@ public final class CommandRetention implements AutoCloseable {
   private final Counter purgedKeys;
   private final Counter purgedDeadLetters;
   private final Counter purgedHistory;
-  private final Object lock = new Object();
-  private boolean started;
-  private boolean closed;
-  private Thread thread;
+  private final JobThread thread;
+  private long failureSleep;
+  private boolean failing;
   private volatile long passes;
 
   private CommandRetention(Builder b) {
@@ -96,6 +96,8 @@ public final class CommandRetention implements AutoCloseable {
     this.intervalNanos = b.interval.toNanos();
     this.batchPauseNanos = b.batchPause.toNanos();
     this.threadFactory = b.threadFactory;
+    this.thread = new JobThread("retention", "retention-" + name, threadFactory);
+    this.failureSleep = firstBackoff();
     this.purgedKeys = counter(b.queue, "keys");
     this.purgedDeadLetters = counter(b.queue, "dead_letters");
     this.purgedHistory = counter(b.queue, "history");
@@ -162,7 +164,7 @@ public final class CommandRetention implements AutoCloseable {
       if (n < batchSize) {
         break;
       }
-      if (!pause(batchPauseNanos)) {
+      if (!thread.pause(batchPauseNanos)) {
         break;
       }
     }
@@ -171,26 +173,12 @@ public final class CommandRetention implements AutoCloseable {
 
   /** Starts the thread: a pass now, then one every {@code interval}. Starts once. */
   public void start() {
-    synchronized (lock) {
-      if (closed) {
-        throw new IllegalStateException(name + ": retention is closed");
-      }
-      if (started) {
-        throw new IllegalStateException(name + ": retention is already started");
-      }
-      started = true;
-      thread = threadFactory.newThread(this::run);
-      thread.setName("retention-" + name);
-      thread.setDaemon(true);
-      thread.start();
-    }
+    thread.start(this::pass);
   }
 
   /** True between {@link #start()} and {@link #close()}. */
   public boolean isRunning() {
-    synchronized (lock) {
-      return started && !closed;
-    }
+    return thread.isRunning();
   }
 
   /** The number of passes completed so far (by the thread or {@link #purge()}). */
@@ -201,85 +189,47 @@ public final class CommandRetention implements AutoCloseable {
   /** Stops the thread, letting a running batch finish (it is one short transaction). */
   @Override
   public void close() {
-    Thread t;
-    synchronized (lock) {
-      if (closed) {
-        return;
-      }
-      closed = true;
-      lock.notifyAll();
-      t = thread;
-    }
-    if (t != null) {
-      try {
-        t.join(TimeUnit.SECONDS.toMillis(10));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
+    thread.close();
   }
 
-  private void run() {
-    long backoff = Math.min(TimeUnit.SECONDS.toNanos(1), intervalNanos);
-    long failureSleep = backoff;
-    boolean failing = false;
-    while (!isClosed()) {
-      long sleep;
-      try {
-        Purged p = purge(this::isClosed);
-        if (failing) {
-          log.info("retention {}: passes work again", name);
-          failing = false;
-        }
-        if (p.total() > 0) {
-          log.info(
-              "retention {}: deleted {} expired keys, {} dead letters, {} history rows",
-              name,
-              p.keys(),
-              p.deadLetters(),
-              p.history());
-        }
-        failureSleep = backoff;
-        sleep = intervalNanos;
-      } catch (RuntimeException e) {
-        if (!failing) {
-          log.warn("retention {}: a pass failed; backing off: {}", name, e.toString());
-          failing = true;
-        } else {
-          log.debug("retention {}: a pass failed again: {}", name, e.toString());
-        }
-        sleep = failureSleep;
-        failureSleep = Math.min(failureSleep * 2, intervalNanos);
+  /**
+   * One pass of the thread, then the next one's time: after {@code interval}, or after a failure
+   * sooner, backing off from one second to {@code interval}, logged once per streak.
+   */
+  private long[] pass() {
+    long sleep;
+    try {
+      Purged p = purge(thread::isClosed);
+      if (failing) {
+        log.info("retention {}: passes work again", name);
+        failing = false;
       }
-      pause(sleep);
+      if (p.total() > 0) {
+        log.info(
+            "retention {}: deleted {} expired keys, {} dead letters, {} history rows",
+            name,
+            p.keys(),
+            p.deadLetters(),
+            p.history());
+      }
+      failureSleep = firstBackoff();
+      sleep = intervalNanos;
+    } catch (RuntimeException e) {
+      if (!failing) {
+        log.warn("retention {}: a pass failed; backing off: {}", name, e.toString());
+        failing = true;
+      } else {
+        log.debug("retention {}: a pass failed again: {}", name, e.toString());
+      }
+      sleep = failureSleep;
+      failureSleep = Math.min(failureSleep * 2, intervalNanos);
     }
+    long next = System.nanoTime() + sleep;
+    return new long[] {next, next};
   }
 
-  /** Sleeps {@code nanos} unless closed first; false when closed. */
-  private boolean pause(long nanos) {
-    long deadline = System.nanoTime() + nanos;
-    synchronized (lock) {
-      while (!closed) {
-        long left = deadline - System.nanoTime();
-        if (left <= 0) {
-          return true;
-        }
-        try {
-          TimeUnit.NANOSECONDS.timedWait(lock, left);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          closed = true;
-          return false;
-        }
-      }
-      return false;
-    }
-  }
-
-  private boolean isClosed() {
-    synchronized (lock) {
-      return closed;
-    }
+  private long firstBackoff() {
+    return Math.min(TimeUnit.SECONDS.toNanos(1), intervalNanos);
   }
 
   /**

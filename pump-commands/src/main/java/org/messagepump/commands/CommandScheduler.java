@@ -2,8 +2,8 @@ package org.messagepump.commands;
 
 import java.time.Duration;
 import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
+import org.messagepump.commands.internal.JobThread;
 import org.messagepump.core.MessagePump;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -43,12 +43,10 @@ public final class CommandScheduler implements AutoCloseable {
   private final long maxIdleNanos;
   private final ThreadFactory threadFactory;
   private final Runnable wakeUp = this::wake;
-  private final Object lock = new Object();
-  private boolean woken;
-  private boolean started;
-  private boolean closed;
-  private Thread thread;
+  private final JobThread thread;
   private volatile long checks;
+  private long ceiling;
+  private boolean failing;
 
   private CommandScheduler(Builder b) {
     this.name = b.name;
@@ -56,6 +54,8 @@ public final class CommandScheduler implements AutoCloseable {
     this.pollNanos = b.pollInterval.toNanos();
     this.maxIdleNanos = Math.max(b.maxIdle.toNanos(), pollNanos);
     this.threadFactory = b.threadFactory;
+    this.thread = new JobThread("scheduler", "scheduler-" + name, threadFactory);
+    this.ceiling = pollNanos;
   }
 
   /** A builder for a scheduler of {@code queue}'s schedules. */
@@ -68,35 +68,18 @@ public final class CommandScheduler implements AutoCloseable {
 
   /** Starts the scheduler's thread. A scheduler starts once. */
   public void start() {
-    synchronized (lock) {
-      if (closed) {
-        throw new IllegalStateException(name + ": scheduler is closed");
-      }
-      if (started) {
-        throw new IllegalStateException(name + ": scheduler is already started");
-      }
-      started = true;
-      schedules.addWakeUp(wakeUp);
-      thread = threadFactory.newThread(this::run);
-      thread.setName("scheduler-" + name);
-      thread.setDaemon(true);
-      thread.start();
-    }
+    thread.start(this::check);
+    schedules.addWakeUp(wakeUp);
   }
 
   /** True between {@link #start()} and {@link #close()}. */
   public boolean isRunning() {
-    synchronized (lock) {
-      return started && !closed;
-    }
+    return thread.isRunning();
   }
 
   /** Checks again as soon as its {@code pollInterval} allows. */
   public void wake() {
-    synchronized (lock) {
-      woken = true;
-      lock.notifyAll();
-    }
+    thread.wake();
   }
 
   /** The number of checks made so far. */
@@ -107,88 +90,41 @@ public final class CommandScheduler implements AutoCloseable {
   /** Stops the thread, letting a running check finish (it is one short transaction). */
   @Override
   public void close() {
-    Thread t;
-    synchronized (lock) {
-      if (closed) {
-        return;
-      }
-      closed = true;
-      lock.notifyAll();
-      t = thread;
-    }
     schedules.removeWakeUp(wakeUp);
-    if (t != null) {
-      try {
-        t.join(TimeUnit.SECONDS.toMillis(10));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
-  }
-
-  private void run() {
-    long ceiling = pollNanos;
-    boolean failing = false;
-    while (!isClosed()) {
-      long began = System.nanoTime();
-      long sleep;
-      try {
-        Schedules.Check c = schedules.check();
-        checks++;
-        if (failing) {
-          log.info("scheduler {}: checks work again", name);
-          failing = false;
-        }
-        ceiling = c.fired() > 0 || c.full() ? pollNanos : Math.min(ceiling * 2, maxIdleNanos);
-        long until =
-            c.untilSoonest() == null
-                ? Long.MAX_VALUE
-                : Math.max(0, saturatedNanos(c.untilSoonest()));
-        sleep = c.full() ? pollNanos : Math.max(pollNanos, Math.min(until, ceiling));
-      } catch (RuntimeException e) {
-        checks++;
-        if (!failing) {
-          log.warn("scheduler {}: a check failed; backing off: {}", name, e.toString());
-          failing = true;
-        } else {
-          log.debug("scheduler {}: a check failed again: {}", name, e.toString());
-        }
-        ceiling = Math.min(ceiling * 2, maxIdleNanos);
-        sleep = ceiling;
-      }
-      sleepUntil(began + pollNanos, began + sleep);
-    }
+    thread.close();
   }
 
   /**
-   * Sleeps until {@code latest}, or until a wake-up once {@code earliest} has passed (a wake-up
-   * never makes checks more frequent than the poll interval).
+   * One check, then the next one's times: at the next tick, or sooner after a check that fired or
+   * found a full page; the idle ceiling doubles up to {@code maxIdle} while nothing fires, and a
+   * failed check backs off the same way, logged once per streak.
    */
-  private void sleepUntil(long earliest, long latest) {
-    synchronized (lock) {
-      while (!closed) {
-        long now = System.nanoTime();
-        long deadline = woken ? earliest : latest;
-        long left = deadline - now;
-        if (left <= 0) {
-          woken = false; // consumed: the check about to run sees what the wake-up announced
-          return;
-        }
-        try {
-          TimeUnit.NANOSECONDS.timedWait(lock, left);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          closed = true;
-          return;
-        }
+  private long[] check() {
+    long began = System.nanoTime();
+    long sleep;
+    try {
+      Schedules.Check c = schedules.check();
+      checks++;
+      if (failing) {
+        log.info("scheduler {}: checks work again", name);
+        failing = false;
       }
+      ceiling = c.fired() > 0 || c.full() ? pollNanos : Math.min(ceiling * 2, maxIdleNanos);
+      long until =
+          c.untilSoonest() == null ? Long.MAX_VALUE : Math.max(0, saturatedNanos(c.untilSoonest()));
+      sleep = c.full() ? pollNanos : Math.max(pollNanos, Math.min(until, ceiling));
+    } catch (RuntimeException e) {
+      checks++;
+      if (!failing) {
+        log.warn("scheduler {}: a check failed; backing off: {}", name, e.toString());
+        failing = true;
+      } else {
+        log.debug("scheduler {}: a check failed again: {}", name, e.toString());
+      }
+      ceiling = Math.min(ceiling * 2, maxIdleNanos);
+      sleep = ceiling;
     }
-  }
-
-  private boolean isClosed() {
-    synchronized (lock) {
-      return closed;
-    }
+    return new long[] {began + pollNanos, began + sleep};
   }
 
   private static long saturatedNanos(Duration d) {

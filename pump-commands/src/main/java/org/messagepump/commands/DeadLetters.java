@@ -10,6 +10,7 @@ import java.util.UUID;
 import javax.sql.DataSource;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.DeadLetterQueries;
+import org.messagepump.core.GaugeReading;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Transactions;
 
@@ -30,13 +31,18 @@ public final class DeadLetters {
   private final CommandTables tables;
   private final Counter retried;
   private final Counter discarded;
-  private final Object gaugeLock = new Object();
-  private long gaugeReadAt;
-  private double gaugeValue = Double.NaN;
+  private final GaugeReading<Double> gauge;
 
   DeadLetters(DataSource dataSource, CommandTables tables, MeterRegistry registry) {
     this.dataSource = dataSource;
     this.tables = tables;
+    // NaN until the first count: unknown, not zero.
+    this.gauge =
+        GaugeReading.of(
+            "command queue " + tables.schema() + ": the dead-letter gauge",
+            GAUGE_REFRESH,
+            Double.NaN,
+            () -> (double) count());
     Gauge.builder("messagepump.commands.deadletters", this, DeadLetters::gaugeValue)
         .description("Parked commands (counted at most every 10 s, when the meter is read)")
         .register(registry);
@@ -178,18 +184,7 @@ public final class DeadLetters {
 
   /** The dead-letter count for the gauge, re-read at most every {@link #GAUGE_REFRESH}. */
   private double gaugeValue() {
-    synchronized (gaugeLock) {
-      long now = System.nanoTime();
-      if (gaugeReadAt == 0 || now - gaugeReadAt >= GAUGE_REFRESH.toNanos()) {
-        gaugeReadAt = now;
-        try {
-          gaugeValue = count();
-        } catch (RuntimeException e) {
-          gaugeValue = Double.NaN;
-        }
-      }
-      return gaugeValue;
-    }
+    return gauge.get();
   }
 
   private static DeadLetter deadLetter(DeadLetterQueries.Parked p) {

@@ -1,5 +1,8 @@
 package org.messagepump.commands;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -11,12 +14,12 @@ import java.util.Map;
 import java.util.UUID;
 import org.jooq.DSLContext;
 import org.jooq.Field;
-import org.jooq.InsertValuesStep10;
 import org.jooq.InsertValuesStep4;
-import org.jooq.JSONB;
 import org.jooq.Record;
 import org.jooq.Record2;
+import org.jooq.SQLDialect;
 import org.jooq.Table;
+import org.jooq.conf.Settings;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.commands.internal.CommandTables;
@@ -44,8 +47,9 @@ final class Enqueuer {
       DSL.field(DSL.name("created_at"), SQLDataType.INSTANT);
 
   /**
-   * Rows per multi-row insert: at most 10 bind values each, 50,000 per statement, well under the
-   * 65,535 at which jOOQ would inline every value into the SQL text.
+   * Rows per insert statement. The keys' multi-row insert binds 4 values a row, 20,000 per
+   * statement, well under the 65,535 at which jOOQ would inline every value into the SQL text; the
+   * commands' insert binds eleven arrays of at most this many elements.
    */
   static final int ROWS_PER_INSERT = 5000;
 
@@ -55,6 +59,7 @@ final class Enqueuer {
   private final boolean notify;
   private final Limits limits;
   private final ProducerHook hook;
+  private final String insertSql;
 
   /**
    * An enqueuer into {@code tables} encoding with {@code codec}, checking input against {@code
@@ -74,6 +79,7 @@ final class Enqueuer {
     this.channel = channel;
     this.notify = notify;
     this.hook = hook;
+    this.insertSql = insertSql(tables);
   }
 
   /** Validates and encodes; throws {@link IllegalArgumentException} naming the first problem. */
@@ -196,9 +202,14 @@ final class Enqueuer {
         results[i] = new EnqueueResult.Duplicate(owner);
       }
     }
-    for (int from = 0; from < fresh.size(); from += ROWS_PER_INSERT) {
-      insertCommands(
-          dsl, tables, fresh.subList(from, Math.min(fresh.size(), from + ROWS_PER_INSERT)));
+    try {
+      for (int from = 0; from < fresh.size(); from += ROWS_PER_INSERT) {
+        insertCommands(
+            tx.connection(), fresh.subList(from, Math.min(fresh.size(), from + ROWS_PER_INSERT)));
+      }
+    } catch (SQLException ex) {
+      throw new org.jooq.exception.DataAccessException(
+          "inserting commands: " + ex.getMessage(), ex);
     }
     if (notify && !fresh.isEmpty()) {
       try {
@@ -302,38 +313,91 @@ final class Enqueuer {
     return owners;
   }
 
-  private static void insertCommands(DSLContext dsl, CommandTables t, List<EncodedCommand> rows) {
-    InsertValuesStep10<
-            Record, UUID, String, String, String, JSONB, byte[], Instant, Short, String, Boolean>
-        insert =
-            dsl.insertInto(
-                t.commands,
-                CommandTables.MESSAGE_ID,
-                CommandTables.MESSAGE_TYPE,
-                CommandTables.CORRELATION_ID,
-                CommandTables.CAUSATION_ID,
-                CommandTables.HEADERS,
-                CommandTables.PAYLOAD,
-                CommandTables.DELIVER_AT,
-                CommandTables.PRIORITY,
-                CommandTables.IDEMPOTENCY_KEY,
-                CommandTables.RELEASE_KEY);
-    for (EncodedCommand c : rows) {
-      EnqueueOptions o = c.options();
-      insert =
-          insert.values(
-              DSL.val(c.messageId(), CommandTables.MESSAGE_ID),
-              DSL.val(c.type(), CommandTables.MESSAGE_TYPE),
-              DSL.val(o.correlationId(), CommandTables.CORRELATION_ID),
-              DSL.val(o.causationId(), CommandTables.CAUSATION_ID),
-              DSL.val(HeadersJson.write(o.headers()), CommandTables.HEADERS),
-              DSL.val(c.payload(), CommandTables.PAYLOAD),
-              CommandTables.deliverAt(o.delay(), o.deliverAt()),
-              DSL.val((short) o.priority(), CommandTables.PRIORITY),
-              DSL.val(o.idempotencyKey(), CommandTables.IDEMPOTENCY_KEY),
-              DSL.val(
-                  o.keyMode() == EnqueueOptions.KeyMode.WHILE_PENDING, CommandTables.RELEASE_KEY));
+  /**
+   * The insert of a list of commands: one row per element of eleven bound arrays, one per column
+   * ({@code INSERT … SELECT … FROM unnest(?, ?, …)}). The text is the same whatever the number of
+   * rows, so it is rendered once per queue and the PostgreSQL driver keeps it prepared on the
+   * server; a multi-row {@code VALUES} list would be a new statement, rendered by jOOQ and parsed
+   * and planned by the server, for every batch size, with ten bind values per row. The due time is
+   * computed per row: the given instant, else the database clock ({@code clock_timestamp()}, so
+   * rows keep their order) plus the delay. Instants and delays travel as ISO 8601 text ({@code
+   * Instant.toString()}, {@code Duration.toString()}), which PostgreSQL reads exactly in any
+   * session time zone.
+   */
+  private static String insertSql(CommandTables t) {
+    DSLContext render = DSL.using(SQLDialect.POSTGRES, new Settings().withRenderSchema(true));
+    List<Field<?>> columns =
+        List.of(
+            CommandTables.MESSAGE_ID,
+            CommandTables.MESSAGE_TYPE,
+            CommandTables.CORRELATION_ID,
+            CommandTables.CAUSATION_ID,
+            CommandTables.HEADERS,
+            CommandTables.PAYLOAD,
+            CommandTables.DELIVER_AT,
+            CommandTables.PRIORITY,
+            CommandTables.IDEMPOTENCY_KEY,
+            CommandTables.RELEASE_KEY);
+    StringBuilder names = new StringBuilder();
+    for (Field<?> c : columns) {
+      names.append(names.length() == 0 ? "" : ", ").append(render.render(c));
     }
-    insert.execute();
+    return "insert into "
+        + render.render(t.commands)
+        + " ("
+        + names
+        + ") select u.id, u.type, u.correlation, u.causation, u.headers, u.payload,"
+        + " coalesce(u.at, clock_timestamp() + u.delay, clock_timestamp()),"
+        + " u.priority, u.key, u.release"
+        + " from unnest(?::uuid[], ?::text[], ?::text[], ?::text[], ?::text[]::jsonb[],"
+        + " ?::bytea[], ?::text[]::timestamptz[], ?::text[]::interval[], ?::smallint[], ?::text[],"
+        + " ?::boolean[])"
+        + " as u(id, type, correlation, causation, headers, payload, at, delay, priority, key,"
+        + " release)";
+  }
+
+  private void insertCommands(Connection connection, List<EncodedCommand> rows)
+      throws SQLException {
+    int n = rows.size();
+    UUID[] ids = new UUID[n];
+    String[] types = new String[n];
+    String[] correlations = new String[n];
+    String[] causations = new String[n];
+    String[] headers = new String[n];
+    byte[][] payloads = new byte[n][];
+    String[] at = new String[n];
+    String[] delays = new String[n];
+    Short[] priorities = new Short[n];
+    String[] keys = new String[n];
+    Boolean[] release = new Boolean[n];
+    for (int i = 0; i < n; i++) {
+      EncodedCommand c = rows.get(i);
+      EnqueueOptions o = c.options();
+      ids[i] = c.messageId();
+      types[i] = c.type();
+      correlations[i] = o.correlationId();
+      causations[i] = o.causationId();
+      headers[i] = HeadersJson.write(o.headers()).data();
+      payloads[i] = c.payload();
+      at[i] = o.deliverAt() == null ? null : o.deliverAt().toString();
+      delays[i] = o.delay() == null || o.delay().isZero() ? null : o.delay().toString();
+      priorities[i] = (short) o.priority();
+      keys[i] = o.idempotencyKey();
+      release[i] = o.keyMode() == EnqueueOptions.KeyMode.WHILE_PENDING;
+    }
+    try (PreparedStatement ps = connection.prepareStatement(insertSql)) {
+      ps.setArray(1, connection.createArrayOf("uuid", ids));
+      ps.setArray(2, connection.createArrayOf("text", types));
+      ps.setArray(3, connection.createArrayOf("text", correlations));
+      ps.setArray(4, connection.createArrayOf("text", causations));
+      ps.setArray(5, connection.createArrayOf("text", headers));
+      ps.setArray(6, connection.createArrayOf("bytea", payloads));
+      ps.setArray(7, connection.createArrayOf("text", at));
+      ps.setArray(8, connection.createArrayOf("text", delays));
+      ps.setArray(9, connection.createArrayOf("int2", priorities));
+      ps.setArray(10, connection.createArrayOf("text", keys));
+      ps.setArray(11, connection.createArrayOf("bool", release));
+      ps.executeUpdate();
+    }
   }
 }

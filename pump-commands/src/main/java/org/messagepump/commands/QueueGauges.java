@@ -11,6 +11,7 @@ import java.util.function.ToDoubleFunction;
 import javax.sql.DataSource;
 import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
+import org.messagepump.core.GaugeReading;
 import org.messagepump.core.Transactions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -43,17 +44,19 @@ final class QueueGauges {
   private final CommandTables tables;
   private final MeterRegistry registry;
   private final Set<String> types = ConcurrentHashMap.newKeySet();
-  private final Object lock = new Object();
-  private volatile Map<String, CommandQueries.TypeCounts> last = Map.of();
-  private long readAt;
-  private boolean read;
-  private boolean failing;
+  private final GaugeReading<Map<String, CommandQueries.TypeCounts>> reading;
   private boolean warnedLimit;
 
   QueueGauges(DataSource dataSource, CommandTables tables, MeterRegistry registry) {
     this.dataSource = dataSource;
     this.tables = tables;
     this.registry = registry;
+    this.reading =
+        GaugeReading.of(
+            "command queue " + tables.schema() + ": the queue gauges",
+            REFRESH,
+            Map.of(),
+            this::read);
   }
 
   /** Gives each of {@code names} its gauges (once per type; up to {@link #MAX_TYPES}). */
@@ -115,41 +118,17 @@ final class QueueGauges {
   }
 
   /**
-   * The last snapshot, taken again when it is older than {@link #REFRESH}. A failed read keeps the
-   * previous figures and is logged once per streak of failures.
+   * The last snapshot, taken again when it is older than {@link #REFRESH} ({@link GaugeReading}).
    */
   Map<String, CommandQueries.TypeCounts> snapshot() {
-    Map<String, CommandQueries.TypeCounts> fresh;
-    synchronized (lock) {
-      long now = System.nanoTime();
-      if (read && now - readAt < REFRESH.toNanos()) {
-        return last;
-      }
-      readAt = now;
-      read = true;
-      try {
-        fresh =
-            Transactions.inNew(
-                dataSource,
-                "reading the queue gauges",
-                tx -> CommandQueries.depth(tx.dsl(), tables));
-        last = fresh;
-        if (failing) {
-          failing = false;
-          log.info("command queue {}: reading the queue gauges works again", tables.schema());
-        }
-      } catch (RuntimeException e) {
-        if (!failing) {
-          failing = true;
-          log.warn(
-              "command queue {}: reading the queue gauges failed; they keep their last figures: {}",
-              tables.schema(),
-              e.toString());
-        }
-        return last;
-      }
-    }
-    // Types found in the tables get their gauges, outside the lock (registering reads no gauge).
+    return reading.get();
+  }
+
+  /** One snapshot; types found in the tables get their gauges (registering reads no gauge). */
+  private Map<String, CommandQueries.TypeCounts> read() {
+    Map<String, CommandQueries.TypeCounts> fresh =
+        Transactions.inNew(
+            dataSource, "reading the queue gauges", tx -> CommandQueries.depth(tx.dsl(), tables));
     track(fresh.keySet());
     return fresh;
   }

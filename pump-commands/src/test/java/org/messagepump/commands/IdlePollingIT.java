@@ -123,6 +123,11 @@ class IdlePollingIT {
   @Test
   void aBacklogBringsInEveryWorker(TestDatabase db) throws Exception {
     int workers = 16;
+    // Each handler holds its worker until all sixteen are in: the test does not depend on how
+    // fast the workers come in (one after another, each woken by a poll that found work, so the
+    // ramp takes sixteen claims' time, over a second on a loaded machine), only on whether they
+    // all come in without waiting for the poll interval, which is longer than the wait below.
+    CountDownLatch allIn = new CountDownLatch(workers);
     AtomicInteger running = new AtomicInteger();
     AtomicInteger mostAtOnce = new AtomicInteger();
     CountDownLatch done = new CountDownLatch(2 * workers);
@@ -132,8 +137,9 @@ class IdlePollingIT {
                 PlaceOrder.class,
                 (c, ctx) -> {
                   mostAtOnce.accumulateAndGet(running.incrementAndGet(), Math::max);
+                  allIn.countDown();
                   try {
-                    Thread.sleep(1_000);
+                    allIn.await(20, TimeUnit.SECONDS);
                   } finally {
                     running.decrementAndGet();
                     done.countDown();
@@ -143,18 +149,24 @@ class IdlePollingIT {
     for (int i = 0; i < 2 * workers; i++) {
       queue.enqueue(new PlaceOrder("o" + i));
     }
+    long rampMillis;
     try (HikariDataSource pool = db.newDataSource("backlog", workers + 2);
         MessagePump pump =
             MessagePump.builder(pool)
                 .name("backlog")
                 .driver(queue.driver(handlers))
                 .workers(workers)
-                .pollInterval(Duration.ofSeconds(5))
+                .pollInterval(Duration.ofSeconds(60))
                 .notifications(false)
                 .build()) {
+      long start = System.nanoTime();
       pump.start();
+      boolean all = allIn.await(20, TimeUnit.SECONDS);
+      rampMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+      assertThat(all).as("all %d workers busy within 20 s (poll interval 60 s)", workers).isTrue();
       assertThat(done.await(60, TimeUnit.SECONDS)).isTrue();
     }
+    System.out.println("backlog ramp: " + workers + " workers busy after " + rampMillis + " ms");
     // Each poll that found work let one more worker poll at once: all sixteen were busy together,
     // with no wait for the (long) poll interval.
     assertThat(mostAtOnce).hasValue(workers);

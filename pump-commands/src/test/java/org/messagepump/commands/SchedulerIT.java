@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -76,6 +77,7 @@ class SchedulerIT {
                 .build();
         schedulers.add(s);
       }
+      long started = System.nanoTime();
       schedulers.forEach(CommandScheduler::start);
       await()
           .atMost(Duration.ofSeconds(30))
@@ -87,6 +89,10 @@ class SchedulerIT {
                               "SELECT count(*) FROM commandqueue.schedules WHERE next_fire_at"
                                   + " < clock_timestamp() - interval '2 seconds'")
                           == 0);
+      System.out.printf(
+          "competing schedulers: caught up in %d ms, checks %s%n",
+          TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started),
+          schedulers.stream().map(CommandScheduler::checks).toList());
     } finally {
       schedulers.forEach(CommandScheduler::close);
       pools.forEach(com.zaxxer.hikari.HikariDataSource::close);

@@ -117,6 +117,10 @@ final class PumpMetrics {
     if (m != null) {
       return m;
     }
+    TypeMeters shared = other;
+    if (shared != null && byType.size() >= MAX_TYPE_TAGS) {
+      return shared; // past the cap: no lock per delivery of a type without meters of its own
+    }
     synchronized (byType) {
       m = byType.get(key);
       if (m != null) {

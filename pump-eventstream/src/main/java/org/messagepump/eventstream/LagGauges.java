@@ -7,9 +7,8 @@ import java.util.Map;
 import java.util.function.Supplier;
 import java.util.function.ToDoubleFunction;
 import java.util.stream.Collectors;
+import org.messagepump.core.GaugeReading;
 import org.messagepump.eventstream.internal.LagQueries;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The {@code messagepump.eventstream.lag*} gauges of a store's handlers: per handler, the events it
@@ -26,20 +25,21 @@ final class LagGauges {
   /** How long one snapshot serves every gauge. */
   static final Duration REFRESH = Duration.ofSeconds(10);
 
-  private static final Logger log = LoggerFactory.getLogger(LagGauges.class);
   private static final LagQueries.Summary NONE = new LagQueries.Summary("", 0, 0, 0, 0, 0);
 
   private final String schema;
-  private final Supplier<java.util.List<LagQueries.Summary>> read;
-  private final Object lock = new Object();
-  private volatile Map<String, LagQueries.Summary> last = Map.of();
-  private long readAt;
-  private boolean done;
-  private boolean failing;
+  private final GaugeReading<Map<String, LagQueries.Summary>> reading;
 
   LagGauges(String schema, Supplier<java.util.List<LagQueries.Summary>> read) {
     this.schema = schema;
-    this.read = read;
+    this.reading =
+        GaugeReading.of(
+            "event store " + schema + ": the lag gauges",
+            REFRESH,
+            Map.of(),
+            () ->
+                read.get().stream()
+                    .collect(Collectors.toUnmodifiableMap(LagQueries.Summary::handlerKey, s -> s)));
   }
 
   /** Registers the gauges of {@code handlerKey} in {@code registry}. */
@@ -88,36 +88,8 @@ final class LagGauges {
         .register(registry);
   }
 
-  /**
-   * The last snapshot, taken again when older than {@link #REFRESH}. A failed read keeps the
-   * previous figures and is logged once per streak of failures.
-   */
+  /** The last snapshot, taken again when older than {@link #REFRESH} ({@link GaugeReading}). */
   private Map<String, LagQueries.Summary> snapshot() {
-    synchronized (lock) {
-      long now = System.nanoTime();
-      if (done && now - readAt < REFRESH.toNanos()) {
-        return last;
-      }
-      readAt = now;
-      done = true;
-      try {
-        last =
-            read.get().stream()
-                .collect(Collectors.toUnmodifiableMap(LagQueries.Summary::handlerKey, s -> s));
-        if (failing) {
-          failing = false;
-          log.info("event store {}: reading the lag gauges works again", schema);
-        }
-      } catch (RuntimeException e) {
-        if (!failing) {
-          failing = true;
-          log.warn(
-              "event store {}: reading the lag gauges failed; they keep their last figures: {}",
-              schema,
-              e.toString());
-        }
-      }
-      return last;
-    }
+    return reading.get();
   }
 }

@@ -9,12 +9,15 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.testcontainers.DockerClientFactory;
-import org.testcontainers.containers.PostgreSQLContainer;
+import org.testcontainers.containers.GenericContainer;
+import org.testcontainers.containers.wait.strategy.Wait;
+import org.testcontainers.utility.DockerImageName;
 
 /**
  * The one PostgreSQL server of this JVM, chosen once: {@code PUMP_TEST_JDBC_URL} when set, else
@@ -48,6 +51,10 @@ public final class PostgresServer {
 
   private static final Logger log = LoggerFactory.getLogger(PostgresServer.class);
   private static final String TEMPLATE = "pump_template";
+  static final String CONTAINER_IMAGE = "postgres:16-alpine";
+  static final int POSTGRES_PORT = 5432;
+  private static final String CONTAINER_USER = "test";
+  private static final String CONTAINER_PASSWORD = "test";
   private static final AtomicInteger databases = new AtomicInteger();
   private static volatile PostgresServer instance;
 
@@ -113,19 +120,17 @@ public final class PostgresServer {
     }
     String binaries = System.getProperty(BINARIES_PROPERTY);
     if ((binaries == null || binaries.isBlank()) && dockerAnswers()) {
-      PostgreSQLContainer<?> container =
-          new PostgreSQLContainer<>("postgres:16-alpine")
-              .withCommand("postgres", "-c", "max_connections=400", "-c", "fsync=off");
+      GenericContainer<?> container = container();
       container.start();
       Runtime.getRuntime().addShutdownHook(new Thread(container::stop, "pump-testkit-stop"));
       log.info("testkit: started PostgreSQL in a Testcontainers container");
       return new PostgresServer(
           "testcontainers",
           container.getHost(),
-          container.getMappedPort(5432),
-          container.getUsername(),
-          container.getPassword(),
-          container.getDatabaseName(),
+          container.getMappedPort(POSTGRES_PORT),
+          CONTAINER_USER,
+          CONTAINER_PASSWORD,
+          "postgres",
           null);
     }
     try {
@@ -162,6 +167,24 @@ public final class PostgresServer {
     } catch (IOException e) {
       throw new IllegalStateException("testkit: could not start embedded PostgreSQL", e);
     }
+  }
+
+  /**
+   * The PostgreSQL container, not started. Only Testcontainers' core ({@code
+   * org.testcontainers:testcontainers}) is used, whose name and API are the same in 1.x and 2.x: a
+   * build that manages either (Spring Boot 3.5 manages 1.21, Spring Boot 4.0 manages 2.0) runs the
+   * test kit unchanged. The wait is the one of Testcontainers' own PostgreSQL module: the server
+   * logs that it is ready twice, once for the initialization run and once for the real start.
+   */
+  static GenericContainer<?> container() {
+    return new GenericContainer<>(DockerImageName.parse(CONTAINER_IMAGE))
+        .withExposedPorts(POSTGRES_PORT)
+        .withEnv("POSTGRES_USER", CONTAINER_USER)
+        .withEnv("POSTGRES_PASSWORD", CONTAINER_PASSWORD)
+        .withCommand("postgres", "-c", "max_connections=400", "-c", "fsync=off")
+        .waitingFor(
+            Wait.forLogMessage(".*database system is ready to accept connections.*\\s", 2)
+                .withStartupTimeout(Duration.ofMinutes(2)));
   }
 
   /** True when a Docker daemon answers; cheap when there is obviously none. */

@@ -10,6 +10,8 @@ import java.util.Set;
 import javax.sql.DataSource;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.CommandRetention;
+import org.messagepump.commands.CommandScheduler;
 import org.messagepump.console.ConsoleConfig;
 import org.messagepump.console.ConsoleServlet;
 import org.messagepump.core.JsonMessageCodec;
@@ -18,6 +20,7 @@ import org.messagepump.core.MessageTypes;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.EventStore;
+import org.messagepump.spring.boot.internal.CommandJobs;
 import org.messagepump.spring.boot.internal.DeliveryBinding;
 import org.messagepump.spring.boot.internal.DeliveryEntityManagers;
 import org.messagepump.spring.boot.internal.LibraryMigrations;
@@ -37,6 +40,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
@@ -252,14 +256,36 @@ public class MessagePumpAutoConfiguration {
     }
   }
 
-  /** The JSON codec of the application's {@link MessageTypes} bean. */
+  /** The class of pump-jackson3's codec, on the class path with the Spring Boot 4 starter. */
+  static final String JACKSON3_CODEC = "org.messagepump.jackson3.Jackson3MessageCodec";
+
+  /**
+   * The JSON codec of the application's {@link MessageTypes} bean on Jackson 2, when pump-jackson3
+   * is not on the class path (the Spring Boot 3 starter).
+   */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnBean(MessageTypes.class)
+  @ConditionalOnMissingClass(JACKSON3_CODEC)
   static class CodecConfiguration {
     @Bean
     @ConditionalOnMissingBean
     MessageCodec messagePumpCodec(MessageTypes types) {
       return JsonMessageCodec.of(types);
+    }
+  }
+
+  /**
+   * The JSON codec of the application's {@link MessageTypes} bean on Jackson 3, when pump-jackson3
+   * is on the class path (the Spring Boot 4 starter brings it). Both codecs write the same JSON.
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnBean(MessageTypes.class)
+  @ConditionalOnClass(name = {JACKSON3_CODEC, "tools.jackson.databind.ObjectMapper"})
+  static class Jackson3CodecConfiguration {
+    @Bean
+    @ConditionalOnMissingBean
+    MessageCodec messagePumpCodec(MessageTypes types) {
+      return org.messagepump.jackson3.Jackson3MessageCodec.of(types);
     }
   }
 
@@ -278,10 +304,72 @@ public class MessagePumpAutoConfiguration {
         ObjectProvider<PumpObservations> observations,
         MigratedSchemas migrated) {
       String schema = properties.getCommands().getSchema();
-      CommandQueue.Builder b = CommandQueue.builder(dataSource).codec(codec).schema(schema);
+      CommandQueue.Builder b =
+          CommandQueue.builder(dataSource)
+              .codec(codec)
+              .schema(schema)
+              .history(properties.getCommands().isHistory());
       meterRegistry.ifUnique(b::meterRegistry);
       observations.ifUnique(o -> b.producerHook(o.producerHook()));
       return b.build();
+    }
+
+    /**
+     * The scheduler (when enabled, or unset and the application defines {@link
+     * org.messagepump.commands.Schedule} beans, which it stores at start-up) and the retention job
+     * (when enabled).
+     */
+    @Bean
+    @ConditionalOnMissingBean
+    CommandJobs messagePumpCommandJobs(
+        CommandQueue queue,
+        MessagePumpProperties properties,
+        ObjectProvider<org.messagepump.commands.Schedule> scheduleBeans) {
+      MessagePumpProperties.Scheduler sp = properties.getCommands().getScheduler();
+      MessagePumpProperties.Retention rp = properties.getCommands().getRetention();
+      List<org.messagepump.commands.Schedule> schedules = scheduleBeans.orderedStream().toList();
+      boolean runScheduler = sp.getEnabled() != null ? sp.getEnabled() : !schedules.isEmpty();
+      java.util.function.Supplier<CommandScheduler> scheduler =
+          !runScheduler
+              ? null
+              : () ->
+                  option(
+                      "messagepump.commands.scheduler",
+                      () ->
+                          CommandScheduler.builder(queue)
+                              .pollInterval(sp.getPollInterval())
+                              .maxIdle(sp.getMaxIdle())
+                              .build());
+      java.util.function.Supplier<CommandRetention> retention =
+          !rp.isEnabled()
+              ? null
+              : () ->
+                  option(
+                      "messagepump.commands.retention",
+                      () -> {
+                        CommandRetention.Builder r =
+                            CommandRetention.builder(queue)
+                                .batchSize(rp.getBatchSize())
+                                .interval(rp.getInterval())
+                                .batchPause(rp.getBatchPause());
+                        if (rp.getDeadLetterAge() != null) {
+                          r.deadLetterAge(rp.getDeadLetterAge());
+                        }
+                        if (rp.getHistoryAge() != null) {
+                          r.historyAge(rp.getHistoryAge());
+                        }
+                        return r.build();
+                      });
+      return new CommandJobs(queue, schedules, scheduler, retention);
+    }
+
+    /** Builds with {@code build}, naming the property prefix in a refusal of a bad option. */
+    private static <T> T option(String prefix, java.util.function.Supplier<T> build) {
+      try {
+        return build.get();
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(prefix + ": " + e.getMessage(), e);
+      }
     }
 
     @Bean

@@ -682,12 +682,159 @@ public class MessagePumpProperties {
      */
     private String schema = "commandqueue";
 
+    /**
+     * Whether the queue keeps a history of handled commands (id, type, key, attempts, handling
+     * time), written in each handling transaction: one more insert per transaction. Trim it with
+     * {@code messagepump.commands.retention.history-age}.
+     */
+    private boolean history = false;
+
+    private final Scheduler scheduler = new Scheduler();
+
+    private final Retention retention = new Retention();
+
     public String getSchema() {
       return schema;
     }
 
     public void setSchema(String schema) {
       this.schema = schema;
+    }
+
+    public boolean isHistory() {
+      return history;
+    }
+
+    public void setHistory(boolean history) {
+      this.history = history;
+    }
+
+    public Scheduler getScheduler() {
+      return scheduler;
+    }
+
+    public Retention getRetention() {
+      return retention;
+    }
+  }
+
+  /**
+   * The thread that fires the command queue's recurring schedules: {@code
+   * messagepump.commands.scheduler.*}. Every {@code Schedule} bean is defined (stored, or updated)
+   * at start-up.
+   */
+  public static class Scheduler {
+
+    /**
+     * Whether this process runs the scheduler. Unset: it runs when the application defines at least
+     * one {@code Schedule} bean. Set it to true in a process that only fires schedules defined
+     * elsewhere, to false in one that defines schedules but leaves firing them to others. Any
+     * number of processes may run it: each tick is enqueued once.
+     */
+    private Boolean enabled;
+
+    /** The shortest time between two checks: a tick fires at most about this late. */
+    private Duration pollInterval = MessagePump.DEFAULT_POLL_INTERVAL;
+
+    /** The longest sleep between two checks while nothing fires. */
+    private Duration maxIdle = Duration.ofSeconds(30);
+
+    public Boolean getEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(Boolean enabled) {
+      this.enabled = enabled;
+    }
+
+    public Duration getPollInterval() {
+      return pollInterval;
+    }
+
+    public void setPollInterval(Duration pollInterval) {
+      this.pollInterval = pollInterval;
+    }
+
+    public Duration getMaxIdle() {
+      return maxIdle;
+    }
+
+    public void setMaxIdle(Duration maxIdle) {
+      this.maxIdle = maxIdle;
+    }
+  }
+
+  /**
+   * The command queue's retention job: {@code messagepump.commands.retention.*}. It deletes expired
+   * idempotency keys always, and dead letters and history rows past their ages when those are set,
+   * in short batches of their own transactions.
+   */
+  public static class Retention {
+
+    /** Whether this process runs the retention job. Any number of processes may run it. */
+    private boolean enabled = false;
+
+    /** Delete dead letters parked longer ago than this. Unset: dead letters are kept. */
+    private Duration deadLetterAge;
+
+    /** Delete history rows written longer ago than this. Unset: the history is kept. */
+    private Duration historyAge;
+
+    /** Rows deleted per transaction, 1 to 10,000. */
+    private int batchSize = 1000;
+
+    /** Time between two passes of the job. */
+    private Duration interval = Duration.ofMinutes(5);
+
+    /** Pause between two full batches of a pass, leaving the database to other work. */
+    private Duration batchPause = Duration.ofMillis(50);
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
+    }
+
+    public Duration getDeadLetterAge() {
+      return deadLetterAge;
+    }
+
+    public void setDeadLetterAge(Duration deadLetterAge) {
+      this.deadLetterAge = deadLetterAge;
+    }
+
+    public Duration getHistoryAge() {
+      return historyAge;
+    }
+
+    public void setHistoryAge(Duration historyAge) {
+      this.historyAge = historyAge;
+    }
+
+    public int getBatchSize() {
+      return batchSize;
+    }
+
+    public void setBatchSize(int batchSize) {
+      this.batchSize = batchSize;
+    }
+
+    public Duration getInterval() {
+      return interval;
+    }
+
+    public void setInterval(Duration interval) {
+      this.interval = interval;
+    }
+
+    public Duration getBatchPause() {
+      return batchPause;
+    }
+
+    public void setBatchPause(Duration batchPause) {
+      this.batchPause = batchPause;
     }
   }
 

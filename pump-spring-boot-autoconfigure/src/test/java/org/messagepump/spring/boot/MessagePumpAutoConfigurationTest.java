@@ -18,11 +18,14 @@ import org.messagepump.balancer.Balancer;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.console.ConsoleServlet;
+import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.PumpHealth;
 import org.messagepump.core.RetryPolicy;
+import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.EventStore;
+import org.messagepump.jackson3.Jackson3MessageCodec;
 import org.messagepump.spring.boot.internal.DeliveryEntityManagers;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -142,6 +145,25 @@ class MessagePumpAutoConfigurationTest {
               assertThat(ctx).doesNotHaveBean(DeliveryEntityManagers.class);
               assertThat(ctx.getBean(MessagePumpRegistry.class).names()).containsExactly("pings");
             });
+  }
+
+  @Test
+  void theCodecIsJackson3sWithPumpJackson3AndJackson2sWithout() {
+    runner.run(
+        ctx ->
+            assertThat(ctx.getBean(MessageCodec.class)).isInstanceOf(Jackson3MessageCodec.class));
+    runner
+        .withClassLoader(new FilteredClassLoader("org.messagepump.jackson3"))
+        .run(
+            ctx -> {
+              assertThat(ctx).hasNotFailed();
+              assertThat(ctx.getBean(MessageCodec.class)).isInstanceOf(JsonMessageCodec.class);
+            });
+    runner
+        .withBean(MessageCodec.class, () -> JsonMessageCodec.of(MessageTypes.builder().build()))
+        .run(
+            ctx ->
+                assertThat(ctx.getBean(MessageCodec.class)).isInstanceOf(JsonMessageCodec.class));
   }
 
   @Test

@@ -144,8 +144,7 @@ class PumpOptionsIT {
         new ApplicationContextRunner()
             .withConfiguration(
                 AutoConfigurations.of(
-                    org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration.class,
-                    MessagePumpAutoConfiguration.class))
+                    Boots.dataSourceAutoConfiguration(), MessagePumpAutoConfiguration.class))
             .withUserConfiguration(App.class)
             .withPropertyValues(SpringTestDatabase.properties(database))
             .withPropertyValues(
@@ -293,9 +292,7 @@ class PumpOptionsIT {
   @Test
   void flywayModeMigratesIntoTheConfiguredSchemas() {
     runner
-        .withConfiguration(
-            AutoConfigurations.of(
-                org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration.class))
+        .withConfiguration(AutoConfigurations.of(Boots.flywayAutoConfiguration()))
         .withPropertyValues(
             "messagepump.migrate=flyway",
             "spring.flyway.enabled=true",

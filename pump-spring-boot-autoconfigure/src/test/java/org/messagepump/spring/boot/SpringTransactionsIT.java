@@ -10,6 +10,7 @@ import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
@@ -19,11 +20,9 @@ import org.messagepump.spring.boot.NotesApp.Note;
 import org.messagepump.spring.boot.NotesApp.NoteService;
 import org.messagepump.testkit.PostgresServer;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.builder.SpringApplicationBuilder;
-import org.springframework.boot.health.contributor.CompositeHealthContributor;
-import org.springframework.boot.health.contributor.Health;
-import org.springframework.boot.health.contributor.HealthIndicator;
-import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -63,7 +62,11 @@ class SpringTransactionsIT {
   @Autowired NoteService service;
   @Autowired TransactionalCommandQueue commands;
   @Autowired CommandQueue queue;
-  @Autowired CompositeHealthContributor messagepumpHealthContributor;
+
+  // Boot 4's CompositeHealthContributor or Boot 3's (Boots reads it on either).
+  @Autowired
+  @Qualifier("messagepumpHealthContributor")
+  Object messagepumpHealthContributor;
 
   private Integer attemptWritten(String id) {
     return jdbc
@@ -136,22 +139,25 @@ class SpringTransactionsIT {
   @Test
   @Order(10)
   void healthGoesDownWhenTheDatabaseStopsAndUpWhenItReturns() throws Exception {
-    HealthIndicator notes = (HealthIndicator) messagepumpHealthContributor.getContributor("notes");
-    assertThat(notes.health().getStatus()).isEqualTo(Status.UP);
+    assertThat(Boots.healthStatus(messagepumpHealthContributor, "notes")).isEqualTo("UP");
     admin("ALTER DATABASE \"" + DATABASE + "\" ALLOW_CONNECTIONS false");
     try {
       admin(
           "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '"
               + DATABASE
               + "'");
-      await().atMost(Duration.ofSeconds(20)).until(() -> notes.health().getStatus() == Status.DOWN);
-      Health down = notes.health();
-      assertThat(down.getDetails()).containsKeys("degradedSince", "lastError");
-      assertThat(down.getDetails().get("state")).isEqualTo("DEGRADED");
+      await()
+          .atMost(Duration.ofSeconds(20))
+          .until(() -> Boots.healthStatus(messagepumpHealthContributor, "notes").equals("DOWN"));
+      Map<String, Object> down = Boots.healthDetails(messagepumpHealthContributor, "notes");
+      assertThat(down).containsKeys("degradedSince", "lastError");
+      assertThat(down.get("state")).isEqualTo("DEGRADED");
     } finally {
       admin("ALTER DATABASE \"" + DATABASE + "\" ALLOW_CONNECTIONS true");
     }
-    await().atMost(Duration.ofSeconds(20)).until(() -> notes.health().getStatus() == Status.UP);
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> Boots.healthStatus(messagepumpHealthContributor, "notes").equals("UP"));
     commands.enqueue(new Note("after-outage", false, 0));
     await().atMost(Duration.ofSeconds(20)).until(() -> attemptWritten("after-outage") != null);
   }
@@ -166,6 +172,7 @@ class SpringTransactionsIT {
     String database = PostgresServer.get().createDatabase();
     ConfigurableApplicationContext app =
         new SpringApplicationBuilder(NotesApp.class)
+            .web(WebApplicationType.NONE)
             .properties(SpringTestDatabase.properties(database))
             .properties(
                 "spring.sql.init.mode=always",

