@@ -64,7 +64,10 @@ class ObservationTracingIT {
   @EnableAutoConfiguration(
       excludeName = {
         "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration",
-        "org.springframework.boot.data.jpa.autoconfigure.DataJpaRepositoriesAutoConfiguration"
+        "org.springframework.boot.data.jpa.autoconfigure.DataJpaRepositoriesAutoConfiguration",
+        // The same on Spring Boot 3.
+        "org.springframework.boot.autoconfigure.orm.jpa.HibernateJpaAutoConfiguration",
+        "org.springframework.boot.autoconfigure.data.jpa.JpaRepositoriesAutoConfiguration"
       })
   static class ShopApp {
 
