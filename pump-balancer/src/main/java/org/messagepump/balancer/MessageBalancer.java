@@ -19,6 +19,8 @@ import org.messagepump.balancer.internal.StoreQueries;
 import org.messagepump.balancer.internal.StoreQueries.GroupFigures;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
+import org.messagepump.core.ProducerHook;
+import org.messagepump.core.ProducerHooks;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
 
@@ -51,6 +53,7 @@ public final class MessageBalancer {
   private final Limits limits;
   private final Schema.Ctx ctx;
   private final BalancerMetrics metrics;
+  private final ProducerHook producerHook;
 
   private MessageBalancer(Builder b) {
     this.dataSource = b.dataSource;
@@ -58,6 +61,7 @@ public final class MessageBalancer {
     this.limits = b.limits;
     this.ctx = Schema.Ctx.of(b.schema);
     this.metrics = new BalancerMetrics(b.meterRegistry, group, this::stats);
+    this.producerHook = b.producerHook;
   }
 
   /** A builder for the partition group {@code group} stored in {@code dataSource}. */
@@ -119,14 +123,27 @@ public final class MessageBalancer {
    *     sent to the database then
    */
   public long storeMessage(String partitionKey, byte[] content, String propertiesJson) {
-    String props = validate(partitionKey, content, propertiesJson);
-    return timed(
-        "store",
-        () ->
-            Transactions.inNew(
-                dataSource,
-                "storing a message",
-                tx -> StoreQueries.store(ctx, ctx.dsl(tx), group, partitionKey, content, props)));
+    String checked = validate(partitionKey, content, propertiesJson);
+    ProducerHook.Send send = startSend(1);
+    String props = withHeaders(checked, send);
+    long id;
+    try {
+      id =
+          timed(
+              "store",
+              () ->
+                  Transactions.inNew(
+                      dataSource,
+                      "storing a message",
+                      tx ->
+                          StoreQueries.store(
+                              ctx, ctx.dsl(tx), group, partitionKey, content, props)));
+    } catch (RuntimeException | Error e) {
+      ProducerHooks.failed(send, e);
+      throw e;
+    }
+    sent(send, id);
+    return id;
   }
 
   /**
@@ -137,14 +154,27 @@ public final class MessageBalancer {
   public long storeMessage(
       Connection connection, String partitionKey, byte[] content, String propertiesJson) {
     Objects.requireNonNull(connection, "connection");
-    String props = validate(partitionKey, content, propertiesJson);
-    return timed(
-        "store",
-        () ->
-            Transactions.inCaller(
-                Tx.of(connection),
-                "storing a message",
-                tx -> StoreQueries.store(ctx, ctx.dsl(tx), group, partitionKey, content, props)));
+    String checked = validate(partitionKey, content, propertiesJson);
+    ProducerHook.Send send = startSend(1);
+    String props = withHeaders(checked, send);
+    long id;
+    try {
+      id =
+          timed(
+              "store",
+              () ->
+                  Transactions.inCaller(
+                      Tx.of(connection),
+                      "storing a message",
+                      tx ->
+                          StoreQueries.store(
+                              ctx, ctx.dsl(tx), group, partitionKey, content, props)));
+    } catch (RuntimeException | Error e) {
+      ProducerHooks.failed(send, e);
+      throw e;
+    }
+    sent(send, id);
+    return id;
   }
 
   /**
@@ -157,13 +187,24 @@ public final class MessageBalancer {
    * @throws IllegalArgumentException naming the index, the argument and the limit
    */
   public long[] storeMessages(List<NewMessage> messages) {
-    Batch batch = validate(messages);
-    if (batch.keys.isEmpty()) {
+    Batch checked = validate(messages);
+    if (checked.keys.isEmpty()) {
       return new long[0];
     }
-    return timed(
-        "store_batch",
-        () -> Transactions.inNew(dataSource, "storing messages", tx -> storeMany(tx, batch)));
+    ProducerHook.Send send = startSend(checked.keys.size());
+    Batch batch = withHeaders(checked, send);
+    long[] ids;
+    try {
+      ids =
+          timed(
+              "store_batch",
+              () -> Transactions.inNew(dataSource, "storing messages", tx -> storeMany(tx, batch)));
+    } catch (RuntimeException | Error e) {
+      ProducerHooks.failed(send, e);
+      throw e;
+    }
+    sent(send, ids);
+    return ids;
   }
 
   /**
@@ -174,15 +215,26 @@ public final class MessageBalancer {
    */
   public long[] storeMessages(Connection connection, List<NewMessage> messages) {
     Objects.requireNonNull(connection, "connection");
-    Batch batch = validate(messages);
-    if (batch.keys.isEmpty()) {
+    Batch checked = validate(messages);
+    if (checked.keys.isEmpty()) {
       return new long[0];
     }
-    return timed(
-        "store_batch",
-        () ->
-            Transactions.inCaller(
-                Tx.of(connection), "storing messages", tx -> storeMany(tx, batch)));
+    ProducerHook.Send send = startSend(checked.keys.size());
+    Batch batch = withHeaders(checked, send);
+    long[] ids;
+    try {
+      ids =
+          timed(
+              "store_batch",
+              () ->
+                  Transactions.inCaller(
+                      Tx.of(connection), "storing messages", tx -> storeMany(tx, batch)));
+    } catch (RuntimeException | Error e) {
+      ProducerHooks.failed(send, e);
+      throw e;
+    }
+    sent(send, ids);
+    return ids;
   }
 
   /** Checked messages as parallel lists. */
@@ -227,14 +279,78 @@ public final class MessageBalancer {
     return storeIn(tx, partitionKey, content, props);
   }
 
-  private long storeIn(Tx tx, String partitionKey, byte[] content, String props) {
-    return timed(
-        "store",
-        () ->
-            Transactions.inCaller(
-                tx,
-                "storing a message",
-                t -> StoreQueries.store(ctx, ctx.dsl(t), group, partitionKey, content, props)));
+  private long storeIn(Tx tx, String partitionKey, byte[] content, String checked) {
+    ProducerHook.Send send = startSend(1);
+    String props = withHeaders(checked, send);
+    long id;
+    try {
+      id =
+          timed(
+              "store",
+              () ->
+                  Transactions.inCaller(
+                      tx,
+                      "storing a message",
+                      t ->
+                          StoreQueries.store(
+                              ctx, ctx.dsl(t), group, partitionKey, content, props)));
+    } catch (RuntimeException | Error e) {
+      ProducerHooks.failed(send, e);
+      throw e;
+    }
+    sent(send, id);
+    return id;
+  }
+
+  /** Starts the producer hook's send for a store, or null without a hook (no allocation). */
+  private ProducerHook.Send startSend(int count) {
+    return producerHook == null
+        ? null
+        : ProducerHooks.start(producerHook, "balancer", group, count, null);
+  }
+
+  /** {@code props} with the hook's headers as top-level string properties (its own win). */
+  private String withHeaders(String props, ProducerHook.Send send) {
+    if (send == null) {
+      return props;
+    }
+    try {
+      return Json.withDefaults(props, ProducerHooks.headers(send), "properties", limits);
+    } catch (RuntimeException e) {
+      ProducerHooks.failed(send, e);
+      throw e;
+    }
+  }
+
+  private Batch withHeaders(Batch batch, ProducerHook.Send send) {
+    if (send == null) {
+      return batch;
+    }
+    Map<String, String> headers = ProducerHooks.headers(send);
+    List<String> properties = new java.util.ArrayList<>(batch.properties.size());
+    try {
+      for (int i = 0; i < batch.properties.size(); i++) {
+        properties.add(
+            Json.withDefaults(
+                batch.properties.get(i), headers, "messages[" + i + "]: properties", limits));
+      }
+    } catch (RuntimeException e) {
+      ProducerHooks.failed(send, e);
+      throw e;
+    }
+    return new Batch(batch.keys, batch.contents, properties);
+  }
+
+  private static void sent(ProducerHook.Send send, long id) {
+    if (send != null) {
+      ProducerHooks.sent(send, Long.toString(id));
+    }
+  }
+
+  private static void sent(ProducerHook.Send send, long[] ids) {
+    if (send != null) {
+      ProducerHooks.sent(send, ids.length == 1 ? Long.toString(ids[0]) : null);
+    }
   }
 
   private String validate(String partitionKey, byte[] content, String propertiesJson) {
@@ -472,6 +588,7 @@ public final class MessageBalancer {
     private Limits limits = Limits.defaults();
     private String schema = Balancer.DEFAULT_SCHEMA;
     private MeterRegistry meterRegistry;
+    private ProducerHook producerHook;
 
     private Builder(DataSource dataSource, String group) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource must not be null");
@@ -517,6 +634,24 @@ public final class MessageBalancer {
     /** Where to register the {@code messagepump.balancer.*} meters; none by default. */
     public Builder meterRegistry(MeterRegistry meterRegistry) {
       this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry must not be null");
+      return this;
+    }
+
+    /**
+     * A hook called on every store ({@code storeMessage}, {@code storeMessages}, in the caller's
+     * transaction or in one of its own, and {@link BalancedContext#store} from a handler), whose
+     * headers are added to the message's properties as top-level strings (the properties' own win):
+     * for example {@code PumpTracing.producerHook()}, which traces each store and carries its
+     * context ({@value BalancerDriver#TRACEPARENT}, {@value BalancerDriver#TRACESTATE}) to the
+     * handler. None by default.
+     *
+     * @throws IllegalArgumentException when {@code producerHook} is null
+     */
+    public Builder producerHook(ProducerHook producerHook) {
+      if (producerHook == null) {
+        throw new IllegalArgumentException("producerHook must not be null");
+      }
+      this.producerHook = producerHook;
       return this;
     }
 

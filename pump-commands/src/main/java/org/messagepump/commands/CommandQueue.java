@@ -82,7 +82,8 @@ public final class CommandQueue {
     this.limits = b.limits;
     this.tables = b.tables;
     this.wakeChannel = wakeChannel(tables.schema());
-    this.enqueuer = new Enqueuer(codec, tables, limits, wakeChannel, b.notifications);
+    this.enqueuer =
+        new Enqueuer(codec, tables, limits, wakeChannel, b.notifications, b.producerHook);
     this.meterRegistry = Meters.orNoop(b.meterRegistry);
     this.history = b.history;
     this.enqueued =
@@ -505,6 +506,7 @@ public final class CommandQueue {
     private CommandTables tables = CommandTables.defaults();
     private MeterRegistry meterRegistry;
     private boolean history;
+    private org.messagepump.core.ProducerHook producerHook;
 
     private Builder(DataSource dataSource) {
       this.dataSource = dataSource;
@@ -579,6 +581,20 @@ public final class CommandQueue {
      */
     public Builder history(boolean history) {
       this.history = history;
+      return this;
+    }
+
+    /**
+     * A hook called on every enqueue (single, batch, raw, delayed, in the caller's transaction or
+     * in one of its own, and the {@link CommandScheduler}'s ticks), whose headers are added to the
+     * commands' own (theirs win): for example {@code PumpTracing.producerHook()}, which traces each
+     * enqueue and carries its context to the handler. None by default.
+     */
+    public Builder producerHook(org.messagepump.core.ProducerHook producerHook) {
+      if (producerHook == null) {
+        throw new IllegalArgumentException("producerHook must not be null");
+      }
+      this.producerHook = producerHook;
       return this;
     }
 

@@ -26,6 +26,8 @@ import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.HeadersJson;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
+import org.messagepump.core.ProducerHook;
+import org.messagepump.core.ProducerHooks;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UnknownMessageTypeException;
 import org.messagepump.core.WakeSignal;
@@ -56,19 +58,27 @@ final class Enqueuer {
   private final String channel;
   private final boolean notify;
   private final Limits limits;
+  private final ProducerHook hook;
   private final String insertSql;
 
   /**
    * An enqueuer into {@code tables} encoding with {@code codec}, checking input against {@code
-   * limits} and signalling {@code channel} when {@code notify}.
+   * limits}, signalling {@code channel} when {@code notify}, and calling {@code hook} (may be null)
+   * on each insert.
    */
   Enqueuer(
-      MessageCodec codec, CommandTables tables, Limits limits, String channel, boolean notify) {
+      MessageCodec codec,
+      CommandTables tables,
+      Limits limits,
+      String channel,
+      boolean notify,
+      ProducerHook hook) {
     this.codec = codec;
     this.tables = tables;
     this.limits = limits;
     this.channel = channel;
     this.notify = notify;
+    this.hook = hook;
     this.insertSql = insertSql(tables);
   }
 
@@ -129,8 +139,54 @@ final class Enqueuer {
     return new EncodedCommand(UUID.randomUUID(), type, payload, o);
   }
 
-  /** Inserts encoded commands in {@code tx}; results in input order. */
+  /**
+   * Inserts encoded commands in {@code tx}; results in input order. With a producer hook, its
+   * headers are added to each command's (the command's own win) and it is told the outcome.
+   */
   List<EnqueueResult> insert(Tx tx, List<EncodedCommand> commands) {
+    if (hook == null) {
+      return write(tx, commands);
+    }
+    List<String> types = new ArrayList<>(commands.size());
+    for (EncodedCommand c : commands) {
+      types.add(c.type());
+    }
+    ProducerHook.Send send =
+        ProducerHooks.start(
+            hook,
+            CommandDriver.NAME,
+            ProducerHooks.commonDestination(types),
+            commands.size(),
+            commands.size() == 1 ? commands.get(0).messageId().toString() : null);
+    List<EnqueueResult> results;
+    try {
+      results = write(tx, withHeaders(commands, ProducerHooks.headers(send)));
+    } catch (RuntimeException | Error e) {
+      ProducerHooks.failed(send, e);
+      throw e;
+    }
+    ProducerHooks.sent(send, results.size() == 1 ? results.get(0).messageId().toString() : null);
+    return results;
+  }
+
+  /** {@code commands} with {@code injected} added to their headers, checked against the limits. */
+  private List<EncodedCommand> withHeaders(
+      List<EncodedCommand> commands, Map<String, String> injected) {
+    if (injected.isEmpty()) {
+      return commands;
+    }
+    List<EncodedCommand> out = new ArrayList<>(commands.size());
+    for (EncodedCommand c : commands) {
+      Map<String, String> headers =
+          Inputs.headers(ProducerHooks.merge(c.options().headers(), injected), limits);
+      out.add(
+          new EncodedCommand(
+              c.messageId(), c.type(), c.payload(), c.options().withHeaders(headers)));
+    }
+    return out;
+  }
+
+  private List<EnqueueResult> write(Tx tx, List<EncodedCommand> commands) {
     DSLContext dsl = tx.dsl();
     EnqueueResult[] results = new EnqueueResult[commands.size()];
     Map<String, UUID> keyOwners = claimKeys(dsl, tables, commands);

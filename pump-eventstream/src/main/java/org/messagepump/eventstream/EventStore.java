@@ -3,6 +3,7 @@ package org.messagepump.eventstream;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import javax.sql.DataSource;
 import org.jooq.impl.DSL;
@@ -10,6 +11,8 @@ import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Meters;
 import org.messagepump.core.Migrations;
+import org.messagepump.core.ProducerHook;
+import org.messagepump.core.ProducerHooks;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.MessageCodec;
@@ -54,6 +57,7 @@ public final class EventStore {
   private final EventRows rows;
   private final EventHandlers handlers;
   private final Counter appended;
+  private final ProducerHook producerHook;
 
   private EventStore(Builder b) {
     this.dataSource = b.dataSource;
@@ -64,6 +68,7 @@ public final class EventStore {
     this.keyed = new KeyedStreams(tables, writer);
     this.rows = new EventRows(tables);
     this.handlers = new EventHandlers(dataSource, tables);
+    this.producerHook = b.producerHook;
     this.appended =
         Counter.builder("messagepump.eventstream.appended")
             .description("Events appended to streams")
@@ -252,13 +257,22 @@ public final class EventStore {
    */
   public AppendResult append(Tx tx, List<?> events, EventMetadata metadata) {
     Objects.requireNonNull(tx, "tx must not be null");
-    StreamWriter.Meta meta = meta(metadata);
+    StreamWriter.Meta checked = meta(metadata);
     List<StreamWriter.Encoded> encoded = writer.encode(events);
-    AppendResult r =
-        Transactions.inCaller(
-            tx,
-            "appending events",
-            t -> appendResult(writer.write(tx, writer.lockAnyStream(tx.dsl()), encoded, meta)));
+    ProducerHook.Send send = startSend(encoded);
+    StreamWriter.Meta meta = send == null ? checked : withHeaders(metadata, send);
+    AppendResult r;
+    try {
+      r =
+          Transactions.inCaller(
+              tx,
+              "appending events",
+              t -> appendResult(writer.write(tx, writer.lockAnyStream(tx.dsl()), encoded, meta)));
+    } catch (RuntimeException | Error e) {
+      ProducerHooks.failed(send, e);
+      throw e;
+    }
+    sent(send, r);
     counted(r);
     return r;
   }
@@ -298,19 +312,28 @@ public final class EventStore {
       throw new IllegalArgumentException(
           "expectedNextOffset must not be negative: " + expectedNextOffset);
     }
-    StreamWriter.Meta meta = meta(metadata);
+    StreamWriter.Meta checked = meta(metadata);
     List<StreamWriter.Encoded> encoded = writer.encode(events);
-    AppendResult r =
-        Transactions.inCaller(
-            tx,
-            "appending events to stream " + streamId,
-            t -> {
-              long nextOffset = writer.lockStream(tx.dsl(), streamId);
-              if (expecting && nextOffset != expectedNextOffset) {
-                throw new OffsetConflictException(streamId, expectedNextOffset, nextOffset);
-              }
-              return appendResult(writer.write(tx, streamId, encoded, meta));
-            });
+    ProducerHook.Send send = startSend(encoded);
+    StreamWriter.Meta meta = send == null ? checked : withHeaders(metadata, send);
+    AppendResult r;
+    try {
+      r =
+          Transactions.inCaller(
+              tx,
+              "appending events to stream " + streamId,
+              t -> {
+                long nextOffset = writer.lockStream(tx.dsl(), streamId);
+                if (expecting && nextOffset != expectedNextOffset) {
+                  throw new OffsetConflictException(streamId, expectedNextOffset, nextOffset);
+                }
+                return appendResult(writer.write(tx, streamId, encoded, meta));
+              });
+    } catch (RuntimeException | Error e) {
+      ProducerHooks.failed(send, e);
+      throw e;
+    }
+    sent(send, r);
     counted(r);
     return r;
   }
@@ -336,26 +359,35 @@ public final class EventStore {
       throw new IllegalArgumentException(
           "expectedNextOffset must not be negative: " + expectedNextOffset);
     }
-    StreamWriter.Meta meta = meta(metadata);
+    StreamWriter.Meta checked = meta(metadata);
     List<StreamWriter.Encoded> encoded = writer.encode(events);
-    AppendResult r =
-        Transactions.inCaller(
-            tx,
-            "appending events to a keyed stream",
-            t -> {
-              Long existing = keyed.streamOf(tx.dsl(), streamKey);
-              if (existing == null && expectedNextOffset != 0) {
-                throw new OffsetConflictException(streamKey, 0, expectedNextOffset, 0);
-              }
-              long streamId =
-                  existing != null ? existing : keyed.streamOrCreate(tx.dsl(), streamKey);
-              long nextOffset = writer.lockStream(tx.dsl(), streamId);
-              if (nextOffset != expectedNextOffset) {
-                throw new OffsetConflictException(
-                    streamKey, streamId, expectedNextOffset, nextOffset);
-              }
-              return appendResult(writer.write(tx, streamId, encoded, meta));
-            });
+    ProducerHook.Send send = startSend(encoded);
+    StreamWriter.Meta meta = send == null ? checked : withHeaders(metadata, send);
+    AppendResult r;
+    try {
+      r =
+          Transactions.inCaller(
+              tx,
+              "appending events to a keyed stream",
+              t -> {
+                Long existing = keyed.streamOf(tx.dsl(), streamKey);
+                if (existing == null && expectedNextOffset != 0) {
+                  throw new OffsetConflictException(streamKey, 0, expectedNextOffset, 0);
+                }
+                long streamId =
+                    existing != null ? existing : keyed.streamOrCreate(tx.dsl(), streamKey);
+                long nextOffset = writer.lockStream(tx.dsl(), streamId);
+                if (nextOffset != expectedNextOffset) {
+                  throw new OffsetConflictException(
+                      streamKey, streamId, expectedNextOffset, nextOffset);
+                }
+                return appendResult(writer.write(tx, streamId, encoded, meta));
+              });
+    } catch (RuntimeException | Error e) {
+      ProducerHooks.failed(send, e);
+      throw e;
+    }
+    sent(send, r);
     counted(r);
     return r;
   }
@@ -478,6 +510,41 @@ public final class EventStore {
     return writer.meta(metadata.correlationId(), metadata.causationId(), metadata.headers());
   }
 
+  /** Starts the producer hook's send for an append, or null without a hook (no allocation). */
+  private ProducerHook.Send startSend(List<StreamWriter.Encoded> encoded) {
+    if (producerHook == null) {
+      return null;
+    }
+    List<String> types = new java.util.ArrayList<>(encoded.size());
+    for (StreamWriter.Encoded e : encoded) {
+      types.add(e.type());
+    }
+    return ProducerHooks.start(
+        producerHook,
+        "eventstream",
+        ProducerHooks.commonDestination(types),
+        encoded.size(),
+        encoded.size() == 1 ? encoded.get(0).messageId().toString() : null);
+  }
+
+  /** The metadata with the hook's headers added (the metadata's own win), checked again. */
+  private StreamWriter.Meta withHeaders(EventMetadata metadata, ProducerHook.Send send) {
+    Map<String, String> headers =
+        ProducerHooks.merge(metadata.headers(), ProducerHooks.headers(send));
+    try {
+      return writer.meta(metadata.correlationId(), metadata.causationId(), headers);
+    } catch (RuntimeException e) {
+      ProducerHooks.failed(send, e);
+      throw e;
+    }
+  }
+
+  private static void sent(ProducerHook.Send send, AppendResult r) {
+    if (send != null) {
+      ProducerHooks.sent(send, r.messageIds().size() == 1 ? r.messageIds().get(0) : null);
+    }
+  }
+
   private static AppendResult appendResult(StreamWriter.Appended a) {
     return new AppendResult(a.streamId(), a.firstOffset(), a.nextOffset(), a.messageIds());
   }
@@ -493,6 +560,7 @@ public final class EventStore {
     private MeterRegistry meterRegistry;
     private String schema = DEFAULT_SCHEMA;
     private Limits limits = Limits.defaults();
+    private org.messagepump.core.ProducerHook producerHook;
 
     private Builder(DataSource dataSource, MessageCodec codec) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource must not be null");
@@ -518,6 +586,22 @@ public final class EventStore {
     /** Where to register {@code messagepump.eventstream.appended}; none by default. */
     public Builder meterRegistry(MeterRegistry meterRegistry) {
       this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+      return this;
+    }
+
+    /**
+     * A hook called on every append ({@code append}, {@code appendTo}, {@code appendToKey}), whose
+     * headers are added to the events' metadata headers (the metadata's own win): for example
+     * {@code PumpTracing.producerHook()}, which traces each append and carries its context to the
+     * handlers. None by default.
+     *
+     * @throws IllegalArgumentException when {@code producerHook} is null
+     */
+    public Builder producerHook(org.messagepump.core.ProducerHook producerHook) {
+      if (producerHook == null) {
+        throw new IllegalArgumentException("producerHook must not be null");
+      }
+      this.producerHook = producerHook;
       return this;
     }
 

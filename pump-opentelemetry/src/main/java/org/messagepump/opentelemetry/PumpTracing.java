@@ -7,35 +7,48 @@ import io.opentelemetry.context.propagation.TextMapGetter;
 import io.opentelemetry.context.propagation.TextMapPropagator;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.Objects;
+import org.messagepump.core.ProducerHook;
 import org.messagepump.core.spi.Driver;
 
 /**
  * OpenTelemetry tracing for pumps, built on {@code opentelemetry-api} only (bring your own SDK or
- * agent).
+ * agent), following the OpenTelemetry messaging semantic conventions with {@code messaging.system}
+ * = {@value #MESSAGING_SYSTEM}.
  *
  * <ul>
- *   <li><b>Producer side:</b> {@link #traceHeaders()} returns the current context in the W3C format
- *       ({@code traceparent}, {@code tracestate}) through the OpenTelemetry instance's propagators;
- *       add them to the message's headers when you enqueue a command ({@code
- *       EnqueueOptions.withHeaders}) or append an event ({@code EventMetadata}); {@link
- *       #withTraceHeaders(Map)} merges them into headers of your own.
- *   <li><b>Consumer side:</b> {@link #wrap(Driver)} gives a driver that runs every delivery in a
- *       {@code CONSUMER} span, parented on and linked to the producer's context found in the
- *       headers, with the messaging semantic conventions' attributes, errors recorded, and the span
- *       current while the handler runs.
+ *   <li><b>Producer side:</b> {@link #producerHook()}, registered once on the builders of the
+ *       command queue, the event store and the partition groups ({@code producerHook(...)}), runs
+ *       every enqueue, append and store in a {@code PRODUCER} span ({@code "send <type>"}, or
+ *       {@code "send <group>"} for the balancer), a child of the current span, and injects that
+ *       span's context into the messages' headers through the OpenTelemetry instance's propagators
+ *       (W3C {@code traceparent}, {@code tracestate}); headers set by the caller win. {@link
+ *       #traceHeaders()} gives the current context as headers, for producers without the hook.
+ *   <li><b>Consumer side:</b> {@link #wrap(Driver, String)} gives a driver that runs every delivery
+ *       in a {@code CONSUMER} span ({@code "process <type>"}), parented on and linked to the
+ *       producer's context found in the headers, with the consumer group, the attempt, the outcome
+ *       and, on failure, {@code error.type}; the span is current while the handler runs, so what
+ *       the handler enqueues or appends joins the same trace.
  * </ul>
  *
  * <pre>{@code
  * PumpTracing tracing = PumpTracing.create(openTelemetry);
- * queue.enqueue(new ChargeCard(...), EnqueueOptions.defaults().withHeaders(tracing.traceHeaders()));
- * MessagePump pump = MessagePump.builder(dataSource).driver(tracing.wrap(queue.driver(handlers))).build();
+ * CommandQueue queue = CommandQueue.builder(dataSource).codec(codec)
+ *     .producerHook(tracing.producerHook()).build();
+ * queue.enqueue(new ChargeCard(...)); // traced, context injected
+ * MessagePump pump = MessagePump.builder(dataSource).name("billing")
+ *     .driver(tracing.wrap(queue.driver(handlers), "billing")).build();
  * }</pre>
  */
 public final class PumpTracing {
 
   /** The instrumentation scope name of the tracer. */
   public static final String INSTRUMENTATION_NAME = "org.messagepump";
+
+  /**
+   * The {@code messaging.system} of every span: the semantic conventions list no PostgreSQL-backed
+   * queue, so the value names this library (a custom value, as the conventions allow).
+   */
+  public static final String MESSAGING_SYSTEM = "messagepump";
 
   private static final TextMapGetter<Map<String, String>> GETTER =
       new TextMapGetter<>() {
@@ -52,15 +65,35 @@ public final class PumpTracing {
 
   private final TextMapPropagator propagator;
   private final Tracer tracer;
+  private final ProducerHook producerHook;
 
   private PumpTracing(OpenTelemetry openTelemetry) {
     this.propagator = openTelemetry.getPropagators().getTextMapPropagator();
     this.tracer = openTelemetry.getTracer(INSTRUMENTATION_NAME);
+    this.producerHook = new TracingProducerHook(tracer, propagator);
   }
 
-  /** Tracing through {@code openTelemetry} (its tracer provider and text-map propagators). */
+  /**
+   * Tracing through {@code openTelemetry} (its tracer provider and text-map propagators).
+   *
+   * @throws IllegalArgumentException when {@code openTelemetry} is null
+   */
   public static PumpTracing create(OpenTelemetry openTelemetry) {
-    return new PumpTracing(Objects.requireNonNull(openTelemetry, "openTelemetry"));
+    if (openTelemetry == null) {
+      throw new IllegalArgumentException("openTelemetry must not be null");
+    }
+    return new PumpTracing(openTelemetry);
+  }
+
+  /**
+   * The producer hook to register with {@code producerHook(...)} on {@code CommandQueue.Builder},
+   * {@code EventStore.Builder} and {@code MessageBalancer.Builder}: each write gets a {@code
+   * PRODUCER} span ({@code messaging.operation.type} {@code send}, the destination, the message id
+   * when the write holds one message, {@code messaging.batch.message_count} for a batch, {@code
+   * error.type} when it fails) whose context is injected into the messages' headers.
+   */
+  public ProducerHook producerHook() {
+    return producerHook;
   }
 
   /**
@@ -83,9 +116,35 @@ public final class PumpTracing {
     return out;
   }
 
-  /** A driver that runs each delivery of {@code driver} in a consumer span. */
+  /**
+   * A driver that runs each delivery of {@code driver} in a consumer span whose {@code
+   * messaging.consumer.group.name} is the delivery's partition group (balancer deliveries) or else
+   * the driver's name; prefer {@link #wrap(Driver, String)} with the pump's name.
+   *
+   * @throws IllegalArgumentException when {@code driver} is null
+   */
   public Driver wrap(Driver driver) {
-    return new TracingDriver(Objects.requireNonNull(driver, "driver"), tracer, this);
+    if (driver == null) {
+      throw new IllegalArgumentException("driver must not be null");
+    }
+    return new TracingDriver(driver, tracer, this, null);
+  }
+
+  /**
+   * A driver that runs each delivery of {@code driver} in a consumer span whose {@code
+   * messaging.consumer.group.name} is {@code consumerGroup}: the pump's name, an event handler's
+   * key, a balancer's group.
+   *
+   * @throws IllegalArgumentException when {@code driver} is null or {@code consumerGroup} is blank
+   */
+  public Driver wrap(Driver driver, String consumerGroup) {
+    if (driver == null) {
+      throw new IllegalArgumentException("driver must not be null");
+    }
+    if (consumerGroup == null || consumerGroup.isBlank()) {
+      throw new IllegalArgumentException("consumerGroup must not be blank");
+    }
+    return new TracingDriver(driver, tracer, this, consumerGroup);
   }
 
   /** The producer's context carried in {@code headers} (the root context when there is none). */

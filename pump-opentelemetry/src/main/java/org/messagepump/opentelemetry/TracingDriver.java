@@ -18,7 +18,9 @@ import org.messagepump.core.spi.Outcome;
 /**
  * Runs each delivery in a {@code CONSUMER} span named {@code "process <type>"}. Attribute names
  * follow the OpenTelemetry messaging semantic conventions; written as plain keys because the
- * semantic-conventions artifact is not part of {@code opentelemetry-api}.
+ * semantic-conventions artifact is not part of {@code opentelemetry-api}. A failed delivery has
+ * {@code error.type}: the exception's class name, or {@code busy} for a delivery that met
+ * contention (retried without counting a failure).
  */
 final class TracingDriver extends ForwardingDriver {
 
@@ -35,14 +37,30 @@ final class TracingDriver extends ForwardingDriver {
   static final AttributeKey<Long> ATTEMPT = AttributeKey.longKey("messagepump.delivery.attempt");
   static final AttributeKey<String> DRIVER = AttributeKey.stringKey("messagepump.driver");
   static final AttributeKey<String> OUTCOME = AttributeKey.stringKey("messagepump.outcome");
+  static final AttributeKey<String> CONSUMER_GROUP =
+      AttributeKey.stringKey("messaging.consumer.group.name");
+  static final AttributeKey<String> ERROR_TYPE = TracingProducerHook.ERROR_TYPE;
+
+  /** The envelope header of a balancer delivery naming its partition group. */
+  static final String PARTITION_GROUP_HEADER = "partitionGroup";
 
   private final Tracer tracer;
   private final PumpTracing tracing;
+  private final String consumerGroup;
 
-  TracingDriver(Driver delegate, Tracer tracer, PumpTracing tracing) {
+  TracingDriver(Driver delegate, Tracer tracer, PumpTracing tracing, String consumerGroup) {
     super(delegate);
     this.tracer = tracer;
     this.tracing = tracing;
+    this.consumerGroup = consumerGroup;
+  }
+
+  private String consumerGroup(Delivery delivery) {
+    if (consumerGroup != null) {
+      return consumerGroup;
+    }
+    String group = delivery.envelope().headers().get(PARTITION_GROUP_HEADER);
+    return group != null ? group : name();
   }
 
   @Override
@@ -54,7 +72,8 @@ final class TracingDriver extends ForwardingDriver {
             .spanBuilder("process " + delivery.messageType())
             .setSpanKind(SpanKind.CONSUMER)
             .setParent(producer)
-            .setAttribute(SYSTEM, "messagepump")
+            .setAttribute(SYSTEM, PumpTracing.MESSAGING_SYSTEM)
+            .setAttribute(CONSUMER_GROUP, consumerGroup(delivery))
             .setAttribute(OPERATION_TYPE, "process")
             .setAttribute(OPERATION_NAME, "process")
             .setAttribute(DESTINATION, delivery.messageType())
@@ -71,25 +90,34 @@ final class TracingDriver extends ForwardingDriver {
     try (Scope ignored = span.makeCurrent()) {
       Outcome outcome = super.handle(tx, delivery);
       if (outcome instanceof Outcome.Failed f) {
-        span.recordException(f.cause());
-        span.setStatus(StatusCode.ERROR, f.cause().getClass().getSimpleName());
-        span.setAttribute(OUTCOME, "failed");
-      } else if (outcome instanceof Outcome.Busy b) {
-        span.setAttribute(OUTCOME, "busy");
+        failed(span, f.cause());
+      } else if (outcome instanceof Outcome.Busy) {
+        busy(span);
       } else {
         span.setAttribute(OUTCOME, "handled");
       }
       return outcome;
     } catch (BusyException e) {
-      span.setAttribute(OUTCOME, "busy");
+      busy(span);
       throw e;
     } catch (Exception | Error e) {
-      span.recordException(e);
-      span.setStatus(StatusCode.ERROR, e.getClass().getSimpleName());
-      span.setAttribute(OUTCOME, "failed");
+      failed(span, e);
       throw e;
     } finally {
       span.end();
     }
+  }
+
+  private static void failed(Span span, Throwable cause) {
+    span.recordException(cause);
+    span.setStatus(StatusCode.ERROR, cause.getClass().getSimpleName());
+    span.setAttribute(ERROR_TYPE, cause.getClass().getName());
+    span.setAttribute(OUTCOME, "failed");
+  }
+
+  private static void busy(Span span) {
+    span.setStatus(StatusCode.ERROR, "busy");
+    span.setAttribute(ERROR_TYPE, "busy");
+    span.setAttribute(OUTCOME, "busy");
   }
 }

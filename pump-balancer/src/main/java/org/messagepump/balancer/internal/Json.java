@@ -114,6 +114,34 @@ public final class Json {
     return object(write(properties), what, limits);
   }
 
+  /**
+   * {@code json}, a JSON object checked by {@link #object(String, String, Limits)}, with each of
+   * {@code headers} added as a top-level string property unless the object holds that name already
+   * (its own value wins); checked against {@code limits} again. Returns {@code json} itself when
+   * {@code headers} is empty.
+   *
+   * @throws IllegalArgumentException naming {@code what} when the result is over the limit
+   */
+  public static String withDefaults(
+      String json, Map<String, String> headers, String what, Limits limits) {
+    if (headers.isEmpty()) {
+      return json;
+    }
+    com.fasterxml.jackson.databind.node.ObjectNode node;
+    try {
+      node = (com.fasterxml.jackson.databind.node.ObjectNode) MAPPER.readTree(json);
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException(what + " must be a JSON object", e);
+    }
+    headers.forEach(
+        (name, value) -> {
+          if (!node.has(name)) {
+            node.put(name, value);
+          }
+        });
+    return Inputs.json(what, node.toString(), limits.maxPropertiesBytes());
+  }
+
   /** Reads a JSON object into a map. */
   public static Map<String, Object> read(String json) {
     try {

@@ -17,6 +17,7 @@ import org.messagepump.console.ConsoleServlet;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
+import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.spring.boot.internal.CommandJobs;
@@ -25,7 +26,9 @@ import org.messagepump.spring.boot.internal.DeliveryEntityManagers;
 import org.messagepump.spring.boot.internal.LibraryMigrations;
 import org.messagepump.spring.boot.internal.MessagePumps;
 import org.messagepump.spring.boot.internal.MigratedSchemas;
+import org.messagepump.spring.boot.internal.ObservationPumpObservations;
 import org.messagepump.spring.boot.internal.PumpHealthContributor;
+import org.messagepump.spring.boot.internal.PumpObservations;
 import org.messagepump.spring.boot.internal.SpringBoundDriver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -69,13 +72,15 @@ import org.springframework.context.annotation.Configuration;
       "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration",
       "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
       "org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration",
+      "org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration",
       // The same auto-configurations' names on Spring Boot 3 (pump-spring-boot3-autoconfigure).
       "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration",
       "org.springframework.boot.autoconfigure.jdbc.DataSourceTransactionManagerAutoConfiguration",
       "org.springframework.boot.autoconfigure.flyway.FlywayAutoConfiguration",
       "org.springframework.boot.autoconfigure.orm.jpa.HibernateJpaAutoConfiguration",
       "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration",
-      "org.springframework.boot.actuate.autoconfigure.metrics.export.simple.SimpleMetricsExportAutoConfiguration"
+      "org.springframework.boot.actuate.autoconfigure.metrics.export.simple.SimpleMetricsExportAutoConfiguration",
+      "org.springframework.boot.actuate.autoconfigure.observation.ObservationAutoConfiguration"
     })
 @ConditionalOnSingleCandidate(DataSource.class)
 @EnableConfigurationProperties(MessagePumpProperties.class)
@@ -142,7 +147,8 @@ public class MessagePumpAutoConfiguration {
       ObjectProvider<MessagePumpCustomizer> customizers,
       BeanFactory beans,
       MigratedSchemas migrated,
-      ObjectProvider<DeliveryBinding> alsoBound) {
+      ObjectProvider<DeliveryBinding> alsoBound,
+      ObjectProvider<PumpObservations> observations) {
     if (!properties.isEnabled()) {
       log.info("messagepump.enabled=false: no pumps are created");
       return new MessagePumps(List.of(), name -> null, properties.isAutoStartup());
@@ -166,6 +172,7 @@ public class MessagePumpAutoConfiguration {
     }
     MeterRegistry registry = meterRegistry.getIfUnique();
     DeliveryBinding entityManagers = alsoBound.getIfUnique();
+    PumpObservations observed = observations.getIfUnique();
     Map<String, DataSource> listenSources = new HashMap<>();
     for (String name : names) {
       // Fail at startup, naming the option, rather than when the context starts the pumps.
@@ -183,10 +190,11 @@ public class MessagePumpAutoConfiguration {
         name -> {
           PumpDefinition d =
               defs.stream().filter(x -> x.pumpName().equals(name)).findFirst().orElseThrow();
+          Driver driver = new SpringBoundDriver(d.driver(beans), dataSource, name, entityManagers);
           MessagePump.Builder b =
               MessagePump.builder(dataSource)
                   .name(name)
-                  .driver(new SpringBoundDriver(d.driver(beans), dataSource, name, entityManagers));
+                  .driver(observed == null ? driver : observed.wrap(driver, name));
           properties.options(name).applyTo(b);
           DataSource listen = listenSources.get(name);
           if (listen != null) {
@@ -293,6 +301,7 @@ public class MessagePumpAutoConfiguration {
         MessageCodec codec,
         MessagePumpProperties properties,
         ObjectProvider<MeterRegistry> meterRegistry,
+        ObjectProvider<PumpObservations> observations,
         MigratedSchemas migrated) {
       String schema = properties.getCommands().getSchema();
       CommandQueue.Builder b =
@@ -301,6 +310,7 @@ public class MessagePumpAutoConfiguration {
               .schema(schema)
               .history(properties.getCommands().isHistory());
       meterRegistry.ifUnique(b::meterRegistry);
+      observations.ifUnique(o -> b.producerHook(o.producerHook()));
       return b.build();
     }
 
@@ -381,10 +391,12 @@ public class MessagePumpAutoConfiguration {
         MessageCodec codec,
         MessagePumpProperties properties,
         ObjectProvider<MeterRegistry> meterRegistry,
+        ObjectProvider<PumpObservations> observations,
         MigratedSchemas migrated) {
       String schema = properties.getEvents().getSchema();
       EventStore.Builder b = EventStore.builder(dataSource, codec).schema(schema);
       meterRegistry.ifUnique(b::meterRegistry);
+      observations.ifUnique(o -> b.producerHook(o.producerHook()));
       return b.build();
     }
 
@@ -405,8 +417,10 @@ public class MessagePumpAutoConfiguration {
         DataSource dataSource,
         MessagePumpProperties properties,
         ObjectProvider<MeterRegistry> meterRegistry,
+        ObjectProvider<PumpObservations> observations,
         MigratedSchemas migrated) {
       MeterRegistry registry = meterRegistry.getIfUnique();
+      PumpObservations observed = observations.getIfUnique();
       String schema = properties.getBalancer().getSchema();
       return new TransactionalBalancer(
           dataSource,
@@ -415,8 +429,31 @@ public class MessagePumpAutoConfiguration {
             if (registry != null) {
               b.meterRegistry(registry);
             }
+            if (observed != null) {
+              b.producerHook(observed.producerHook());
+            }
             return b.build();
           });
+    }
+  }
+
+  /**
+   * Tracing through Micrometer's Observation API, when the application has an {@code
+   * ObservationRegistry} (Spring Boot's, with Actuator) and {@code messagepump.tracing.enabled} is
+   * not false: every enqueue, append and store is a producer observation whose context the messages
+   * carry, and every delivery a consumer observation of it. Boot's tracing bridge (OpenTelemetry or
+   * Brave) turns them into spans of one trace. See docs/observability.md.
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "io.micrometer.observation.ObservationRegistry")
+  @ConditionalOnBean(type = "io.micrometer.observation.ObservationRegistry")
+  @ConditionalOnBooleanProperty(name = "messagepump.tracing.enabled", matchIfMissing = true)
+  static class ObservationConfiguration {
+    @Bean
+    @ConditionalOnMissingBean
+    PumpObservations messagePumpObservations(
+        ObjectProvider<io.micrometer.observation.ObservationRegistry> registry) {
+      return new ObservationPumpObservations(registry.getObject());
     }
   }
 

@@ -56,6 +56,9 @@ public class MessagePumpProperties {
    */
   private final Console console = new Console();
 
+  /** Tracing of enqueues, appends, stores and deliveries through Micrometer's Observation API. */
+  private final Tracing tracing = new Tracing();
+
   /** How the library's tables are migrated at startup. */
   public enum Migrate {
     /** Not at startup: run the modules' migrate yourself (or {@code pump migrate}). */
@@ -122,6 +125,32 @@ public class MessagePumpProperties {
 
   public Console getConsole() {
     return console;
+  }
+
+  public Tracing getTracing() {
+    return tracing;
+  }
+
+  /**
+   * The {@code messagepump.tracing.*} properties: tracing is on when the application has an
+   * ObservationRegistry bean (Spring Boot Actuator) unless disabled here.
+   */
+  public static class Tracing {
+
+    /**
+     * Observe every enqueue, append and store (a producer span whose context the messages carry)
+     * and every delivery (a consumer span of it) through the application's ObservationRegistry, so
+     * that Spring Boot's tracing bridge puts them in the caller's trace.
+     */
+    private boolean enabled = true;
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
+    }
   }
 
   /**

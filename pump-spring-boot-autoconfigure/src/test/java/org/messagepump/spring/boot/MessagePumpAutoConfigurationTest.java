@@ -107,6 +107,33 @@ class MessagePumpAutoConfigurationTest {
   }
 
   @Test
+  void tracesThroughTheApplicationsObservationRegistryUnlessDisabled() {
+    runner
+        .withBean(
+            io.micrometer.observation.ObservationRegistry.class,
+            io.micrometer.observation.ObservationRegistry::create)
+        .run(
+            ctx -> {
+              assertThat(ctx).hasNotFailed();
+              assertThat(ctx)
+                  .hasSingleBean(org.messagepump.spring.boot.internal.PumpObservations.class);
+            });
+    runner
+        .withBean(
+            io.micrometer.observation.ObservationRegistry.class,
+            io.micrometer.observation.ObservationRegistry::create)
+        .withPropertyValues("messagepump.tracing.enabled=false")
+        .run(
+            ctx ->
+                assertThat(ctx)
+                    .doesNotHaveBean(org.messagepump.spring.boot.internal.PumpObservations.class));
+    runner.run(
+        ctx ->
+            assertThat(ctx)
+                .doesNotHaveBean(org.messagepump.spring.boot.internal.PumpObservations.class));
+  }
+
+  @Test
   void withoutJpaOnTheClassPathThePumpsAreStillDeclared() {
     runner
         .withClassLoader(
