@@ -75,6 +75,13 @@ class ConsoleJobsIT {
         "UPDATE commandqueue.commands SET failures = 2,"
             + " deliver_at = clock_timestamp() + interval '1 minute' WHERE message_id = ?",
         failing);
+    // 60 commands of two types due at the same instant: their order is by id alone, and a page
+    // boundary falls among them.
+    sql(
+        "INSERT INTO commandqueue.commands (message_id, message_type, payload, deliver_at)"
+            + " SELECT gen_random_uuid(), CASE WHEN i % 2 = 0 THEN 'ops.TieA' ELSE 'ops.TieB' END,"
+            + " '\\x7b7d'::bytea, timestamptz '2026-01-01 00:00:00+00'"
+            + " FROM generate_series(1, 60) AS i");
     dead = UUID.randomUUID();
     sql(
         "INSERT INTO commandqueue.dead_letters (message_id, message_type, payload, failures,"
@@ -185,8 +192,21 @@ class ConsoleJobsIT {
       path = next.find() ? next.group(1) : null;
       pages++;
     }
-    assertThat(pages).isEqualTo(2);
-    assertThat(queued).hasSize(61).contains(keyed.toString());
+    assertThat(pages).isEqualTo(3);
+    assertThat(queued).hasSize(121).contains(keyed.toString());
+    List<String> tied = new ArrayList<>();
+    try (Connection c = db.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT message_id::text FROM commandqueue.commands"
+                    + " WHERE message_type LIKE 'ops.Tie_' ORDER BY message_id");
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        tied.add(rs.getString(1));
+      }
+    }
+    // The tied commands come first (the earliest rank), in PostgreSQL's order of their ids.
+    assertThat(new ArrayList<>(queued).subList(0, 60)).containsExactlyElementsOf(tied);
     assertThat(queued).doesNotContain(scheduled.toString(), failing.toString());
 
     assertThat(page(h, "jobs?driver=commands&state=scheduled"))

@@ -314,7 +314,11 @@ final class JobsPage {
       // Each type's page is a range of its index; their merge is the page of every type.
       jobs.addAll(stores.jobs(t, js, after, PAGE));
     }
-    jobs.sort(Comparator.comparing(Stores.Job::rank).thenComparing(Stores.Job::id));
+    // PostgreSQL's order: ranks as instants, ids as unsigned bytes (their canonical text's order;
+    // UUID.compareTo compares signed halves), so the merge pages on as each type's range does.
+    jobs.sort(
+        Comparator.comparing((Stores.Job j) -> j.rank().toInstant())
+            .thenComparing(j -> j.id().toString()));
     if (jobs.size() > PAGE) {
       jobs = jobs.subList(0, PAGE);
     }
