@@ -123,7 +123,9 @@ class ConsoleScaleIT {
       pages.put("jobs, queued", "jobs?driver=commands");
       pages.put("jobs, failing", "jobs?driver=commands&state=failing");
       pages.put("jobs, parked", "jobs?driver=commands&state=parked");
-      pages.put("jobs, its next page", nextLink(get(http, base, "jobs?driver=commands&state=parked").body(), "next-jobs"));
+      pages.put(
+          "jobs, its next page",
+          nextLink(get(http, base, "jobs?driver=commands&state=parked").body(), "next-jobs"));
       pages.put("jobs, a command", "jobs/command?id=" + anyDeadLetter(db));
       pages.put("jobs, a bulk preview", "jobs/preview?action=retry&type=shop.Charge");
       pages.put("jobs, a stream by key", "jobs?driver=events&key=order-200");
