@@ -130,6 +130,7 @@ class ConsoleScaleIT {
       pages.put("jobs, a bulk preview", "jobs/preview?action=retry&type=shop.Charge");
       pages.put("jobs, a stream by key", "jobs?driver=events&key=order-200");
       pages.put("jobs, a balancer key", "jobs?driver=balancer&group=mail&key=customer-500");
+      pages.put("jobs, a group's failing keys", "jobs?driver=balancer&group=mail");
       pages.put("audit", "audit");
       pages.put("api/overview", "api/overview");
       long worst = 0;

@@ -274,6 +274,19 @@ class ConsoleJobsIT {
     assertThat(key)
         .contains("id=\"messages\"", "message-" + mailMessage, "actions/keys/unpark", "full &lt;")
         .containsPattern("id=\"message-" + mailMessage + "\">.*?<td class=\"num warn\">4<");
+    fixture.mail.storeMessage("waiting-key", "w".getBytes(StandardCharsets.UTF_8));
+    fixture.mail.storeMessage("fine-key", "f".getBytes(StandardCharsets.UTF_8));
+    sql(
+        "UPDATE balancer.partitions SET failures = 1,"
+            + " resume_at = clock_timestamp() + interval '1 hour' WHERE partition_key = ?",
+        "waiting-key");
+    String failingKeys = page(h, "jobs?driver=balancer");
+    assertThat(failingKeys)
+        .contains("id=\"failing-keys\"", "key-&lt;script&gt;", "waiting-key")
+        .doesNotContain("fine-key");
+    assertThat(page(h, "jobs?driver=balancer&group=" + ConsoleFixture.MAIL + "&after_key=waiting"))
+        .contains("waiting-key")
+        .doesNotContain("key-&lt;script&gt;");
     assertThat(page(h, "jobs?driver=balancer&message=" + mailMessage))
         .contains("id=\"key\"", "message-" + mailMessage);
     assertThat(page(h, "jobs?driver=balancer&message=999999999")).contains("id=\"not-found\"");

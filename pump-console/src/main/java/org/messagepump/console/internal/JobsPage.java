@@ -766,6 +766,7 @@ final class JobsPage {
       key = found.get(0).key();
     } else if (key == null || key.isEmpty()) {
       b.append("</section>");
+      failingKeys(b, r, stores, groups, group);
       return;
     }
     if (group == null) {
@@ -846,6 +847,66 @@ final class JobsPage {
           .append(" of ")
           .append(s.messageCount())
           .append(".</p>");
+    }
+    b.append("</section>");
+  }
+
+  /**
+   * The keys of a group (the chosen one, or the only one) whose head failed: waiting out a backoff
+   * (the next attempt) or parked, by key, {@value #PAGE} a page.
+   */
+  private static void failingKeys(
+      StringBuilder b, Request r, Stores stores, List<GroupStats> groups, String group) {
+    if (group == null && groups.size() == 1) {
+      group = groups.get(0).group();
+    }
+    if (group == null) {
+      return;
+    }
+    String g = group;
+    if (groups.stream().noneMatch(s -> s.group().equals(g))) {
+      throw HttpError.notFound("no balancer group " + group);
+    }
+    String after = r.optional("after_key", MessageBalancer.MAX_NAME_LENGTH);
+    List<Stores.FailingKey> keys = stores.failingKeys(group, after, PAGE);
+    b.append("<section id=\"work\"><h2>Failing keys of ")
+        .append(esc(group))
+        .append("</h2><p class=\"note\">Keys whose head failed: waiting for their next attempt,")
+        .append(" or parked. By key, ")
+        .append(PAGE)
+        .append(" a page.</p><table id=\"failing-keys\"><thead><tr><th>key</th>")
+        .append("<th>failures</th><th>next attempt</th><th>parked</th></tr></thead><tbody>");
+    for (Stores.FailingKey k : keys) {
+      b.append("<tr><td class=\"key\">")
+          .append(
+              link(
+                  r,
+                  "/jobs?driver=balancer&group=" + Html.url(group) + "&key=" + Html.url(k.key()),
+                  k.key()))
+          .append("</td><td class=\"num warn\">")
+          .append(k.failures())
+          .append("</td><td>")
+          .append(k.resumeAt() == null ? "" : Html.time(k.resumeAt().toInstant()))
+          .append("</td><td>")
+          .append(k.parked() ? "yes" : "")
+          .append("</td></tr>");
+    }
+    if (keys.isEmpty()) {
+      b.append("<tr><td colspan=\"4\" class=\"note\">None.</td></tr>");
+    }
+    b.append("</tbody></table>");
+    if (keys.size() == PAGE) {
+      b.append("<p><a id=\"next-jobs\" href=\"")
+          .append(
+              esc(
+                  r.base()
+                      + "/jobs?driver=balancer&group="
+                      + Html.url(group)
+                      + "&after_key="
+                      + Html.url(keys.get(keys.size() - 1).key())))
+          .append("\">Next ")
+          .append(PAGE)
+          .append("</a></p>");
     }
     b.append("</section>");
   }

@@ -290,6 +290,40 @@ public final class Stores {
                             r.get(7, String.class))));
   }
 
+  /** A key of a balancer group whose head failed: its failures, when it is tried again, parked. */
+  record FailingKey(String key, int failures, java.time.OffsetDateTime resumeAt, boolean parked) {}
+
+  /**
+   * Up to {@code limit} keys of {@code group} whose head failed at least once (waiting out a
+   * backoff, or parked), by key, after {@code afterKey} when it is not null: one bound statement on
+   * a range of the partitions' primary key (group, key), which it reads as far as it takes to find
+   * a page of them.
+   */
+  List<FailingKey> failingKeys(String group, String afterKey, int limit) {
+    Field<String> key = DSL.field(DSL.name("partition_key"), SQLDataType.CLOB);
+    return Transactions.inNew(
+        dataSource,
+        "listing failing keys of group " + group,
+        tx ->
+            tx.dsl()
+                .resultQuery(
+                    "SELECT partition_key, failures,"
+                        + " CASE WHEN resume_at > clock_timestamp() THEN resume_at END,"
+                        + " parked_at IS NOT NULL FROM {0} WHERE partition_group = {1}"
+                        + " AND failures > 0 AND {2} ORDER BY partition_key LIMIT {3}",
+                    DSL.table(DSL.name(balancerSchema, "partitions")),
+                    DSL.val(group),
+                    afterKey == null ? DSL.noCondition() : key.gt(afterKey),
+                    DSL.val(limit))
+                .fetch(
+                    r ->
+                        new FailingKey(
+                            r.get(0, String.class),
+                            r.get(1, Integer.class),
+                            r.get(2, java.time.OffsetDateTime.class),
+                            r.get(3, Boolean.class))));
+  }
+
   /** A balancer message as the job view shows it: where it is and how often it was tried. */
   record MessageJob(
       long id, String group, String key, int bytes, Instant receivedAt, int attempts) {}
