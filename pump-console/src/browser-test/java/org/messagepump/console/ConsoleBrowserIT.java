@@ -21,8 +21,10 @@ import org.messagepump.testkit.PostgresExtension;
 import org.openqa.selenium.By;
 import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebDriver;
+import org.openqa.selenium.WebDriverException;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
@@ -145,8 +147,28 @@ class ConsoleBrowserIT {
 
   /** The flash message of the page that replaces {@code page} (not a flash still on it). */
   private static String flashAfter(WebElement page) {
-    waiting().until(ExpectedConditions.stalenessOf(page));
+    waiting().until(d -> replaced(page));
     return waiting().until(ExpectedConditions.visibilityOfElementLocated(By.id("flash"))).getText();
+  }
+
+  /**
+   * Whether {@code element}'s document has been replaced by the next page. While Chromium swaps
+   * the documents, chromedriver may answer a command on the old element with "Node with given id
+   * does not belong to the document" (an unknown error) instead of a stale element reference
+   * ({@code ExpectedConditions.stalenessOf} then fails the wait): both say the element is gone.
+   */
+  private static boolean replaced(WebElement element) {
+    try {
+      element.isEnabled();
+      return false;
+    } catch (StaleElementReferenceException e) {
+      return true;
+    } catch (WebDriverException e) {
+      if (String.valueOf(e.getMessage()).contains("does not belong to the document")) {
+        return true;
+      }
+      throw e;
+    }
   }
 
   /** The number of points a sparkline has drawn; 0 before its first sample arrives. */
