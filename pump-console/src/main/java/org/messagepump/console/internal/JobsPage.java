@@ -911,7 +911,7 @@ final class JobsPage {
     b.append("</section>");
   }
 
-  // ---- helpers ----------------------------------------------------------------------------------
+  // ---- rows, links, ids -----------------------------------------------------------------------
 
   private static String firstLine(String error) {
     if (error == null) {
