@@ -399,6 +399,34 @@ public final class MessageBalancer {
                 tx -> StoreQueries.partitionStats(tx.dsl(), group, partitionKey))));
   }
 
+  /** The most keys {@link #partitionStats(java.util.Collection)} reads at once. */
+  public static final int MAX_STATS_KEYS = 1_000;
+
+  /**
+   * The figures of several keys with one statement (a page of keys, as an operator's console shows
+   * them): each key's as {@link #partitionStats(String)} gives it, in the order of {@code
+   * partitionKeys}, a key without messages or a lease left out. Its cost grows with the keys asked
+   * and their messages (one range of an index each), not with the group.
+   *
+   * @throws IllegalArgumentException for more than {@value #MAX_STATS_KEYS} keys or a key the
+   *     balancer refuses; nothing is sent
+   */
+  public List<PartitionStats> partitionStats(java.util.Collection<String> partitionKeys) {
+    Objects.requireNonNull(partitionKeys, "partitionKeys");
+    if (partitionKeys.size() > MAX_STATS_KEYS) {
+      throw new IllegalArgumentException(
+          "at most " + MAX_STATS_KEYS + " keys at once: " + partitionKeys.size());
+    }
+    for (String key : partitionKeys) {
+      Balancer.checkName("partitionKey", key);
+    }
+    List<String> keys = List.copyOf(partitionKeys);
+    return read("reading partition stats", dsl -> StoreQueries.partitionStats(dsl, group, keys))
+        .stream()
+        .map(FromInternal::partitionStats)
+        .toList();
+  }
+
   /** This group's figures: keys, messages, leases, parked keys, oldest message age. */
   public GroupStats stats() {
     List<GroupFigures> all =

@@ -120,6 +120,17 @@ class ConsoleScaleIT {
       pages.put(
           "balancer, its next page",
           nextLink(get(http, base, "balancer?group=mail").body(), "next-keys"));
+      pages.put("jobs, queued", "jobs?driver=commands");
+      pages.put("jobs, failing", "jobs?driver=commands&state=failing");
+      pages.put("jobs, parked", "jobs?driver=commands&state=parked");
+      pages.put(
+          "jobs, its next page",
+          nextLink(get(http, base, "jobs?driver=commands&state=parked").body(), "next-jobs"));
+      pages.put("jobs, a command", "jobs/command?id=" + anyDeadLetter(db));
+      pages.put("jobs, a bulk preview", "jobs/preview?action=retry&type=shop.Charge");
+      pages.put("jobs, a stream by key", "jobs?driver=events&key=order-200");
+      pages.put("jobs, a balancer key", "jobs?driver=balancer&group=mail&key=customer-500");
+      pages.put("jobs, a group's failing keys", "jobs?driver=balancer&group=mail");
       pages.put("audit", "audit");
       pages.put("api/overview", "api/overview");
       long worst = 0;
@@ -191,6 +202,16 @@ class ConsoleScaleIT {
     } finally {
       console.destroy();
       console.waitFor();
+    }
+  }
+
+  private static String anyDeadLetter(TestDatabase db) throws Exception {
+    try (Connection c = db.dataSource().getConnection();
+        Statement s = c.createStatement();
+        java.sql.ResultSet rs =
+            s.executeQuery("SELECT message_id FROM commandqueue.dead_letters LIMIT 1")) {
+      rs.next();
+      return rs.getString(1);
     }
   }
 

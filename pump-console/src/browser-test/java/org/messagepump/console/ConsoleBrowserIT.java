@@ -21,8 +21,10 @@ import org.messagepump.testkit.PostgresExtension;
 import org.openqa.selenium.By;
 import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebDriver;
+import org.openqa.selenium.WebDriverException;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
@@ -33,8 +35,9 @@ import org.openqa.selenium.support.ui.WebDriverWait;
 /**
  * The console in a real browser (Debian's headless Chromium through Selenium): an operator sees
  * the failures, then retries, discards, resumes, moves and resets checkpoints and unparks a hostile
- * key (markup, a newline, 300 characters), each through its confirmation, and finds every action
- * in the audit log. Takes the screenshots of docs/console.md, into {@code console.screenshots}
+ * key (markup, a newline, 300 characters), opens a parked command's detail and a bulk action's
+ * preview, pauses and resumes a type, a handler and a group with a hostile reason, each through its
+ * confirmation, and finds every action in the audit log. Takes the screenshots of docs/console.md, into {@code console.screenshots}
  * (default {@code target/screenshots}). Runs in {@code -Pbrowser}.
  */
 @Tag("browser")
@@ -144,8 +147,28 @@ class ConsoleBrowserIT {
 
   /** The flash message of the page that replaces {@code page} (not a flash still on it). */
   private static String flashAfter(WebElement page) {
-    waiting().until(ExpectedConditions.stalenessOf(page));
+    waiting().until(d -> replaced(page));
     return waiting().until(ExpectedConditions.visibilityOfElementLocated(By.id("flash"))).getText();
+  }
+
+  /**
+   * Whether {@code element}'s document has been replaced by the next page. While Chromium swaps
+   * the documents, chromedriver may answer a command on the old element with "Node with given id
+   * does not belong to the document" (an unknown error) instead of a stale element reference
+   * ({@code ExpectedConditions.stalenessOf} then fails the wait): both say the element is gone.
+   */
+  private static boolean replaced(WebElement element) {
+    try {
+      element.isEnabled();
+      return false;
+    } catch (StaleElementReferenceException e) {
+      return true;
+    } catch (WebDriverException e) {
+      if (String.valueOf(e.getMessage()).contains("does not belong to the document")) {
+        return true;
+      }
+      throw e;
+    }
   }
 
   /** The number of points a sparkline has drawn; 0 before its first sample arrives. */
@@ -272,6 +295,43 @@ class ConsoleBrowserIT {
         .atMost(Duration.ofSeconds(30))
         .until(() -> fixture.mail.partitionStats(HOSTILE_KEY).isEmpty());
 
+    // The job view: a parked command's detail, what a bulk action will touch, and pauses of a
+    // type, a handler and a group, each paused with a hostile reason and resumed.
+    open("jobs?driver=commands&state=parked");
+    screenshot("jobs");
+    WebElement firstParked = browser.findElement(By.cssSelector("#jobs tbody tr td.id a"));
+    String parkedId = firstParked.getText();
+    firstParked.click();
+    waiting()
+        .until(
+            ExpectedConditions.textToBePresentInElementLocated(
+                By.id("command"), "card declined"));
+    assertThat(browser.findElement(By.id("command")).getText()).contains(parkedId, "parked");
+    open("jobs/preview?action=retry&type=" + ConsoleFixture.CHARGE);
+    assertThat(browser.findElement(By.id("preview-ids")).getText()).contains(parkedId);
+    screenshot("jobs-preview");
+    for (String driver : new String[] {"commands", "events", "balancer"}) {
+      open("jobs?driver=" + driver);
+      WebElement pause = browser.findElement(By.cssSelector("#pause-form form"));
+      pause.findElement(By.name("reason")).sendKeys("deploy <b>" + driver + "</b> & \"'");
+      String flash = confirmAndWait(pause.findElement(By.tagName("button")));
+      assertThat(flash).contains("paused: deploy <b>" + driver + "</b> & \"'");
+      assertThat(browser.findElement(By.id("paused")).getText()).contains("deploy <b>" + driver);
+      if (driver.equals("balancer")) {
+        screenshot("jobs-paused");
+      }
+      assertThat(
+              confirmAndWait(
+                  browser
+                      .findElement(By.id("paused"))
+                      .findElement(By.xpath(".//button[text()='Resume']"))))
+          .contains("resumed");
+      assertThat(browser.findElement(By.id("paused")).getText()).contains("Nothing paused.");
+    }
+    assertThat(fixture.queue.pausedTypes()).isEmpty();
+    assertThat(fixture.events.pausedHandlers()).isEmpty();
+    assertThat(fixture.mail.isPaused()).isFalse();
+
     open("audit");
     assertThat(browser.findElement(By.id("audit")).getText())
         .contains(
@@ -284,6 +344,8 @@ class ConsoleBrowserIT {
             "checkpoints.set",
             "checkpoints.reset",
             "keys.unpark",
+            "pauses.pause",
+            "pauses.resume",
             "<script>alert(1)</script>");
     screenshot("audit");
   }

@@ -337,6 +337,78 @@ public final class StoreQueries {
         age(m.get(1, OffsetDateTime.class), now));
   }
 
+  /**
+   * The figures of the given keys of {@code group} in one statement: a range of the partitions'
+   * primary key for the keys, and per key one range of the index of its messages ({@code
+   * messages_key_order}) for its count and oldest message. A key without a row is left out; the
+   * keys come back in the order of {@code keys}. Whether a transaction holds a key is read as
+   * {@link #partitionStats} reads it, by a {@code FOR SHARE SKIP LOCKED} probe of its row.
+   */
+  public static List<KeyFigures> partitionStats(
+      DSLContext dsl, String group, java.util.Collection<String> keys) {
+    if (keys.isEmpty()) {
+      return List.of();
+    }
+    org.jooq.Field<Long> count =
+        DSL.field(
+            "(SELECT count(*) FROM {0} AS m WHERE m.partition_group = {1}"
+                + " AND m.partition_key = {2})",
+            SQLDataType.BIGINT, M.T, P.GROUP, P.KEY);
+    org.jooq.Field<OffsetDateTime> oldest =
+        DSL.field(
+            "(SELECT min(m.received_at) FILTER (WHERE isfinite(m.received_at)) FROM {0} AS m"
+                + " WHERE m.partition_group = {1} AND m.partition_key = {2})",
+            SQLDataType.TIMESTAMPWITHTIMEZONE, M.T, P.GROUP, P.KEY);
+    org.jooq.Field<Boolean> free =
+        DSL.field(
+            "EXISTS (SELECT 1 FROM {0} AS q WHERE q.partition_group = {1}"
+                + " AND q.partition_key = {2} FOR SHARE SKIP LOCKED)",
+            SQLDataType.BOOLEAN, P.T, P.GROUP, P.KEY);
+    org.jooq.Field<OffsetDateTime> now = clock();
+    Map<String, KeyFigures> byKey = new java.util.HashMap<>();
+    for (Record p :
+        dsl.select(
+                P.KEY,
+                P.LEASE_MESSAGE_ID,
+                P.LEASE_UNTIL,
+                P.FAILURES,
+                P.RESUME_AT,
+                P.PARKED_REASON,
+                now,
+                count,
+                oldest,
+                free)
+            .from(P.T)
+            .where(P.GROUP.eq(group))
+            .and(P.KEY.eq(DSL.any(DSL.val(keys.toArray(String[]::new)))))
+            .fetch()) {
+      OffsetDateTime at = p.get(now);
+      OffsetDateTime resumeAt = p.get(P.RESUME_AT);
+      OffsetDateTime leaseUntil = p.get(P.LEASE_UNTIL);
+      Long n = p.get(count);
+      byKey.put(
+          p.get(P.KEY),
+          new KeyFigures(
+              p.get(P.KEY),
+              n == null ? 0 : n,
+              !Boolean.TRUE.equals(p.get(free)),
+              p.get(P.LEASE_MESSAGE_ID),
+              leaseUntil == null ? null : leaseUntil.toInstant(),
+              p.get(P.FAILURES),
+              resumeAt == null || !resumeAt.isAfter(at) ? null : resumeAt.toInstant(),
+              p.get(P.PARKED_REASON),
+              age(p.get(oldest), at)));
+    }
+    List<KeyFigures> out = new ArrayList<>();
+    for (String k : new java.util.LinkedHashSet<>(keys)) {
+      KeyFigures f = byKey.get(k);
+      if (f != null) {
+        out.add(f);
+      }
+    }
+    return out;
+  }
+
   /** Figures of every group that has keys or messages, by group name. */
   public static List<GroupFigures> groups(DSLContext dsl, String onlyGroup) {
     var pq =

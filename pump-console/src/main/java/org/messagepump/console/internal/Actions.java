@@ -72,6 +72,8 @@ public final class Actions {
       case "/keys/unpark" -> unpark(r);
       case "/commands/cancel" -> cancel(r);
       case "/commands/reschedule" -> reschedule(r);
+      case "/pauses/pause" -> pause(r, true);
+      case "/pauses/resume" -> pause(r, false);
       default -> throw HttpError.notFound("no action " + path);
     };
   }
@@ -294,6 +296,64 @@ public final class Actions {
         List.of(group + " key " + key),
         "unparked",
         "/balancer?group=" + Html.url(group));
+  }
+
+  /**
+   * Pauses or resumes, cluster-wide, one command type, event handler or balancer group ({@code
+   * driver}: {@code commands}, {@code events} or {@code balancer}; {@code name}; an optional {@code
+   * reason} for a pause). Handlers and groups must exist; a type need not have commands yet, as the
+   * queue lets a type be paused before its first command.
+   */
+  private Done pause(Request r, boolean pause) {
+    String driver = r.required("driver", 20);
+    String name = r.required("name", MessageBalancer.MAX_NAME_LENGTH);
+    String reason = pause ? r.optional("reason", 500) : null;
+    if (reason != null && reason.isBlank()) {
+      reason = null;
+    }
+    String verb = pause ? "paused" : "resumed";
+    boolean changed;
+    String target;
+    try {
+      switch (driver) {
+        case "commands" -> {
+          changed =
+              pause
+                  ? stores.commands().pauseType(name, reason)
+                  : stores.commands().resumeType(name);
+          target = "type " + name;
+        }
+        case "events" -> {
+          if (!stores.handlers().handlerKeys().contains(name)) {
+            throw HttpError.notFound("no event handler " + name);
+          }
+          changed =
+              pause
+                  ? stores.events().pauseHandler(name, reason)
+                  : stores.events().resumeHandler(name);
+          target = "handler " + name;
+        }
+        case "balancer" -> {
+          if (stores.groups().stream().noneMatch(g -> g.group().equals(name))) {
+            throw HttpError.notFound("no balancer group " + name);
+          }
+          MessageBalancer group = stores.balancer(name);
+          changed = pause ? group.pauseGroup(reason) : group.resumeGroup();
+          target = "group " + name;
+        }
+        default -> throw HttpError.badRequest("driver must be commands, events or balancer");
+      }
+    } catch (IllegalArgumentException e) {
+      throw HttpError.badRequest(e.getMessage());
+    }
+    if (!changed) {
+      throw new HttpError(409, target + " was " + (pause ? "paused" : "not paused") + " already");
+    }
+    return new Done(
+        pause ? "pauses.pause" : "pauses.resume",
+        List.of(target),
+        verb + (reason == null ? "" : ": " + reason),
+        "/jobs?driver=" + driver);
   }
 
   private String handler(Request r) {

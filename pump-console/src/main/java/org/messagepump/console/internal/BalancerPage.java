@@ -147,15 +147,16 @@ final class BalancerPage {
               r.required("after_key", 4 * MessageBalancer.MAX_NAME_LENGTH), messages);
     }
     List<Stores.KeyCount> hottest = stores.hottestKeys(balancer.group(), after, PAGE);
-    List<PartitionStats> keys = new ArrayList<>();
+    List<String> readable = new ArrayList<>();
     List<String> unreadable = new ArrayList<>();
     for (Stores.KeyCount k : hottest) {
       if (overLimit(k.key())) {
         unreadable.add(k.key()); // stored by other means than the API, which would refuse it
       } else {
-        balancer.partitionStats(k.key()).ifPresent(keys::add);
+        readable.add(k.key());
       }
     }
+    List<PartitionStats> keys = new ArrayList<>(balancer.partitionStats(readable));
     keys.sort(
         Comparator.comparingLong(PartitionStats::messageCount)
             .reversed()

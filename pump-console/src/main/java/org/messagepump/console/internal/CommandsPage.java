@@ -63,21 +63,12 @@ final class CommandsPage {
               .append(d.deadLetters())
               .append("</td><td>");
           if (!r.config().readOnly() && d.deadLetters() > 0) {
-            String n = d.deadLetters() + " dead letter" + (d.deadLetters() == 1 ? "" : "s");
-            b.append(
-                    form(
-                        r,
-                        "dead-letters/retry",
-                        "Retry all " + n + " of type " + t + "?",
-                        text("type", t),
-                        "Retry all"))
-                .append(
-                    form(
-                        r,
-                        "dead-letters/discard",
-                        "Discard all " + n + " of type " + t + " for good?",
-                        text("type", t),
-                        "Discard all"));
+            // A bulk action on a type shows what it will touch (count, first ids) before it runs.
+            b.append("<a class=\"button\" href=\"")
+                .append(esc(r.base() + "/jobs/preview?action=retry&type=" + Html.url(t)))
+                .append("\">Retry all…</a> <a class=\"button\" href=\"")
+                .append(esc(r.base() + "/jobs/preview?action=discard&type=" + Html.url(t)))
+                .append("\">Discard all…</a>");
           }
           b.append("</td></tr>");
         });

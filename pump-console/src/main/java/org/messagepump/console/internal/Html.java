@@ -89,6 +89,7 @@ public final class Html {
     nav(b, r, active, "/commands", "Commands");
     nav(b, r, active, "/events", "Event handlers");
     nav(b, r, active, "/balancer", "Balancer groups");
+    nav(b, r, active, "/jobs", "Jobs");
     nav(b, r, active, "/audit", "Audit log");
     b.append("</nav><span class=\"mode\">");
     if (r.config().readOnly()) {

@@ -19,6 +19,9 @@ public final class Pages {
       case "/commands" -> CommandsPage.render(r, stores, sampler.current(), actions.retried());
       case "/events" -> EventsPage.render(r, stores, sampler.current());
       case "/balancer" -> BalancerPage.render(r, stores, sampler.current());
+      case "/jobs" -> JobsPage.render(r, stores, sampler.current());
+      case "/jobs/command" -> JobsPage.command(r, stores);
+      case "/jobs/preview" -> JobsPage.preview(r, stores);
       case "/audit" -> AuditPage.render(r, audit, refusals);
       default -> throw HttpError.notFound("no page " + path);
     };

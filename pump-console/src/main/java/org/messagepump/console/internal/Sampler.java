@@ -59,8 +59,14 @@ public final class Sampler implements AutoCloseable {
       QueueDepth depth,
       List<HandlerLag> handlers,
       List<GroupStats> groups,
+      Pauses pauses,
       Map<String, RuntimeException> failures,
       byte[] json) {
+
+    /** What is paused cluster-wide; its read's failure when it could not be read. */
+    Pauses pausesOrThrow() {
+      return orThrow(pauses, "pauses");
+    }
 
     /** The command queue's depth; its read's failure when it could not be read. */
     QueueDepth depthOrThrow() {
@@ -84,6 +90,18 @@ public final class Sampler implements AutoCloseable {
       return part;
     }
   }
+
+  /**
+   * What is paused cluster-wide in each driver: command types, event handlers, balancer groups.
+   *
+   * @param types the paused command types, by name
+   * @param handlers the paused event handlers, by key
+   * @param groups the paused balancer groups, by name
+   */
+  public record Pauses(
+      List<org.messagepump.commands.PausedType> types,
+      List<org.messagepump.eventstream.PausedHandler> handlers,
+      List<org.messagepump.balancer.PausedGroup> groups) {}
 
   private final Stores stores;
   private final MeterRegistry registry;
@@ -214,6 +232,7 @@ public final class Sampler implements AutoCloseable {
             ? null
             : part("events", failures, () -> stores.events().eventCount());
     List<GroupStats> groups = part("balancer", failures, stores::groups);
+    Pauses pauses = part("pauses", failures, stores::pauses);
     Map<String, Double> v = new LinkedHashMap<>();
     if (depth != null) {
       v.put("cmd.due", (double) depth.due());
@@ -251,6 +270,7 @@ public final class Sampler implements AutoCloseable {
           depth,
           handlers == null ? null : List.copyOf(handlers),
           groups == null ? null : List.copyOf(groups),
+          pauses,
           Map.copyOf(failures),
           json);
     } catch (JsonProcessingException e) {

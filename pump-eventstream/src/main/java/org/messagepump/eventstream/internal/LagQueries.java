@@ -91,7 +91,10 @@ public final class LagQueries {
             + " WHERE handler_key = ?";
     // The streams of one handler that may lag (see the class doc), with their figures. Every
     // value is bound (the handler key, its horizon and deferred streams): each branch of the
-    // union is a range of one index.
+    // union is a range of one index. Each candidate then probes the streams' primary key: the
+    // lateral subquery's OFFSET 0 keeps the planner from flattening it into a hash join that
+    // reads every stream (400,000 streams cost a sequential scan of them on each read, while
+    // the candidates are a few thousand index probes).
     String candidates =
         "SELECT c.stream_id FROM "
             + cp
@@ -112,9 +115,9 @@ public final class LagQueries {
             + " c.parked_at IS NOT NULL AS parked"
             + " FROM ("
             + candidates
-            + ") AS x JOIN "
+            + ") AS x CROSS JOIN LATERAL (SELECT s.id, s.next_offset FROM "
             + streams
-            + " AS s ON s.id = x.stream_id LEFT JOIN "
+            + " AS s WHERE s.id = x.stream_id OFFSET 0) AS s LEFT JOIN "
             + cp
             + " AS c ON c.handler_key = ? AND c.stream_id = s.id LEFT JOIN "
             + keys
