@@ -79,16 +79,28 @@ class SchedulerIT {
       }
       long started = System.nanoTime();
       schedulers.forEach(CommandScheduler::start);
-      await()
-          .atMost(Duration.ofSeconds(30))
-          .until(
-              () ->
-                  Fixtures.count(ds, "SELECT min(fired) FROM commandqueue.schedules") >= 5
-                      && Fixtures.count(
-                              ds,
-                              "SELECT count(*) FROM commandqueue.schedules WHERE next_fire_at"
-                                  + " < clock_timestamp() - interval '2 seconds'")
-                          == 0);
+      try {
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .until(
+                () ->
+                    Fixtures.count(ds, "SELECT min(fired) FROM commandqueue.schedules") >= 5
+                        && Fixtures.count(
+                                ds,
+                                "SELECT count(*) FROM commandqueue.schedules WHERE next_fire_at"
+                                    + " < clock_timestamp() - interval '2 seconds'")
+                            == 0);
+      } catch (org.awaitility.core.ConditionTimeoutException e) {
+        // What a slow catch-up looked like: how far each schedule was behind, and each scheduler's
+        // checks, so that a failure says whether the schedulers stalled or merely lagged.
+        System.out.printf(
+            "competing schedulers: not caught up after %d ms, checks %s, schedules %s, load %s%n",
+            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started),
+            schedulers.stream().map(CommandScheduler::checks).toList(),
+            scheduleLag(ds),
+            loadAverage());
+        throw e;
+      }
       System.out.printf(
           "competing schedulers: caught up in %d ms, checks %s%n",
           TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started),
@@ -107,6 +119,29 @@ class SchedulerIT {
                 "SELECT count(*) - count(DISTINCT (headers->>'messagepump-schedule',"
                     + " headers->>'messagepump-tick')) FROM commandqueue.commands"))
         .isZero();
+  }
+
+  /** Each schedule's name, fired count and how far its next tick is behind now. */
+  private static List<String> scheduleLag(DataSource ds) {
+    List<String> out = new ArrayList<>();
+    try (var c = ds.getConnection();
+        var ps =
+            c.prepareStatement(
+                "SELECT name, fired, clock_timestamp() - next_fire_at FROM commandqueue.schedules"
+                    + " ORDER BY name");
+        var rs = ps.executeQuery()) {
+      while (rs.next()) {
+        out.add(rs.getString(1) + ":" + rs.getLong(2) + "/" + rs.getString(3));
+      }
+    } catch (java.sql.SQLException e) {
+      out.add("unreadable: " + e.getMessage());
+    }
+    return out;
+  }
+
+  private static String loadAverage() {
+    return String.valueOf(
+        java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
   }
 
   @Test
