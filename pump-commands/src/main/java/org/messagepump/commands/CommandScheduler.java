@@ -4,7 +4,7 @@ import java.time.Duration;
 import java.util.concurrent.ThreadFactory;
 import java.util.regex.Pattern;
 import org.messagepump.commands.internal.JobThread;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.PumpOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -142,7 +142,7 @@ public final class CommandScheduler implements AutoCloseable {
   public static final class Builder {
     private final CommandQueue queue;
     private String name = "commands";
-    private Duration pollInterval = MessagePump.DEFAULT_POLL_INTERVAL;
+    private Duration pollInterval = PumpOptions.defaults().pollInterval();
     private Duration maxIdle = DEFAULT_MAX_IDLE;
     private ThreadFactory threadFactory = Thread::new;
 
@@ -160,8 +160,8 @@ public final class CommandScheduler implements AutoCloseable {
     }
 
     /**
-     * The shortest time between two checks (default {@link MessagePump#DEFAULT_POLL_INTERVAL}, as a
-     * pump's); positive. A tick fires at most about this late.
+     * The shortest time between two checks (default {@link PumpOptions#pollInterval()} of the
+     * defaults, as a pump's); positive. A tick fires at most about this late.
      */
     public Builder pollInterval(Duration pollInterval) {
       this.pollInterval = positive("pollInterval", pollInterval);

@@ -10,6 +10,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import javax.sql.DataSource;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
+import org.messagepump.core.spi.HandlerInterceptor;
 import org.messagepump.core.spi.Outcome;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -75,6 +76,7 @@ final class DeliveryRunner {
   private final RetryPolicies policies;
   private final PumpMetrics metrics;
   private final HandlerTimeouts timeouts;
+  private final HandlerInterceptor[] interceptors;
   private volatile boolean stopping;
   private volatile boolean parkUnsupportedLogged;
   private volatile boolean checkDeferredConstraints;
@@ -88,8 +90,10 @@ final class DeliveryRunner {
       Driver driver,
       RetryPolicies policies,
       PumpMetrics metrics,
-      HandlerTimeouts timeouts) {
+      HandlerTimeouts timeouts,
+      List<HandlerInterceptor> interceptors) {
     this.timeouts = timeouts;
+    this.interceptors = interceptors.toArray(new HandlerInterceptor[0]);
     this.pumpName = pumpName;
     this.dataSource = dataSource;
     this.driver = driver;
@@ -242,7 +246,7 @@ final class DeliveryRunner {
       HandlerTimeoutException timedOut;
       HandlerTimeouts.Watch watch = timeouts.start(d.messageType(), guard);
       try {
-        outcome = handle(guard.target(), handlerTx, d);
+        outcome = handle(guard, handlerTx, d, watch);
       } finally {
         timedOut = watch.finish();
         guard.disarm();
@@ -277,11 +281,7 @@ final class DeliveryRunner {
           // No RELEASE SAVEPOINT: the commit releases it, and it would cost a round trip.
           return PumpMetrics.Result.HANDLED;
         }
-        outcome =
-            Outcome.failed(
-                new IllegalStateException(
-                    "the handler returned normally but its transaction is aborted by an error it"
-                        + " caught; the handler's writes are rolled back"));
+        outcome = abortedTransaction();
       }
       return record(guard, tx, d, outcome, batch);
     } finally {
@@ -403,23 +403,53 @@ final class DeliveryRunner {
     return PumpMetrics.Result.ABANDONED;
   }
 
+  private static Outcome abortedTransaction() {
+    return Outcome.failed(
+        new IllegalStateException(
+            "the handler returned normally but its transaction is aborted by an error it"
+                + " caught; the handler's writes are rolled back"));
+  }
+
   /**
-   * Asks the driver to handle; classifies what it throws. Returns null when the batch is lost (the
-   * pump's connection {@code own} broke, or an interrupt at shutdown). In lease mode there is no
-   * pump connection ({@code own} and {@code tx} null): a connection error is the handler's own, a
-   * failure.
+   * Asks the driver to handle, through the interceptors when there are any; classifies what it
+   * throws. Returns null when the batch is lost (the pump's connection, {@code guard}'s target,
+   * broke, or an interrupt at shutdown). In lease mode there is no pump connection ({@code guard}
+   * and {@code tx} null): a connection error is the handler's own, a failure.
    */
-  Outcome handle(Connection own, Tx tx, Delivery d) {
+  Outcome handle(HandlerConnection guard, Tx tx, Delivery d, HandlerTimeouts.Watch watch) {
     long start = System.nanoTime();
     try {
-      Outcome o = driver.handle(tx, d);
-      return o != null
-          ? o
-          : Outcome.failed(new IllegalStateException(driver.name() + " returned no outcome"));
-    } catch (BusyException e) {
+      Connection own = guard == null ? null : guard.target();
+      if (interceptors.length == 0) {
+        try {
+          return driverOutcome(tx, d);
+        } catch (Throwable e) { // every Throwable is classified: see the class comment
+          return classify(own, e);
+        }
+      }
+      Invocation invocation = new Invocation(guard, tx, d, watch);
+      Outcome o = invocation.proceed();
+      return invocation.lost ? null : o;
+    } finally {
+      metrics.handled(d.messageType(), System.nanoTime() - start);
+    }
+  }
+
+  /** The driver's outcome for {@code d}; a driver that returns none has failed. */
+  private Outcome driverOutcome(Tx tx, Delivery d) throws Exception {
+    Outcome o = driver.handle(tx, d);
+    return o != null
+        ? o
+        : Outcome.failed(new IllegalStateException(driver.name() + " returned no outcome"));
+  }
+
+  /** What a handler's throwable means; null when the batch is lost. */
+  private Outcome classify(Connection own, Throwable e) {
+    if (e instanceof BusyException b) {
       return new Outcome.Busy(
-          e.getMessage() == null ? "busy" : e.getMessage(), e.retryAfter().orElse(null));
-    } catch (InterruptedException e) {
+          b.getMessage() == null ? "busy" : b.getMessage(), b.retryAfter().orElse(null));
+    }
+    if (e instanceof InterruptedException) {
       Thread.currentThread().interrupt();
       if (stopping) {
         log.info("{}: handler interrupted (shutdown); the delivery will return", pumpName);
@@ -427,32 +457,140 @@ final class DeliveryRunner {
       }
       Thread.interrupted(); // not a shutdown: the handler's own affair; keep the worker usable
       return Outcome.failed(e);
-    } catch (Throwable e) { // every Throwable is classified: see the class comment
-      if (e instanceof VirtualMachineError) {
-        log.error(
-            "{}: handler threw {}; counted as a failure of this delivery",
-            pumpName,
-            e.getClass().getName());
+    }
+    if (e instanceof VirtualMachineError) {
+      log.error(
+          "{}: handler threw {}; counted as a failure of this delivery",
+          pumpName,
+          e.getClass().getName());
+    }
+    switch (SqlStates.classify(e)) {
+      case TRANSIENT:
+        return Outcome.busy(describe(e));
+      case CONNECTION:
+        if (own != null && connectionLost(own)) {
+          log.info(
+              "{}: connection lost while handling ({}); the delivery will return",
+              pumpName,
+              e.getMessage());
+          return null;
+        }
+        // Another connection of the handler's (a reporting database, say) failed, not the
+        // pump's: an ordinary failure, counted.
+        return Outcome.failed(e);
+      default:
+        return Outcome.failed(e);
+    }
+  }
+
+  /**
+   * One delivery's way through the interceptors to the driver ({@link HandlerInterceptor}): made
+   * only when interceptors are registered. {@code entered} counts the links entered so far, the
+   * driver being the last: it only grows, so a second {@code proceed()} and an interceptor that
+   * never proceeded are both seen.
+   */
+  private final class Invocation implements HandlerInterceptor.Handling {
+    private final HandlerConnection guard;
+    private final Tx tx;
+    private final Delivery delivery;
+    private final HandlerTimeouts.Watch watch;
+    private int entered;
+    // What the last proceed() returned: after an interceptor returns, its inner link's outcome.
+    private Outcome returned;
+    boolean lost;
+
+    Invocation(HandlerConnection guard, Tx tx, Delivery delivery, HandlerTimeouts.Watch watch) {
+      this.guard = guard;
+      this.tx = tx;
+      this.delivery = delivery;
+      this.watch = watch;
+    }
+
+    @Override
+    public Delivery delivery() {
+      return delivery;
+    }
+
+    @Override
+    public Tx tx() {
+      return tx;
+    }
+
+    @Override
+    public String pumpName() {
+      return pumpName;
+    }
+
+    @Override
+    public String driverName() {
+      return driver.name();
+    }
+
+    @Override
+    public Outcome proceed() {
+      int link = entered++;
+      if (link > interceptors.length) {
+        throw new IllegalStateException("proceed() was called a second time");
       }
-      switch (SqlStates.classify(e)) {
-        case TRANSIENT:
-          return Outcome.busy(describe(e));
-        case CONNECTION:
-          if (own != null && connectionLost(own)) {
-            log.info(
-                "{}: connection lost while handling ({}); the delivery will return",
-                pumpName,
-                e.getMessage());
-            return null;
-          }
-          // Another connection of the handler's (a reporting database, say) failed, not the
-          // pump's: an ordinary failure, counted.
-          return Outcome.failed(e);
-        default:
-          return Outcome.failed(e);
+      Connection own = guard == null ? null : guard.target();
+      if (link == interceptors.length) {
+        return returned = decided(handled(own));
       }
-    } finally {
-      metrics.handled(d.messageType(), System.nanoTime() - start);
+      Outcome o;
+      HandlerInterceptor interceptor = interceptors[link];
+      try {
+        o = interceptor.intercept(this);
+        if (entered == link + 1) {
+          o =
+              Outcome.failed(
+                  new IllegalStateException(
+                      interceptor.getClass().getName() + " returned without calling proceed()"));
+        } else if (o == null) {
+          o =
+              Outcome.failed(
+                  new IllegalStateException(
+                      interceptor.getClass().getName() + " returned no outcome"));
+        }
+      } catch (Throwable e) { // classified as a handler's: see the class comment
+        o = classified(own, e);
+      }
+      if (o instanceof Outcome.Handled && !(returned instanceof Outcome.Handled)) {
+        o = returned; // an interceptor cannot turn a busy or failed delivery into a handled one
+      }
+      return returned = decided(o);
+    }
+
+    /** What {@code e} means; when the batch is lost, the failure it is reported as. */
+    private Outcome classified(Connection own, Throwable e) {
+      Outcome o = classify(own, e);
+      if (o != null) {
+        return o;
+      }
+      lost = true;
+      return Outcome.failed(e);
+    }
+
+    /** The driver's outcome; a lost batch is reported to the interceptors as a failure. */
+    private Outcome handled(Connection own) {
+      Outcome o;
+      try {
+        o = driverOutcome(tx, delivery);
+      } catch (Throwable e) { // every Throwable is classified: see the class comment
+        o = classified(own, e);
+      }
+      if (o instanceof Outcome.Handled && guard != null && guard.aborted()) {
+        o = abortedTransaction();
+      }
+      return o;
+    }
+
+    /** {@code o} unless the handler timeout has expired meanwhile: then its failure. */
+    private Outcome decided(Outcome o) {
+      if (o instanceof Outcome.Failed f && f.cause() instanceof HandlerTimeoutException) {
+        return o;
+      }
+      HandlerTimeoutException timedOut = watch.expired();
+      return timedOut != null ? Outcome.failed(timedOut) : o;
     }
   }
 

@@ -206,6 +206,24 @@ final class HandlerTimeouts {
     }
 
     /**
+     * On the worker thread while the watch runs: the timeout exception when the timeout has expired
+     * (or the handler has run past it while the timer thread was kept off the CPU), else null. The
+     * watch goes on: {@link #finish()} still ends it.
+     */
+    HandlerTimeoutException expired() {
+      if (timeout == null) {
+        return null;
+      }
+      boolean expired;
+      synchronized (this) {
+        expired = state == TIMED_OUT;
+      }
+      return expired || System.nanoTime() - startedAt >= timeout.toNanos()
+          ? new HandlerTimeoutException(timeout)
+          : null;
+    }
+
+    /**
      * Ends the watch on the worker thread once the handler has returned; returns the timeout
      * exception when it expired (the worker's interrupt is then cleared), else null. No interrupt
      * and no cancel comes after this returns.

@@ -121,7 +121,7 @@ final class LeaseRunner {
     HandlerTimeoutException timedOut;
     HandlerTimeouts.Watch watch = timeouts.start(d.messageType(), null);
     try {
-      outcome = runner.handle(null, null, d);
+      outcome = runner.handle(null, null, d, watch);
     } finally {
       timedOut = watch.finish();
     }

@@ -2,6 +2,8 @@ package org.messagepump.core;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ThreadFactory;
@@ -10,6 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.messagepump.core.spi.Driver;
+import org.messagepump.core.spi.HandlerInterceptor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,12 +37,6 @@ public final class MessagePump implements AutoCloseable {
   /** Default pump name. */
   public static final String DEFAULT_NAME = "pump";
 
-  /** Default number of worker threads. */
-  public static final int DEFAULT_WORKERS = 4;
-
-  /** Default deliveries per transaction. */
-  public static final int DEFAULT_BATCH_SIZE = 1;
-
   /**
    * Largest {@code batchSize}: 64. Each delivery that writes runs in its own savepoint, a
    * subtransaction, and PostgreSQL caches at most 64 subtransaction ids per backend
@@ -50,31 +47,10 @@ public final class MessagePump implements AutoCloseable {
    */
   public static final int MAX_BATCH_SIZE = 64;
 
-  /** Default wait after a poll that found nothing. */
-  public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
-
-  /** Default backoff base: the Busy delay and the first Failed delay. */
-  public static final Duration DEFAULT_BACKOFF_BASE = RetryPolicy.DEFAULT_BACKOFF_BASE;
-
-  /** Default backoff cap. */
-  public static final Duration DEFAULT_BACKOFF_CAP = RetryPolicy.DEFAULT_BACKOFF_CAP;
-
   /**
    * {@code maxFailures} meaning "never park": retry forever ({@link RetryPolicy#retryForever()}).
    */
   public static final int UNLIMITED_FAILURES = RetryPolicy.UNLIMITED_ATTEMPTS;
-
-  /**
-   * Default number of failures after which a delivery is parked: {@value
-   * RetryPolicy#DEFAULT_MAX_ATTEMPTS}, those of {@link RetryPolicy#defaults()}.
-   */
-  public static final int DEFAULT_MAX_FAILURES = RetryPolicy.DEFAULT_MAX_ATTEMPTS;
-
-  /** Default time {@link #close()} lets in-flight handlers finish before interrupting them. */
-  public static final Duration DEFAULT_SHUTDOWN_GRACE = Duration.ofSeconds(10);
-
-  /** Default for listening on the driver's NOTIFY channel: on. */
-  public static final boolean DEFAULT_NOTIFICATIONS = true;
 
   private static final Logger log = LoggerFactory.getLogger(MessagePump.class);
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.-]{1,64}");
@@ -95,24 +71,23 @@ public final class MessagePump implements AutoCloseable {
   private boolean started;
   private boolean closed;
 
-  private MessagePump(Builder b) {
+  private MessagePump(Builder b, PumpOptions options) {
     this.name = b.name;
-    this.shutdownGrace = b.shutdownGrace;
+    this.shutdownGrace = options.shutdownGrace();
     this.threadFactory = b.threadFactory;
-    this.workerCount = b.workers;
+    this.workerCount = options.workers();
     PumpMetrics metrics = new PumpMetrics(b.meterRegistry, b.name, b.driver.name());
-    RetryPolicies policies = b.policies();
+    RetryPolicies policies = options.policies();
     // The pump's own policy also paces its retries after failed polls and abandoned batches.
     Backoff backoff = policies.perPump().backoff();
     AtomicInteger workerIds = new AtomicInteger();
     this.workers =
         Executors.newFixedThreadPool(
-            b.workers, r -> named(r, "pump-" + name + "-worker-" + workerIds.incrementAndGet()));
-    this.timeouts =
-        b.handlerTimeout == null && b.typeTimeouts.isEmpty()
-            ? HandlerTimeouts.NONE
-            : new HandlerTimeouts(name, b.handlerTimeout, b.typeTimeouts, b.threadFactory);
-    this.runner = new DeliveryRunner(name, b.dataSource, b.driver, policies, metrics, timeouts);
+            workerCount, r -> named(r, "pump-" + name + "-worker-" + workerIds.incrementAndGet()));
+    this.timeouts = options.timeouts(name, b.threadFactory);
+    this.runner =
+        new DeliveryRunner(
+            name, b.dataSource, b.driver, policies, metrics, timeouts, b.interceptors);
     this.leaseKeeper =
         b.driver
             .lease()
@@ -128,14 +103,14 @@ public final class MessagePump implements AutoCloseable {
         new WorkerScheduler(
             name,
             b.dataSource,
-            new Poller(b.driver, runner, b.batchSize, metrics, leases),
-            b.workers,
-            b.pollInterval,
+            new Poller(b.driver, runner, options.batchSize(), metrics, leases),
+            workerCount,
+            options.pollInterval(),
             backoff,
             metrics,
             workers);
     this.listener =
-        b.notifications
+        options.notifications()
             ? b.driver
                 .wakeChannel()
                 .map(
@@ -308,7 +283,9 @@ public final class MessagePump implements AutoCloseable {
   }
 
   /**
-   * Builds a {@link MessagePump}. Setters reject bad values, null included, with an {@link
+   * Builds a {@link MessagePump}: what it is wired to (DataSource, driver, name, thread factory,
+   * meter registry, interceptors) and its {@link PumpOptions}, set one by one here or all at once
+   * with {@link #options(PumpOptions)}. Setters reject bad values, null included, with an {@link
    * IllegalArgumentException} naming the option; {@link #build()} rejects a missing driver with an
    * {@link IllegalStateException}.
    */
@@ -316,23 +293,15 @@ public final class MessagePump implements AutoCloseable {
     private final DataSource dataSource;
     private String name = DEFAULT_NAME;
     private Driver driver;
-    private int workers = DEFAULT_WORKERS;
-    private int batchSize = DEFAULT_BATCH_SIZE;
-    private Duration pollInterval = DEFAULT_POLL_INTERVAL;
-    // The pump's retry policy, kept as its parts so that backoffBase and backoffCap can be set one
-    // at a time (their order is checked at build).
-    private Duration backoffBase = DEFAULT_BACKOFF_BASE;
-    private Duration backoffCap = DEFAULT_BACKOFF_CAP;
-    private int maxFailures = DEFAULT_MAX_FAILURES;
-    private RetryPolicy retryPolicy = RetryPolicy.defaults();
-    private final java.util.Map<String, RetryPolicy> typePolicies = new java.util.HashMap<>();
-    private Duration shutdownGrace = DEFAULT_SHUTDOWN_GRACE;
+    private PumpOptions options = PumpOptions.defaults();
+    // backoffBase and backoffCap may be set one at a time: their order is checked at build, when
+    // they change the pump's retry policy. Null when not set since the policy was last replaced.
+    private Duration backoffBase;
+    private Duration backoffCap;
     private ThreadFactory threadFactory = Executors.defaultThreadFactory();
     private MeterRegistry meterRegistry;
-    private boolean notifications = DEFAULT_NOTIFICATIONS;
-    private Duration handlerTimeout;
-    private final java.util.Map<String, Duration> typeTimeouts = new java.util.HashMap<>();
     private DataSource notificationsDataSource;
+    private final List<HandlerInterceptor> interceptors = new ArrayList<>();
 
     private Builder(DataSource dataSource) {
       this.dataSource = dataSource;
@@ -354,31 +323,42 @@ public final class MessagePump implements AutoCloseable {
       return this;
     }
 
-    /** Worker threads, at least 1. Default {@value #DEFAULT_WORKERS}. */
-    public Builder workers(int workers) {
-      if (workers < 1) {
-        throw new IllegalArgumentException("workers must be >= 1: " + workers);
-      }
-      this.workers = workers;
+    /**
+     * All of the pump's options at once, replacing every option set before (those set after it
+     * change it); not null. Default {@link PumpOptions#defaults()}.
+     */
+    public Builder options(PumpOptions options) {
+      this.options = notNull("options", options);
+      this.backoffBase = null;
+      this.backoffCap = null;
       return this;
     }
 
     /**
-     * Deliveries per transaction, 1 to {@value #MAX_BATCH_SIZE}. Default {@value
-     * #DEFAULT_BATCH_SIZE}.
+     * Adds an interceptor around the handling of every delivery; not null. Interceptors run in the
+     * order they are added, the first outermost. None by default (then the pump calls the driver
+     * directly).
      */
+    public Builder interceptor(HandlerInterceptor interceptor) {
+      interceptors.add(notNull("interceptor", interceptor));
+      return this;
+    }
+
+    /** Worker threads, at least 1. Default 4. */
+    public Builder workers(int workers) {
+      options = options.withWorkers(workers);
+      return this;
+    }
+
+    /** Deliveries per transaction, 1 to {@value #MAX_BATCH_SIZE}. Default 1. */
     public Builder batchSize(int batchSize) {
-      if (batchSize < 1 || batchSize > MAX_BATCH_SIZE) {
-        throw new IllegalArgumentException(
-            "batchSize must be between 1 and " + MAX_BATCH_SIZE + ": " + batchSize);
-      }
-      this.batchSize = batchSize;
+      options = options.withBatchSize(batchSize);
       return this;
     }
 
     /** Wait after a poll that found nothing; positive. Default 1 s. */
     public Builder pollInterval(Duration pollInterval) {
-      this.pollInterval = positive("pollInterval", pollInterval);
+      options = options.withPollInterval(pollInterval);
       return this;
     }
 
@@ -387,7 +367,7 @@ public final class MessagePump implements AutoCloseable {
      * for the policy's {@link RetryPolicy#withExponentialBackoff(Duration, Duration)}.
      */
     public Builder backoffBase(Duration backoffBase) {
-      this.backoffBase = positive("backoffBase", backoffBase);
+      this.backoffBase = PumpOptions.positive("backoffBase", backoffBase);
       return this;
     }
 
@@ -396,7 +376,7 @@ public final class MessagePump implements AutoCloseable {
      * Default 5 min.
      */
     public Builder backoffCap(Duration backoffCap) {
-      this.backoffCap = positive("backoffCap", backoffCap);
+      this.backoffCap = PumpOptions.positive("backoffCap", backoffCap);
       return this;
     }
 
@@ -405,27 +385,20 @@ public final class MessagePump implements AutoCloseable {
      * the base. Shorthand for {@link RetryPolicy#withExponentialBackoff(Duration, Duration)}.
      */
     public Builder backoff(Duration base, Duration cap) {
-      positive("backoffBase", base);
-      positive("backoffCap", cap);
-      if (cap.compareTo(base) < 0) {
-        throw new IllegalArgumentException(
-            "backoffCap (" + cap + ") must be >= backoffBase (" + base + ")");
-      }
-      this.backoffBase = base;
-      this.backoffCap = cap;
+      options = options.withBackoff(base, cap);
+      this.backoffBase = null;
+      this.backoffCap = null;
       return this;
     }
 
     /**
      * Failures after which a delivery is parked (the driver's dead letter): with 5, the fifth
      * failed attempt parks it. At least 1; {@link #UNLIMITED_FAILURES} never parks. Default {@value
-     * #DEFAULT_MAX_FAILURES}. Shorthand for the pump's {@link RetryPolicy#withMaxAttempts(int)}.
+     * RetryPolicy#DEFAULT_MAX_ATTEMPTS}. Shorthand for the pump's {@link
+     * RetryPolicy#withMaxAttempts(int)}.
      */
     public Builder maxFailures(int maxFailures) {
-      if (maxFailures < 1) {
-        throw new IllegalArgumentException("maxFailures must be >= 1: " + maxFailures);
-      }
-      this.maxFailures = maxFailures;
+      options = options.withMaxFailures(maxFailures);
       return this;
     }
 
@@ -437,11 +410,9 @@ public final class MessagePump implements AutoCloseable {
      * backoff also paces the pump's own retries after failed polls.
      */
     public Builder retryPolicy(RetryPolicy policy) {
-      notNull("retryPolicy", policy);
-      this.retryPolicy = policy;
-      this.backoffBase = policy.backoffBase();
-      this.backoffCap = policy.backoffCap();
-      this.maxFailures = policy.maxAttempts();
+      options = options.withRetryPolicy(policy);
+      this.backoffBase = null;
+      this.backoffCap = null;
       return this;
     }
 
@@ -450,20 +421,29 @@ public final class MessagePump implements AutoCloseable {
      * as the driver names them), overriding {@link #retryPolicy(RetryPolicy)} as a whole.
      */
     public Builder retryPolicy(String messageType, RetryPolicy policy) {
-      Inputs.key("messageType", notNull("messageType", messageType));
-      typePolicies.put(messageType, notNull("retryPolicy of " + messageType, policy));
+      options = options.withRetryPolicy(messageType, policy);
       return this;
     }
 
-    /** The pump's policies as set: its own from the parts, and those of single types. */
-    RetryPolicies policies() {
-      if (backoffCap.compareTo(backoffBase) < 0) {
-        throw new IllegalArgumentException(
-            "backoffCap (" + backoffCap + ") must be >= backoffBase (" + backoffBase + ")");
+    /**
+     * The options as set: those of {@link #options(PumpOptions)} and the single setters, with a
+     * backoff base or cap set alone applied to the pump's retry policy.
+     *
+     * @throws IllegalArgumentException when the backoff cap is below its base
+     */
+    PumpOptions resolvedOptions() {
+      if (backoffBase == null && backoffCap == null) {
+        return options;
       }
-      return new RetryPolicies(
-          retryPolicy.withMaxAttempts(maxFailures).withExponentialBackoff(backoffBase, backoffCap),
-          typePolicies);
+      RetryPolicy p = options.retryPolicy();
+      return options.withBackoff(
+          backoffBase != null ? backoffBase : p.backoffBase(),
+          backoffCap != null ? backoffCap : p.backoffCap());
+    }
+
+    /** The pump's retry policies as set: its own, and those of single types. */
+    RetryPolicies policies() {
+      return resolvedOptions().policies();
     }
 
     /**
@@ -471,11 +451,7 @@ public final class MessagePump implements AutoCloseable {
      * s.
      */
     public Builder shutdownGrace(Duration shutdownGrace) {
-      notNull("shutdownGrace", shutdownGrace);
-      if (shutdownGrace.isNegative()) {
-        throw new IllegalArgumentException("shutdownGrace must not be negative: " + shutdownGrace);
-      }
-      this.shutdownGrace = shutdownGrace;
+      options = options.withShutdownGrace(shutdownGrace);
       return this;
     }
 
@@ -493,11 +469,11 @@ public final class MessagePump implements AutoCloseable {
 
     /**
      * Whether to LISTEN on the driver's wake channel (one pooled connection held while running) so
-     * that new work wakes an idle pump at once. Default {@value #DEFAULT_NOTIFICATIONS}; without
-     * it, or when the driver has no channel, the pump polls.
+     * that new work wakes an idle pump at once. Default true; without it, or when the driver has no
+     * channel, the pump polls.
      */
     public Builder notifications(boolean notifications) {
-      this.notifications = notifications;
+      options = options.withNotifications(notifications);
       return this;
     }
 
@@ -512,7 +488,7 @@ public final class MessagePump implements AutoCloseable {
      * deliveries of the same batch are not affected. Positive, at most {@link Limits#MAX_DELAY}.
      */
     public Builder handlerTimeout(Duration timeout) {
-      this.handlerTimeout = positive("handlerTimeout", timeout);
+      options = options.withHandlerTimeout(timeout);
       return this;
     }
 
@@ -521,8 +497,7 @@ public final class MessagePump implements AutoCloseable {
      * messages as the driver names them), overriding {@link #handlerTimeout(Duration)}.
      */
     public Builder handlerTimeout(String messageType, Duration timeout) {
-      Inputs.key("messageType", notNull("messageType", messageType));
-      typeTimeouts.put(messageType, positive("handlerTimeout of " + messageType, timeout));
+      options = options.withHandlerTimeout(messageType, timeout);
       return this;
     }
 
@@ -544,21 +519,8 @@ public final class MessagePump implements AutoCloseable {
       if (driver == null) {
         throw new IllegalStateException("driver is required");
       }
-      policies(); // checks the backoff's order before anything is created
-      return new MessagePump(this);
-    }
-
-    private static Duration positive(String option, Duration d) {
-      notNull(option, d);
-      if (d.isNegative() || d.isZero()) {
-        throw new IllegalArgumentException(option + " must be positive: " + d);
-      }
-      if (d.compareTo(Limits.MAX_DELAY) > 0) {
-        // A postponement beyond this cannot be stored (timestamptz arithmetic overflows).
-        throw new IllegalArgumentException(
-            option + " must be at most " + Limits.MAX_DELAY.toDays() + " days: " + d);
-      }
-      return d;
+      // Checks the backoff's order before anything is created.
+      return new MessagePump(this, resolvedOptions());
     }
   }
 

@@ -5,14 +5,13 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.Executors;
 import javax.sql.DataSource;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
+import org.messagepump.core.spi.HandlerInterceptor;
 
 /**
  * Runs a driver through the pump's real poll path — acquire, handle in lazy savepoints, record
@@ -70,14 +69,17 @@ public final class PumpTester {
 
   private PumpTester(Builder b) {
     PumpMetrics metrics = new PumpMetrics(null, "tester", b.driver.name());
-    RetryPolicies policies = b.retry.policies();
-    HandlerTimeouts timeouts =
-        b.handlerTimeout == null && b.typeTimeouts.isEmpty()
-            ? HandlerTimeouts.NONE
-            : new HandlerTimeouts(
-                "tester", b.handlerTimeout, b.typeTimeouts, Executors.defaultThreadFactory());
+    PumpOptions options = b.options;
+    HandlerTimeouts timeouts = options.timeouts("tester", Executors.defaultThreadFactory());
     DeliveryRunner runner =
-        new DeliveryRunner("tester", b.dataSource, b.driver, policies, metrics, timeouts);
+        new DeliveryRunner(
+            "tester",
+            b.dataSource,
+            b.driver,
+            options.policies(),
+            metrics,
+            timeouts,
+            b.interceptors);
     this.dataSource = b.dataSource;
     LeaseRunner leases =
         b.driver
@@ -99,7 +101,7 @@ public final class PumpTester {
                             Executors.defaultThreadFactory(),
                             metrics)))
             .orElse(null);
-    this.poller = new Poller(b.driver, runner, b.batchSize, metrics, leases);
+    this.poller = new Poller(b.driver, runner, options.batchSize(), metrics, leases);
   }
 
   /** A builder for a tester of {@code driver} on {@code dataSource}. */
@@ -149,47 +151,70 @@ public final class PumpTester {
     throw new IllegalStateException("still not idle after 10,000 polls: a delivery loops");
   }
 
-  /** Builds a {@link PumpTester}; options as on {@link MessagePump.Builder}. */
+  /**
+   * Builds a {@link PumpTester}; options as on {@link MessagePump.Builder}, held as the same {@link
+   * PumpOptions} and checked by it. Of those, the tester uses the batch size, the retry policies
+   * and the handler timeouts; it has no threads to size, no idle wait, no shutdown and no LISTEN.
+   */
   public static final class Builder {
     private final DataSource dataSource;
     private final Driver driver;
-    private int batchSize = MessagePump.DEFAULT_BATCH_SIZE;
-    // The retry options as a pump's builder takes them: the same checks, the same policies.
-    private final MessagePump.Builder retry;
-    private Duration handlerTimeout;
-    private final Map<String, Duration> typeTimeouts = new HashMap<>();
+    private PumpOptions options = PumpOptions.defaults();
+    private final List<HandlerInterceptor> interceptors = new ArrayList<>();
 
     private Builder(DataSource dataSource, Driver driver) {
       this.dataSource = dataSource;
       this.driver = driver;
-      this.retry = MessagePump.builder(dataSource);
+    }
+
+    /**
+     * All options at once, replacing those set before, as {@link
+     * MessagePump.Builder#options(PumpOptions)}; not null.
+     */
+    public Builder options(PumpOptions options) {
+      if (options == null) {
+        throw new IllegalArgumentException("options must not be null");
+      }
+      this.options = options;
+      return this;
+    }
+
+    /**
+     * Adds an interceptor around every delivery's handling, as {@link
+     * MessagePump.Builder#interceptor(HandlerInterceptor)}; not null.
+     */
+    public Builder interceptor(HandlerInterceptor interceptor) {
+      if (interceptor == null) {
+        throw new IllegalArgumentException("interceptor must not be null");
+      }
+      interceptors.add(interceptor);
+      return this;
     }
 
     /** Deliveries per poll, 1 to {@value MessagePump#MAX_BATCH_SIZE}. */
     public Builder batchSize(int batchSize) {
-      MessagePump.builder(dataSource).batchSize(batchSize); // the pump's own check
-      this.batchSize = batchSize;
+      options = options.withBatchSize(batchSize);
       return this;
     }
 
     /**
      * Failures after which a delivery is parked; at least 1, as {@link
-     * MessagePump.Builder#maxFailures(int)} (default {@value MessagePump#DEFAULT_MAX_FAILURES}).
+     * MessagePump.Builder#maxFailures(int)} (default {@value RetryPolicy#DEFAULT_MAX_ATTEMPTS}).
      */
     public Builder maxFailures(int maxFailures) {
-      retry.maxFailures(maxFailures);
+      options = options.withMaxFailures(maxFailures);
       return this;
     }
 
     /** Backoff base and cap (the Busy delay and the bounds of the Failed delay). */
     public Builder backoff(Duration base, Duration cap) {
-      retry.backoff(base, cap);
+      options = options.withBackoff(base, cap);
       return this;
     }
 
     /** The retry policy of every message type, as {@link MessagePump.Builder#retryPolicy}. */
     public Builder retryPolicy(RetryPolicy policy) {
-      retry.retryPolicy(policy);
+      options = options.withRetryPolicy(policy);
       return this;
     }
 
@@ -198,7 +223,7 @@ public final class PumpTester {
      * RetryPolicy)}.
      */
     public Builder retryPolicy(String messageType, RetryPolicy policy) {
-      retry.retryPolicy(messageType, policy);
+      options = options.withRetryPolicy(messageType, policy);
       return this;
     }
 
@@ -209,21 +234,18 @@ public final class PumpTester {
      * Kind#PARKED} at {@code maxFailures}) with a {@link HandlerTimeoutException} as its cause.
      */
     public Builder handlerTimeout(Duration timeout) {
-      MessagePump.builder(dataSource).handlerTimeout(timeout);
-      this.handlerTimeout = timeout;
+      options = options.withHandlerTimeout(timeout);
       return this;
     }
 
     /** The handler timeout of one message type, overriding {@link #handlerTimeout(Duration)}. */
     public Builder handlerTimeout(String messageType, Duration timeout) {
-      MessagePump.builder(dataSource).handlerTimeout(messageType, timeout);
-      typeTimeouts.put(messageType, timeout);
+      options = options.withHandlerTimeout(messageType, timeout);
       return this;
     }
 
-    /** The tester; rejects a backoff cap below its base. */
+    /** The tester. */
     public PumpTester build() {
-      retry.policies();
       return new PumpTester(this);
     }
   }

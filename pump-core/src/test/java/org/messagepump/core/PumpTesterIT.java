@@ -130,6 +130,34 @@ class PumpTesterIT {
   }
 
   @Test
+  void theTesterTakesThePumpsOptionsAsOneValue() {
+    db.execute("DELETE FROM work WHERE id > 2");
+    PumpOptions options =
+        PumpOptions.defaults()
+            .withBatchSize(2)
+            .withMaxFailures(1)
+            .withRetryPolicy("other", RetryPolicy.retryForever());
+    PumpTester tester =
+        PumpTester.builder(
+                db.dataSource(),
+                new TinyTableDriver(
+                    (tx, id, body) -> {
+                      throw new IllegalStateException("fails " + id);
+                    }))
+            .options(options)
+            .build();
+    // One poll takes both rows (batch size 2); the first failure parks each (max failures 1).
+    assertThat(tester.runOnce())
+        .extracting(PumpTester.Result::kind)
+        .containsExactly(PumpTester.Kind.PARKED, PumpTester.Kind.PARKED);
+    assertThat(db.queryLong("SELECT count(*) FROM work_parked")).isEqualTo(2);
+    assertThatThrownBy(
+            () -> PumpTester.builder(db.dataSource(), new TinyTableDriver(null)).options(null))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("options");
+  }
+
+  @Test
   void aHandlerTimeoutStopsAHandlerStuckInAStatementAndCountsItsFailure() {
     db.execute("DELETE FROM work WHERE id > 1");
     PumpTester tester =

@@ -8,7 +8,7 @@ import io.opentelemetry.context.propagation.TextMapPropagator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.messagepump.core.ProducerHook;
-import org.messagepump.core.spi.Driver;
+import org.messagepump.core.spi.HandlerInterceptor;
 
 /**
  * OpenTelemetry tracing for pumps, built on {@code opentelemetry-api} only (bring your own SDK or
@@ -23,11 +23,13 @@ import org.messagepump.core.spi.Driver;
  *       span's context into the messages' headers through the OpenTelemetry instance's propagators
  *       (W3C {@code traceparent}, {@code tracestate}); headers set by the caller win. {@link
  *       #traceHeaders()} gives the current context as headers, for producers without the hook.
- *   <li><b>Consumer side:</b> {@link #wrap(Driver, String)} gives a driver that runs every delivery
- *       in a {@code CONSUMER} span ({@code "process <type>"}), parented on and linked to the
- *       producer's context found in the headers, with the consumer group, the attempt, the outcome
- *       and, on failure, {@code error.type}; the span is current while the handler runs, so what
- *       the handler enqueues or appends joins the same trace.
+ *   <li><b>Consumer side:</b> {@link #interceptor(String)}, registered on the pump's builder
+ *       ({@code interceptor(...)}), runs every delivery in a {@code CONSUMER} span ({@code "process
+ *       <type>"}), parented on and linked to the producer's context found in the headers, with the
+ *       consumer group, the attempt, the outcome as the pump decided it and, when the delivery did
+ *       not complete, {@code error.type} ({@code timeout} for a handler that ran past its handler
+ *       timeout, {@code busy}, or the exception's class name); the span is current while the
+ *       handler runs, so what the handler enqueues or appends joins the same trace.
  * </ul>
  *
  * <pre>{@code
@@ -36,7 +38,9 @@ import org.messagepump.core.spi.Driver;
  *     .producerHook(tracing.producerHook()).build();
  * queue.enqueue(new ChargeCard(...)); // traced, context injected
  * MessagePump pump = MessagePump.builder(dataSource).name("billing")
- *     .driver(tracing.wrap(queue.driver(handlers), "billing")).build();
+ *     .driver(queue.driver(handlers))
+ *     .interceptor(tracing.interceptor("billing"))
+ *     .build();
  * }</pre>
  */
 public final class PumpTracing {
@@ -117,34 +121,27 @@ public final class PumpTracing {
   }
 
   /**
-   * A driver that runs each delivery of {@code driver} in a consumer span whose {@code
+   * The pump interceptor that runs each delivery in a consumer span whose {@code
    * messaging.consumer.group.name} is the delivery's partition group (balancer deliveries) or else
-   * the driver's name; prefer {@link #wrap(Driver, String)} with the pump's name.
-   *
-   * @throws IllegalArgumentException when {@code driver} is null
+   * the driver's name; prefer {@link #interceptor(String)} with the pump's name.
    */
-  public Driver wrap(Driver driver) {
-    if (driver == null) {
-      throw new IllegalArgumentException("driver must not be null");
-    }
-    return new TracingDriver(driver, tracer, this, null);
+  public HandlerInterceptor interceptor() {
+    return new TracingInterceptor(tracer, this, null);
   }
 
   /**
-   * A driver that runs each delivery of {@code driver} in a consumer span whose {@code
+   * The pump interceptor that runs each delivery in a consumer span whose {@code
    * messaging.consumer.group.name} is {@code consumerGroup}: the pump's name, an event handler's
-   * key, a balancer's group.
+   * key, a balancer's group. Register it on {@code MessagePump.Builder.interceptor(...)} (or a
+   * {@code PumpTester}'s); put it first to have the span cover the other interceptors.
    *
-   * @throws IllegalArgumentException when {@code driver} is null or {@code consumerGroup} is blank
+   * @throws IllegalArgumentException when {@code consumerGroup} is blank
    */
-  public Driver wrap(Driver driver, String consumerGroup) {
-    if (driver == null) {
-      throw new IllegalArgumentException("driver must not be null");
-    }
+  public HandlerInterceptor interceptor(String consumerGroup) {
     if (consumerGroup == null || consumerGroup.isBlank()) {
       throw new IllegalArgumentException("consumerGroup must not be blank");
     }
-    return new TracingDriver(driver, tracer, this, consumerGroup);
+    return new TracingInterceptor(tracer, this, consumerGroup);
   }
 
   /** The producer's context carried in {@code headers} (the root context when there is none). */

@@ -38,18 +38,18 @@ final class TracingProducerHook implements ProducerHook {
         tracer
             .spanBuilder(destination == null ? "send" : "send " + destination)
             .setSpanKind(SpanKind.PRODUCER)
-            .setAttribute(TracingDriver.SYSTEM, PumpTracing.MESSAGING_SYSTEM)
-            .setAttribute(TracingDriver.OPERATION_TYPE, "send")
-            .setAttribute(TracingDriver.OPERATION_NAME, "send")
-            .setAttribute(TracingDriver.DRIVER, outgoing.driver());
+            .setAttribute(TracingInterceptor.SYSTEM, PumpTracing.MESSAGING_SYSTEM)
+            .setAttribute(TracingInterceptor.OPERATION_TYPE, "send")
+            .setAttribute(TracingInterceptor.OPERATION_NAME, "send")
+            .setAttribute(TracingInterceptor.DRIVER, outgoing.driver());
     if (destination != null) {
-      builder.setAttribute(TracingDriver.DESTINATION, destination);
+      builder.setAttribute(TracingInterceptor.DESTINATION, destination);
     }
     if (outgoing.messageCount() > 1) {
       builder.setAttribute(BATCH_COUNT, (long) outgoing.messageCount());
     }
     if (outgoing.messageId() != null) {
-      builder.setAttribute(TracingDriver.MESSAGE_ID, outgoing.messageId());
+      builder.setAttribute(TracingInterceptor.MESSAGE_ID, outgoing.messageId());
     }
     Span span = builder.startSpan();
     Map<String, String> headers = new LinkedHashMap<>();
@@ -64,7 +64,7 @@ final class TracingProducerHook implements ProducerHook {
     @Override
     public void sent(String messageId) {
       if (idUnknown && messageId != null) {
-        span.setAttribute(TracingDriver.MESSAGE_ID, messageId);
+        span.setAttribute(TracingInterceptor.MESSAGE_ID, messageId);
       }
       span.end();
     }

@@ -120,11 +120,17 @@ class AutomaticTracingIT {
       request.end();
     }
     PumpTester commands =
-        PumpTester.builder(ds, tracing.wrap(queue.driver(handlers), "billing")).build();
+        PumpTester.builder(ds, queue.driver(handlers))
+            .interceptor(tracing.interceptor("billing"))
+            .build();
     assertThat(commands.drainUntilIdle())
         .extracting(PumpTester.Result::kind)
         .containsExactly(PumpTester.Kind.HANDLED, PumpTester.Kind.HANDLED);
-    assertThat(PumpTester.builder(ds, tracing.wrap(events, "ledger")).build().drainUntilIdle())
+    assertThat(
+            PumpTester.builder(ds, events)
+                .interceptor(tracing.interceptor("ledger"))
+                .build()
+                .drainUntilIdle())
         .extracting(PumpTester.Result::kind)
         .containsExactly(PumpTester.Kind.HANDLED);
 
@@ -138,26 +144,26 @@ class AutomaticTracingIT {
     SpanData sendCharge = span("send billing.Charge");
     assertThat(sendCharge.getKind()).isEqualTo(SpanKind.PRODUCER);
     assertThat(sendCharge.getParentSpanId()).isEqualTo(request.getSpanContext().getSpanId());
-    assertThat(sendCharge.getAttributes().get(TracingDriver.SYSTEM)).isEqualTo("messagepump");
-    assertThat(sendCharge.getAttributes().get(TracingDriver.OPERATION_TYPE)).isEqualTo("send");
-    assertThat(sendCharge.getAttributes().get(TracingDriver.DESTINATION))
+    assertThat(sendCharge.getAttributes().get(TracingInterceptor.SYSTEM)).isEqualTo("messagepump");
+    assertThat(sendCharge.getAttributes().get(TracingInterceptor.OPERATION_TYPE)).isEqualTo("send");
+    assertThat(sendCharge.getAttributes().get(TracingInterceptor.DESTINATION))
         .isEqualTo("billing.Charge");
-    assertThat(sendCharge.getAttributes().get(TracingDriver.MESSAGE_ID)).isEqualTo(chargeId);
+    assertThat(sendCharge.getAttributes().get(TracingInterceptor.MESSAGE_ID)).isEqualTo(chargeId);
     assertThat(sendCharge.getAttributes().get(TracingProducerHook.BATCH_COUNT)).isNull();
 
     SpanData processCharge = span("process billing.Charge");
     assertThat(processCharge.getParentSpanId()).isEqualTo(sendCharge.getSpanId());
-    assertThat(processCharge.getAttributes().get(TracingDriver.CONSUMER_GROUP))
+    assertThat(processCharge.getAttributes().get(TracingInterceptor.CONSUMER_GROUP))
         .isEqualTo("billing");
-    assertThat(processCharge.getAttributes().get(TracingDriver.ERROR_TYPE)).isNull();
+    assertThat(processCharge.getAttributes().get(TracingInterceptor.ERROR_TYPE)).isNull();
 
     SpanData sendCharged = span("send billing.Charged");
     assertThat(sendCharged.getKind()).isEqualTo(SpanKind.PRODUCER);
     assertThat(sendCharged.getParentSpanId()).isEqualTo(processCharge.getSpanId());
-    assertThat(sendCharged.getAttributes().get(TracingDriver.DRIVER)).isEqualTo("eventstream");
+    assertThat(sendCharged.getAttributes().get(TracingInterceptor.DRIVER)).isEqualTo("eventstream");
     SpanData processCharged = span("process billing.Charged");
     assertThat(processCharged.getParentSpanId()).isEqualTo(sendCharged.getSpanId());
-    assertThat(processCharged.getAttributes().get(TracingDriver.CONSUMER_GROUP))
+    assertThat(processCharged.getAttributes().get(TracingInterceptor.CONSUMER_GROUP))
         .isEqualTo("ledger");
 
     SpanData sendReceipt = span("send billing.Receipt");
@@ -186,16 +192,20 @@ class AutomaticTracingIT {
     Map<String, String> seen = new ConcurrentHashMap<>();
     CommandHandlers handlers =
         CommandHandlers.builder().on(Charge.class, (c, ctx) -> seen.putAll(ctx.headers())).build();
-    PumpTester.builder(ds, tracing.wrap(queue.driver(handlers))).build().drainUntilIdle();
+    PumpTester.builder(ds, queue.driver(handlers))
+        .interceptor(tracing.interceptor())
+        .build()
+        .drainUntilIdle();
     assertThat(seen).containsEntry("traceparent", foreign).containsEntry("tenant", "acme");
     SpanData consumer =
         otel.getSpans().stream()
-            .filter(s -> id.equals(s.getAttributes().get(TracingDriver.MESSAGE_ID)))
+            .filter(s -> id.equals(s.getAttributes().get(TracingInterceptor.MESSAGE_ID)))
             .filter(s -> s.getKind() == SpanKind.CONSUMER)
             .findFirst()
             .orElseThrow();
     assertThat(consumer.getTraceId()).isEqualTo("0af7651916cd43dd8448eb211c80319c");
-    assertThat(consumer.getAttributes().get(TracingDriver.CONSUMER_GROUP)).isEqualTo("commands");
+    assertThat(consumer.getAttributes().get(TracingInterceptor.CONSUMER_GROUP))
+        .isEqualTo("commands");
   }
 
   @Test
@@ -210,11 +220,14 @@ class AutomaticTracingIT {
             .on(Charge.class, (c, ctx) -> {})
             .on(Receipt.class, (r, ctx) -> {})
             .build();
-    PumpTester.builder(ds, tracing.wrap(queue.driver(handlers))).build().drainUntilIdle();
+    PumpTester.builder(ds, queue.driver(handlers))
+        .interceptor(tracing.interceptor())
+        .build()
+        .drainUntilIdle();
     SpanData send = span("send");
     assertThat(send.getAttributes().get(TracingProducerHook.BATCH_COUNT)).isEqualTo(2L);
-    assertThat(send.getAttributes().get(TracingDriver.DESTINATION)).isNull();
-    assertThat(send.getAttributes().get(TracingDriver.MESSAGE_ID)).isNull();
+    assertThat(send.getAttributes().get(TracingInterceptor.DESTINATION)).isNull();
+    assertThat(send.getAttributes().get(TracingInterceptor.MESSAGE_ID)).isNull();
     assertThat(send.getParentSpanContext().isValid()).isFalse(); // no current span: a root
     assertThat(List.of(span("process billing.Charge"), span("process billing.Receipt")))
         .allMatch(s -> s.getParentSpanId().equals(send.getSpanId()));
@@ -238,7 +251,7 @@ class AutomaticTracingIT {
     assertThat(sends).hasSize(2);
     assertThat(sends.get(0).getStatus().getStatusCode()).isNotEqualTo(StatusCode.ERROR);
     assertThat(sends.get(1).getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);
-    assertThat(sends.get(1).getAttributes().get(TracingDriver.ERROR_TYPE))
+    assertThat(sends.get(1).getAttributes().get(TracingInterceptor.ERROR_TYPE))
         .isEqualTo(OffsetConflictException.class.getName());
   }
 
@@ -253,12 +266,15 @@ class AutomaticTracingIT {
                   throw new IllegalStateException("card declined");
                 })
             .build();
-    PumpTester.builder(ds, tracing.wrap(queue.driver(handlers), "billing")).build().runOnce();
+    PumpTester.builder(ds, queue.driver(handlers))
+        .interceptor(tracing.interceptor("billing"))
+        .build()
+        .runOnce();
     SpanData consumer = span("process billing.Refund");
     assertThat(consumer.getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);
-    assertThat(consumer.getAttributes().get(TracingDriver.ERROR_TYPE))
+    assertThat(consumer.getAttributes().get(TracingInterceptor.ERROR_TYPE))
         .isEqualTo(IllegalStateException.class.getName());
-    assertThat(consumer.getAttributes().get(TracingDriver.OUTCOME)).isEqualTo("failed");
+    assertThat(consumer.getAttributes().get(TracingInterceptor.OUTCOME)).isEqualTo("failed");
   }
 
   @Test
@@ -287,24 +303,30 @@ class AutomaticTracingIT {
                   return Result.ok();
                 })
             .build();
-    PumpTester.builder(ds, tracing.wrap(driver)).batchSize(10).build().drainUntilIdle();
+    PumpTester.builder(ds, driver)
+        .interceptor(tracing.interceptor())
+        .batchSize(10)
+        .build()
+        .drainUntilIdle();
 
     List<SpanData> sends =
         otel.getSpans().stream().filter(s -> s.getName().equals("send tenants")).toList();
     assertThat(sends).hasSize(2);
     SpanData one = sends.get(0);
     SpanData many = sends.get(1);
-    assertThat(one.getAttributes().get(TracingDriver.MESSAGE_ID)).isEqualTo(Long.toString(single));
+    assertThat(one.getAttributes().get(TracingInterceptor.MESSAGE_ID))
+        .isEqualTo(Long.toString(single));
     assertThat(many.getAttributes().get(TracingProducerHook.BATCH_COUNT)).isEqualTo(2L);
     assertThat(sends)
         .allMatch(s -> s.getParentSpanId().equals(request.getSpanContext().getSpanId()));
     assertThat(tenant).containsEntry(single, "acme").containsEntry(batch[0], "none");
     for (SpanData consumer :
         otel.getSpans().stream().filter(s -> s.getKind() == SpanKind.CONSUMER).toList()) {
-      String id = consumer.getAttributes().get(TracingDriver.MESSAGE_ID);
+      String id = consumer.getAttributes().get(TracingInterceptor.MESSAGE_ID);
       String parent = id.equals(Long.toString(single)) ? one.getSpanId() : many.getSpanId();
       assertThat(consumer.getParentSpanId()).as("parent of %s", id).isEqualTo(parent);
-      assertThat(consumer.getAttributes().get(TracingDriver.CONSUMER_GROUP)).isEqualTo("tenants");
+      assertThat(consumer.getAttributes().get(TracingInterceptor.CONSUMER_GROUP))
+          .isEqualTo("tenants");
     }
   }
 
@@ -339,25 +361,28 @@ class AutomaticTracingIT {
                 "hourly-charge", java.time.Duration.ofHours(1), new Charge("tick")));
     String tick = queue.schedules().trigger("hourly-charge").orElseThrow().toString();
 
-    assertThat(span("send billing.Receipt").getAttributes().get(TracingDriver.MESSAGE_ID))
+    assertThat(span("send billing.Receipt").getAttributes().get(TracingInterceptor.MESSAGE_ID))
         .isEqualTo(raw);
-    assertThat(span("send billing.Refund").getAttributes().get(TracingDriver.MESSAGE_ID))
+    assertThat(span("send billing.Refund").getAttributes().get(TracingInterceptor.MESSAGE_ID))
         .isEqualTo(delayed);
     SpanData sendTick = span("send billing.Charge");
-    assertThat(sendTick.getAttributes().get(TracingDriver.MESSAGE_ID)).isEqualTo(tick);
+    assertThat(sendTick.getAttributes().get(TracingInterceptor.MESSAGE_ID)).isEqualTo(tick);
     CommandHandlers handlers =
         CommandHandlers.builder()
             .on(Charge.class, (c, ctx) -> {})
             .on(Receipt.class, (r, ctx) -> {})
             .build();
-    PumpTester.builder(ds, tracing.wrap(queue.driver(handlers))).build().drainUntilIdle();
+    PumpTester.builder(ds, queue.driver(handlers))
+        .interceptor(tracing.interceptor())
+        .build()
+        .drainUntilIdle();
     assertThat(span("process billing.Charge").getParentSpanId()).isEqualTo(sendTick.getSpanId());
     assertThat(span("process billing.Receipt").getParentSpanId())
         .isEqualTo(span("send billing.Receipt").getSpanId());
   }
 
   @Test
-  void theBuildersAndTheWrapperRefuseNulls() {
+  void theBuildersAndTheInterceptorRefuseNulls() {
     assertThatThrownBy(() -> CommandQueue.builder(ds).producerHook(null))
         .isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> EventStore.builder(ds, CODEC).producerHook(null))
@@ -365,10 +390,9 @@ class AutomaticTracingIT {
     assertThatThrownBy(() -> MessageBalancer.builder(ds, "g").producerHook(null))
         .isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> PumpTracing.create(null)).isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> tracing.wrap(null)).isInstanceOf(IllegalArgumentException.class);
-    CommandHandlers handlers = CommandHandlers.builder().on(Charge.class, (c, ctx) -> {}).build();
-    assertThatThrownBy(() -> tracing.wrap(queue.driver(handlers), " "))
+    assertThatThrownBy(() -> tracing.interceptor(null))
         .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> tracing.interceptor(" ")).isInstanceOf(IllegalArgumentException.class);
   }
 
   private SpanData span(String name) {

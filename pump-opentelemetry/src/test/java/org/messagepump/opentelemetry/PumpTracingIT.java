@@ -26,6 +26,7 @@ import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.commands.QueueDepth;
+import org.messagepump.core.HandlerTimeoutException;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.PumpTester;
@@ -76,7 +77,10 @@ class PumpTracingIT {
                 (b, ctx) -> traceInHandler.set(Span.current().getSpanContext().getTraceId()))
             .build();
     List<PumpTester.Result> r =
-        PumpTester.builder(ds, tracing.wrap(queue.driver(handlers))).build().runOnce();
+        PumpTester.builder(ds, queue.driver(handlers))
+            .interceptor(tracing.interceptor())
+            .build()
+            .runOnce();
     assertThat(r).extracting(PumpTester.Result::kind).containsExactly(PumpTester.Kind.HANDLED);
 
     String traceId = producer.getSpanContext().getTraceId();
@@ -89,12 +93,15 @@ class PumpTracingIT {
     assertThat(consumer.getLinks())
         .extracting(l -> l.getSpanContext().getSpanId())
         .containsExactly(producer.getSpanContext().getSpanId());
-    assertThat(consumer.getAttributes().get(TracingDriver.SYSTEM)).isEqualTo("messagepump");
-    assertThat(consumer.getAttributes().get(TracingDriver.OPERATION_TYPE)).isEqualTo("process");
-    assertThat(consumer.getAttributes().get(TracingDriver.DESTINATION)).isEqualTo("billing.Charge");
-    assertThat(consumer.getAttributes().get(TracingDriver.MESSAGE_ID)).isEqualTo(messageId);
-    assertThat(consumer.getAttributes().get(TracingDriver.CONVERSATION_ID)).isEqualTo("order-7");
-    assertThat(consumer.getAttributes().get(TracingDriver.ATTEMPT)).isEqualTo(1L);
+    assertThat(consumer.getAttributes().get(TracingInterceptor.SYSTEM)).isEqualTo("messagepump");
+    assertThat(consumer.getAttributes().get(TracingInterceptor.OPERATION_TYPE))
+        .isEqualTo("process");
+    assertThat(consumer.getAttributes().get(TracingInterceptor.DESTINATION))
+        .isEqualTo("billing.Charge");
+    assertThat(consumer.getAttributes().get(TracingInterceptor.MESSAGE_ID)).isEqualTo(messageId);
+    assertThat(consumer.getAttributes().get(TracingInterceptor.CONVERSATION_ID))
+        .isEqualTo("order-7");
+    assertThat(consumer.getAttributes().get(TracingInterceptor.ATTEMPT)).isEqualTo(1L);
     assertThat(consumer.getStatus().getStatusCode()).isNotEqualTo(StatusCode.ERROR);
   }
 
@@ -135,7 +142,8 @@ class PumpTracingIT {
                 })
             .build();
     List<PumpTester.Result> r =
-        PumpTester.builder(ds, tracing.wrap(queue.leasedDriver(handlers, Duration.ofSeconds(30))))
+        PumpTester.builder(ds, queue.leasedDriver(handlers, Duration.ofSeconds(30)))
+            .interceptor(tracing.interceptor())
             .build()
             .runOnce();
     assertThat(r).extracting(PumpTester.Result::kind).containsExactly(PumpTester.Kind.HANDLED);
@@ -145,7 +153,7 @@ class PumpTracingIT {
     SpanData consumer = consumerSpanOf(messageId);
     assertThat(consumer.getName()).isEqualTo("process reports.Export");
     assertThat(consumer.getParentSpanId()).isEqualTo(producer.getSpanContext().getSpanId());
-    assertThat(consumer.getAttributes().get(TracingDriver.OUTCOME)).isEqualTo("handled");
+    assertThat(consumer.getAttributes().get(TracingInterceptor.OUTCOME)).isEqualTo("handled");
     assertThat(consumer.getStatus().getStatusCode()).isNotEqualTo(StatusCode.ERROR);
     QueueDepth.TypeDepth left = queue.depth().of("reports.Export");
     assertThat(left.due() + left.delayed() + left.deadLetters())
@@ -179,7 +187,8 @@ class PumpTracingIT {
                   return Result.ok();
                 })
             .build();
-    PumpTester tester = PumpTester.builder(ds, tracing.wrap(driver)).batchSize(10).build();
+    PumpTester tester =
+        PumpTester.builder(ds, driver).interceptor(tracing.interceptor()).batchSize(10).build();
     assertThat(tester.drainUntilIdle())
         .extracting(PumpTester.Result::kind)
         .containsExactly(PumpTester.Kind.HANDLED, PumpTester.Kind.HANDLED);
@@ -203,7 +212,7 @@ class PumpTracingIT {
   private SpanData consumerSpanOf(String messageId) {
     return otel.getSpans().stream()
         .filter(s -> s.getKind() == SpanKind.CONSUMER)
-        .filter(s -> messageId.equals(s.getAttributes().get(TracingDriver.MESSAGE_ID)))
+        .filter(s -> messageId.equals(s.getAttributes().get(TracingInterceptor.MESSAGE_ID)))
         .findFirst()
         .orElseThrow();
   }
@@ -221,7 +230,8 @@ class PumpTracingIT {
                 })
             .build();
     PumpTester tester =
-        PumpTester.builder(ds, tracing.wrap(queue.driver(handlers)))
+        PumpTester.builder(ds, queue.driver(handlers))
+            .interceptor(tracing.interceptor())
             .maxFailures(2)
             .backoff(Duration.ofNanos(1_000), Duration.ofNanos(1_000))
             .build();
@@ -232,12 +242,44 @@ class PumpTracingIT {
         otel.getSpans().stream().filter(s -> s.getName().equals("process billing.Refund")).toList();
     assertThat(spans).hasSize(2);
     assertThat(spans)
-        .extracting(s -> s.getAttributes().get(TracingDriver.ATTEMPT))
+        .extracting(s -> s.getAttributes().get(TracingInterceptor.ATTEMPT))
         .containsExactly(1L, 2L);
     for (SpanData s : spans) {
       assertThat(s.getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);
       assertThat(s.getEvents()).anyMatch(e -> e.getName().equals("exception"));
       assertThat(s.getParentSpanContext().isValid()).isFalse(); // no producer context: a root
     }
+  }
+
+  @Test
+  void aHandlerTimeoutIsATimeoutOnTheConsumerSpanWhateverTheHandlerReturned() {
+    PumpTracing tracing = PumpTracing.create(otel.getOpenTelemetry());
+    String messageId =
+        queue.enqueueRaw("reports.Render", BODY, EnqueueOptions.defaults()).messageId().toString();
+    CommandHandlers handlers =
+        CommandHandlers.builder()
+            .onRaw(
+                "reports.Render",
+                (b, ctx) -> {
+                  try {
+                    Thread.sleep(30_000); // interrupted by the timeout
+                  } catch (InterruptedException e) {
+                    // swallowed: the handler returns normally all the same
+                  }
+                })
+            .build();
+    List<PumpTester.Result> r =
+        PumpTester.builder(ds, queue.driver(handlers))
+            .interceptor(tracing.interceptor("reports"))
+            .handlerTimeout(Duration.ofMillis(200))
+            .build()
+            .runOnce();
+    assertThat(r).extracting(PumpTester.Result::kind).containsExactly(PumpTester.Kind.FAILED);
+    assertThat(r.get(0).cause()).isInstanceOf(HandlerTimeoutException.class);
+    SpanData consumer = consumerSpanOf(messageId);
+    assertThat(consumer.getAttributes().get(TracingInterceptor.ERROR_TYPE)).isEqualTo("timeout");
+    assertThat(consumer.getAttributes().get(TracingInterceptor.OUTCOME)).isEqualTo("failed");
+    assertThat(consumer.getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);
+    assertThat(consumer.getEvents()).anyMatch(e -> e.getName().equals("exception"));
   }
 }

@@ -9,9 +9,11 @@ import org.messagepump.core.Tx;
 
 /**
  * A {@link Driver} that forwards every call to another: subclass it and override what you want to
- * observe or change (count acquisitions, make {@code completed} fail in a test, wrap {@code
- * handle}). Every method of the SPI is forwarded, including the ones with defaults, so a wrapper
- * never silently drops a driver's {@code reacquire}, {@code park} or {@code wakeChannel}.
+ * observe or change (count acquisitions, gate what is acquired, make {@code completed} fail in a
+ * test). Every method of the SPI is forwarded, including the ones with defaults, so a wrapper never
+ * silently drops a driver's {@code reacquire}, {@code park} or {@code wakeChannel}. To run code
+ * around each delivery's handling (context, tracing), register a {@link HandlerInterceptor} on the
+ * pump instead: it also sees the outcome as the pump decided it, a handler timeout included.
  */
 public class ForwardingDriver implements Driver {
 

@@ -17,7 +17,6 @@ import org.messagepump.console.ConsoleServlet;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.spring.boot.internal.CommandJobs;
@@ -29,7 +28,7 @@ import org.messagepump.spring.boot.internal.MigratedSchemas;
 import org.messagepump.spring.boot.internal.ObservationPumpObservations;
 import org.messagepump.spring.boot.internal.PumpHealthContributor;
 import org.messagepump.spring.boot.internal.PumpObservations;
-import org.messagepump.spring.boot.internal.SpringBoundDriver;
+import org.messagepump.spring.boot.internal.SpringBinding;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.BeanFactory;
@@ -177,9 +176,7 @@ public class MessagePumpAutoConfiguration {
     for (String name : names) {
       // Fail at startup, naming the option, rather than when the context starts the pumps.
       MessagePumpProperties.Pump options = properties.options(name);
-      named(
-          "messagepump.pumps." + name + " (or messagepump.defaults)",
-          () -> options.applyTo(MessagePump.builder(dataSource)));
+      named("messagepump.pumps." + name + " (or messagepump.defaults)", options::toOptions);
       String listenBean = options.getNotificationsDataSource();
       if (listenBean != null) {
         listenSources.put(name, notificationsDataSource(beans, name, listenBean));
@@ -190,12 +187,15 @@ public class MessagePumpAutoConfiguration {
         name -> {
           PumpDefinition d =
               defs.stream().filter(x -> x.pumpName().equals(name)).findFirst().orElseThrow();
-          Driver driver = new SpringBoundDriver(d.driver(beans), dataSource, name, entityManagers);
           MessagePump.Builder b =
               MessagePump.builder(dataSource)
                   .name(name)
-                  .driver(observed == null ? driver : observed.wrap(driver, name));
-          properties.options(name).applyTo(b);
+                  .driver(d.driver(beans))
+                  .options(properties.options(name).toOptions());
+          if (observed != null) {
+            b.interceptor(observed.interceptor(name)); // outermost: sees the binding's outcome
+          }
+          b.interceptor(new SpringBinding(dataSource, name, entityManagers));
           DataSource listen = listenSources.get(name);
           if (listen != null) {
             b.notificationsDataSource(listen);

@@ -8,7 +8,9 @@ import org.messagepump.core.MessagePump;
  * bean; every customizer is called for every pump, in {@link org.springframework.core.Ordered}
  * order ({@code @Order}, then declaration order), each time the pump is built: when the context
  * starts (and again when it is started after a stop). What a customizer sets wins over the
- * properties.
+ * properties. An interceptor it adds ({@code builder.interceptor(...)}) runs inside the
+ * auto-configuration's own (the tracing observation, then the delivery's transaction bound to
+ * Spring), so the handler's Spring transaction is bound while it runs.
  *
  * <pre>{@code
  * @Bean

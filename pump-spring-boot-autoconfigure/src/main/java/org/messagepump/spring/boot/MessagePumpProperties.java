@@ -5,7 +5,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.PumpOptions;
 import org.messagepump.core.RetryPolicy;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
@@ -13,8 +13,8 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  * The {@code messagepump.*} properties: whether there are pumps, how the library's tables are
  * migrated and in which schemas, the options every pump takes ({@code messagepump.defaults.*}) and
  * those of each pump by its name ({@code messagepump.pumps.<name>.*}). A pump's name is the one its
- * {@link PumpDefinition} bean gives; options left out take {@code messagepump.defaults}, then the
- * defaults of {@link MessagePump}. An unknown property under {@code messagepump} fails the binding,
+ * {@link PumpDefinition} bean gives; options left out take {@code messagepump.defaults}, then
+ * {@link PumpOptions#defaults()}. An unknown property under {@code messagepump} fails the binding,
  * naming it.
  */
 @ConfigurationProperties(prefix = "messagepump", ignoreUnknownFields = false)
@@ -257,7 +257,7 @@ public class MessagePumpProperties {
   /**
    * One pump's options ({@code messagepump.pumps.<name>.*}), or the defaults every pump takes
    * ({@code messagepump.defaults.*}). An option left unset takes the one under {@code
-   * messagepump.defaults}, and when that is unset too, the matching {@code MessagePump.DEFAULT_*}.
+   * messagepump.defaults}, and when that is unset too, the one of {@link PumpOptions#defaults()}.
    */
   public static class Pump {
 
@@ -449,63 +449,66 @@ public class MessagePumpProperties {
     }
 
     /**
-     * Applies the options that are set to a pump builder (whose setters validate them, naming the
-     * option); the notifications DataSource, a bean name here, is resolved by the caller.
+     * The pump options these properties give: {@link PumpOptions#defaults()} changed by each option
+     * that is set (the one place properties map to options; {@link PumpOptions} checks the values,
+     * naming the option). The backoff-base, backoff-cap and max-failures shorthands change the
+     * default retry policy first, then the retry options change it. The notifications DataSource, a
+     * bean name here, is resolved by the caller.
+     *
+     * @throws IllegalArgumentException naming the option that is out of range or in conflict
      */
-    MessagePump.Builder applyTo(MessagePump.Builder b) {
+    PumpOptions toOptions() {
+      PumpOptions o = PumpOptions.defaults();
       if (workers != null) {
-        b.workers(workers);
+        o = o.withWorkers(workers);
       }
       if (batchSize != null) {
-        b.batchSize(batchSize);
+        o = o.withBatchSize(batchSize);
       }
       if (pollInterval != null) {
-        b.pollInterval(pollInterval);
+        o = o.withPollInterval(pollInterval);
       }
-      b.retryPolicy(retryPolicy());
-      retryPolicyByType().forEach(b::retryPolicy);
-      if (shutdownGrace != null) {
-        b.shutdownGrace(shutdownGrace);
-      }
-      if (notifications != null) {
-        b.notifications(notifications);
-      }
-      if (handlerTimeout != null) {
-        b.handlerTimeout(handlerTimeout);
-      }
-      handlerTimeoutByType.forEach(b::handlerTimeout);
-      return b;
-    }
-
-    /**
-     * The pump's retry policy: {@link RetryPolicy#defaults()} changed by backoff-base, backoff-cap
-     * and max-failures, then by the retry options.
-     */
-    RetryPolicy retryPolicy() {
-      RetryPolicy p = RetryPolicy.defaults();
       if (backoffBase != null || backoffCap != null) {
-        p =
-            p.withExponentialBackoff(
-                backoffBase != null ? backoffBase : MessagePump.DEFAULT_BACKOFF_BASE,
-                backoffCap != null ? backoffCap : MessagePump.DEFAULT_BACKOFF_CAP);
+        RetryPolicy p = o.retryPolicy();
+        o =
+            o.withBackoff(
+                backoffBase != null ? backoffBase : p.backoffBase(),
+                backoffCap != null ? backoffCap : p.backoffCap());
       }
       if (maxFailures != null) {
-        if (maxFailures < 1) {
-          throw new IllegalArgumentException("maxFailures must be >= 1: " + maxFailures);
-        }
-        p = p.withMaxAttempts(maxFailures);
+        o = o.withMaxFailures(maxFailures);
       }
-      return retry.applyTo(p, "retry");
+      RetryPolicy pump = retry.applyTo(o.retryPolicy(), "retry");
+      o = o.withRetryPolicy(pump);
+      for (Map.Entry<String, RetryOptions> type : retry.byType.entrySet()) {
+        o =
+            o.withRetryPolicy(
+                type.getKey(),
+                type.getValue().applyTo(pump, "retry.by-type.[" + type.getKey() + "]"));
+      }
+      if (shutdownGrace != null) {
+        o = o.withShutdownGrace(shutdownGrace);
+      }
+      if (notifications != null) {
+        o = o.withNotifications(notifications);
+      }
+      if (handlerTimeout != null) {
+        o = o.withHandlerTimeout(handlerTimeout);
+      }
+      for (Map.Entry<String, Duration> type : handlerTimeoutByType.entrySet()) {
+        o = o.withHandlerTimeout(type.getKey(), type.getValue());
+      }
+      return o;
     }
 
-    /** The retry policies of single types: the pump's changed by each type's options. */
+    /** The pump's retry policy, as {@link #toOptions()} gives it. */
+    RetryPolicy retryPolicy() {
+      return toOptions().retryPolicy();
+    }
+
+    /** The retry policies of single types, as {@link #toOptions()} gives them. */
     Map<String, RetryPolicy> retryPolicyByType() {
-      RetryPolicy pump = retryPolicy();
-      Map<String, RetryPolicy> byType = new LinkedHashMap<>();
-      retry.byType.forEach(
-          (type, options) ->
-              byType.put(type, options.applyTo(pump, "retry.by-type.[" + type + "]")));
-      return byType;
+      return toOptions().typeRetryPolicies();
     }
   }
 
@@ -734,7 +737,7 @@ public class MessagePumpProperties {
     private Boolean enabled;
 
     /** The shortest time between two checks: a tick fires at most about this late. */
-    private Duration pollInterval = MessagePump.DEFAULT_POLL_INTERVAL;
+    private Duration pollInterval = PumpOptions.defaults().pollInterval();
 
     /** The longest sleep between two checks while nothing fires. */
     private Duration maxIdle = Duration.ofSeconds(30);

@@ -19,9 +19,9 @@ import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.console.ConsoleServlet;
 import org.messagepump.core.JsonMessageCodec;
-import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.PumpHealth;
+import org.messagepump.core.PumpOptions;
 import org.messagepump.core.RetryPolicy;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.EventStore;
@@ -194,7 +194,7 @@ class MessagePumpAutoConfigurationTest {
                   .containsExactlyInAnyOrderEntriesOf(
                       Map.of(
                           "test.Ping", Duration.ofSeconds(5), "test.Pong", Duration.ofMinutes(2)));
-              // Unset here and under defaults: the builder keeps MessagePump's own defaults.
+              // Unset here and under defaults: the pump takes PumpOptions.defaults().
               assertThat(p.getBatchSize()).isNull();
               assertThat(p.getNotifications()).isNull();
               assertThat(p.getNotificationsDataSource()).isNull();
@@ -459,19 +459,19 @@ class MessagePumpAutoConfigurationTest {
       assertThat(p.get("sourceType").asText())
           .isEqualTo("org.messagepump.spring.boot.MessagePumpProperties$Pump");
     }
-    // The documented defaults are MessagePump's own.
+    // The documented defaults are those of PumpOptions.defaults().
     assertThat(properties.get("messagepump.defaults.workers").get("defaultValue").asInt())
-        .isEqualTo(MessagePump.DEFAULT_WORKERS);
+        .isEqualTo(PumpOptions.defaults().workers());
     assertThat(properties.get("messagepump.defaults.batch-size").get("defaultValue").asInt())
-        .isEqualTo(MessagePump.DEFAULT_BATCH_SIZE);
+        .isEqualTo(PumpOptions.defaults().batchSize());
     assertThat(properties.get("messagepump.defaults.notifications").get("defaultValue").asBoolean())
-        .isEqualTo(MessagePump.DEFAULT_NOTIFICATIONS);
+        .isEqualTo(PumpOptions.defaults().notifications());
     Map<String, Duration> durations =
         Map.of(
-            "poll-interval", MessagePump.DEFAULT_POLL_INTERVAL,
-            "backoff-base", MessagePump.DEFAULT_BACKOFF_BASE,
-            "backoff-cap", MessagePump.DEFAULT_BACKOFF_CAP,
-            "shutdown-grace", MessagePump.DEFAULT_SHUTDOWN_GRACE);
+            "poll-interval", PumpOptions.defaults().pollInterval(),
+            "backoff-base", PumpOptions.defaults().retryPolicy().backoffBase(),
+            "backoff-cap", PumpOptions.defaults().retryPolicy().backoffCap(),
+            "shutdown-grace", PumpOptions.defaults().shutdownGrace());
     durations.forEach(
         (option, expected) ->
             assertThat(

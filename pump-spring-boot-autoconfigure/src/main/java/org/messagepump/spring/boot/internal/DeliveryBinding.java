@@ -5,8 +5,8 @@ import java.sql.Connection;
 /**
  * A resource bound to Spring for the duration of one delivery's handler, beside the delivery's
  * connection: the JPA {@code EntityManager} that runs on that connection ({@link
- * DeliveryEntityManagers}). This interface names no JPA type, so that {@link SpringBoundDriver} and
- * the auto-configuration load without JPA on the class path.
+ * DeliveryEntityManagers}). This interface names no JPA type, so that {@link SpringBinding} and the
+ * auto-configuration load without JPA on the class path.
  */
 public interface DeliveryBinding {
 

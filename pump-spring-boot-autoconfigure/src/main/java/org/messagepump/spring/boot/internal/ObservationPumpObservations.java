@@ -9,12 +9,10 @@ import io.micrometer.observation.transport.ReceiverContext;
 import io.micrometer.observation.transport.SenderContext;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.messagepump.core.BusyException;
+import org.messagepump.core.HandlerTimeoutException;
 import org.messagepump.core.ProducerHook;
-import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Delivery;
-import org.messagepump.core.spi.Driver;
-import org.messagepump.core.spi.ForwardingDriver;
+import org.messagepump.core.spi.HandlerInterceptor;
 import org.messagepump.core.spi.Outcome;
 
 /**
@@ -35,7 +33,8 @@ import org.messagepump.core.spi.Outcome;
  * <p>Key values follow the OpenTelemetry messaging semantic conventions ({@code
  * messaging.system=messagepump}); the low-cardinality ones (system, operation, destination, driver,
  * consumer group, outcome) also tag the timers; the message id, the batch size and {@code
- * error.type} (set on failure only) are high-cardinality, on the spans only.
+ * error.type} (set on failure only: the exception's class name, {@code busy}, or {@code timeout}
+ * for a handler that ran past its timeout) are high-cardinality, on the spans only.
  */
 public final class ObservationPumpObservations implements PumpObservations {
 
@@ -46,6 +45,9 @@ public final class ObservationPumpObservations implements PumpObservations {
   public static final String PROCESS = "messagepump.process";
 
   static final String SYSTEM = "messagepump";
+
+  /** The {@code error.type} of a delivery whose handler ran past its timeout. */
+  static final String TIMEOUT = "timeout";
 
   private final ObservationRegistry registry;
   private final ProducerHook hook;
@@ -69,14 +71,11 @@ public final class ObservationPumpObservations implements PumpObservations {
   }
 
   @Override
-  public Driver wrap(Driver driver, String pumpName) {
-    if (driver == null) {
-      throw new IllegalArgumentException("driver must not be null");
-    }
+  public HandlerInterceptor interceptor(String pumpName) {
     if (pumpName == null || pumpName.isBlank()) {
       throw new IllegalArgumentException("pumpName must not be blank");
     }
-    return new ObservedDriver(driver, registry, pumpName);
+    return new ObservingInterceptor(registry, pumpName);
   }
 
   private ProducerHook.Send beforeSend(ProducerHook.Outgoing outgoing) {
@@ -132,20 +131,23 @@ public final class ObservationPumpObservations implements PumpObservations {
     }
   }
 
-  /** Runs each delivery in a {@value #PROCESS} observation whose context reads the headers. */
-  static final class ObservedDriver extends ForwardingDriver {
+  /**
+   * Runs each delivery in a {@value #PROCESS} observation whose context reads the headers, open
+   * while the handler runs and stopped with the outcome as the pump decided it.
+   */
+  static final class ObservingInterceptor implements HandlerInterceptor {
 
     private final ObservationRegistry registry;
     private final String group;
 
-    ObservedDriver(Driver delegate, ObservationRegistry registry, String group) {
-      super(delegate);
+    ObservingInterceptor(ObservationRegistry registry, String group) {
       this.registry = registry;
       this.group = group;
     }
 
     @Override
-    public Outcome handle(Tx tx, Delivery delivery) throws Exception {
+    public Outcome intercept(Handling handling) {
+      Delivery delivery = handling.delivery();
       ReceiverContext<Map<String, String>> context =
           new ReceiverContext<>((carrier, key) -> carrier.get(key), Kind.CONSUMER);
       context.setCarrier(delivery.envelope().headers());
@@ -159,7 +161,7 @@ public final class ObservationPumpObservations implements PumpObservations {
                       KeyValue.of("messaging.operation.name", "process"),
                       KeyValue.of("messaging.destination.name", delivery.messageType()),
                       KeyValue.of("messaging.consumer.group.name", group),
-                      KeyValue.of("messagepump.driver", name())))
+                      KeyValue.of("messagepump.driver", handling.driverName())))
               .highCardinalityKeyValue("messaging.message.id", delivery.messageId())
               .highCardinalityKeyValue(
                   "messagepump.delivery.attempt", Integer.toString(delivery.attempt()));
@@ -169,7 +171,7 @@ public final class ObservationPumpObservations implements PumpObservations {
       }
       observation.start();
       try (Observation.Scope ignored = observation.openScope()) {
-        Outcome outcome = super.handle(tx, delivery);
+        Outcome outcome = handling.proceed();
         if (outcome instanceof Outcome.Failed f) {
           failed(observation, f.cause());
         } else if (outcome instanceof Outcome.Busy) {
@@ -178,19 +180,20 @@ public final class ObservationPumpObservations implements PumpObservations {
           observation.lowCardinalityKeyValue("messagepump.outcome", "handled");
         }
         return outcome;
-      } catch (BusyException e) {
-        busy(observation);
-        throw e;
-      } catch (Exception | Error e) {
-        failed(observation, e);
-        throw e;
       } finally {
         observation.stop();
       }
     }
 
+    /**
+     * A failure: {@code error.type} is {@value #TIMEOUT} for a handler that ran past its timeout,
+     * else the exception's class name.
+     */
     private static void failed(Observation observation, Throwable cause) {
-      outcome(observation, "failed", cause.getClass().getName());
+      outcome(
+          observation,
+          "failed",
+          cause instanceof HandlerTimeoutException ? TIMEOUT : cause.getClass().getName());
       observation.error(cause);
     }
 

@@ -56,6 +56,8 @@ class ObservationTracingIT {
 
   record Charged(String order) {}
 
+  record Render(String report) {}
+
   record ExportedSpans(InMemorySpanExporter exporter) {}
 
   static final Map<String, String> ledger = new ConcurrentHashMap<>();
@@ -76,6 +78,7 @@ class ObservationTracingIT {
       return MessageTypes.builder()
           .register(Charge.class, "shop.Charge")
           .register(Charged.class, "shop.Charged")
+          .register(Render.class, "shop.Render")
           .build();
     }
 
@@ -111,6 +114,15 @@ class ObservationTracingIT {
                       throw new IllegalStateException("card declined");
                     }
                     events.append(List.of(new Charged(c.order())));
+                  })
+              .on(
+                  Render.class,
+                  (r, ctx) -> {
+                    try {
+                      Thread.sleep(60_000); // interrupted by its handler timeout
+                    } catch (InterruptedException e) {
+                      // swallowed: the handler returns normally all the same
+                    }
                   })
               .build());
     }
@@ -149,6 +161,7 @@ class ObservationTracingIT {
             "messagepump.migrate=library",
             "messagepump.defaults.poll-interval=100ms",
             "messagepump.defaults.max-failures=1",
+            "messagepump.pumps.billing.handler-timeout-by-type.[shop.Render]=500ms",
             "spring.sql.init.mode=never",
             "spring.flyway.enabled=false",
             "spring.datasource.hikari.maximum-pool-size=8"));
@@ -212,6 +225,16 @@ class ObservationTracingIT {
                   s -> s != null);
       assertThat(failed.getAttributes().get(ERROR_TYPE))
           .isEqualTo(IllegalStateException.class.getName());
+
+      // A handler that ran past its timeout: error.type is timeout, whatever it returned.
+      String renderId =
+          app.getBean(CommandQueue.class).enqueue(new Render("r-1")).messageId().toString();
+      SpanData timedOut =
+          await()
+              .atMost(Duration.ofSeconds(30))
+              .until(() -> find(spans, "process shop.Render"), s -> s != null);
+      assertThat(timedOut.getAttributes().get(MESSAGE_ID)).isEqualTo(renderId);
+      assertThat(timedOut.getAttributes().get(ERROR_TYPE)).isEqualTo("timeout");
       assertThat(app.getBean(CommandQueue.class)).isNotNull();
     }
   }

@@ -4,9 +4,7 @@ import java.util.List;
 import java.util.Objects;
 import javax.sql.DataSource;
 import org.messagepump.core.Tx;
-import org.messagepump.core.spi.Delivery;
-import org.messagepump.core.spi.Driver;
-import org.messagepump.core.spi.ForwardingDriver;
+import org.messagepump.core.spi.HandlerInterceptor;
 import org.messagepump.core.spi.Outcome;
 import org.springframework.transaction.UnexpectedRollbackException;
 import org.springframework.transaction.support.TransactionSynchronization;
@@ -14,8 +12,8 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 import org.springframework.transaction.support.TransactionSynchronizationUtils;
 
 /**
- * Runs each delivery's handler with the delivery's transaction bound to Spring, for the duration of
- * the handler only:
+ * The pump interceptor that runs each delivery's handler with the delivery's transaction bound to
+ * Spring, for the duration of the handler only:
  *
  * <ul>
  *   <li>The connection the pump gives the handler (which sets the delivery's savepoint at its first
@@ -27,8 +25,8 @@ import org.springframework.transaction.support.TransactionSynchronizationUtils;
  *   <li>Transaction synchronization is active while the handler runs. When it returns normally,
  *       registered synchronizations get {@code beforeCommit} and {@code beforeCompletion}; then
  *       {@code afterCompletion} with {@code STATUS_UNKNOWN} (the pump commits the batch later, so
- *       {@code afterCommit} never runs here), or with {@code STATUS_ROLLED_BACK} after a failure,
- *       whose writes the pump rolls back to the delivery's savepoint.
+ *       {@code afterCommit} never runs here), or with {@code STATUS_ROLLED_BACK} after a failure (a
+ *       handler timeout included), whose writes the pump rolls back to the delivery's savepoint.
  *   <li>A participating method that failed marks the transaction rollback-only; if the handler
  *       caught that and returned normally, the delivery fails (as {@link
  *       UnexpectedRollbackException}) instead of committing half of what it meant to do.
@@ -38,53 +36,48 @@ import org.springframework.transaction.support.TransactionSynchronizationUtils;
  *       records the outcome; discarded after a failure.
  * </ul>
  *
- * <p>In lease mode ({@link Driver#lease()}) the pump gives the handler no transaction, and nothing
- * is bound: the handler's {@code @Transactional} methods and JdbcTemplate calls run in Spring's
- * ordinary transactions, each committed on its own.
+ * <p>In lease mode ({@link org.messagepump.core.spi.Driver#lease()}) the pump gives the handler no
+ * transaction, and nothing is bound: the handler's {@code @Transactional} methods and JdbcTemplate
+ * calls run in Spring's ordinary transactions, each committed on its own.
  *
  * <p>Spring's own mechanisms, not a copy: JdbcTemplate, {@code DataSourceTransactionManager} and
  * {@code TransactionAwareDataSourceProxy} all find the delivery's connection through the bound
  * holder.
  */
-public final class SpringBoundDriver extends ForwardingDriver {
+public final class SpringBinding implements HandlerInterceptor {
 
   private final DataSource dataSource;
   private final String transactionName;
   private final DeliveryBinding also;
 
-  /** Binds the deliveries of {@code delegate} as {@code dataSource}'s transaction. */
-  public SpringBoundDriver(Driver delegate, DataSource dataSource, String pumpName) {
-    this(delegate, dataSource, pumpName, null);
+  /** Binds the deliveries of the pump {@code pumpName} as {@code dataSource}'s transaction. */
+  public SpringBinding(DataSource dataSource, String pumpName) {
+    this(dataSource, pumpName, null);
   }
 
   /**
    * As above, and binds {@code also} (the JPA EntityManagers on that DataSource; null for none) for
    * each handler's duration.
    */
-  public SpringBoundDriver(
-      Driver delegate, DataSource dataSource, String pumpName, DeliveryBinding also) {
-    super(delegate);
+  public SpringBinding(DataSource dataSource, String pumpName, DeliveryBinding also) {
     this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
     this.transactionName = "messagepump:" + pumpName;
     this.also = also != null ? also : DeliveryBinding.NONE;
   }
 
   @Override
-  public Outcome handle(Tx tx, Delivery delivery) throws Exception {
+  public Outcome intercept(Handling handling) {
     if (TransactionSynchronizationManager.hasResource(dataSource)
         || TransactionSynchronizationManager.isSynchronizationActive()) {
       // A pump's worker thread never carries a transaction of its own; a leftover means a bug.
       throw new IllegalStateException(
           transactionName + ": a Spring transaction is already bound to this worker thread");
     }
+    Tx tx = handling.tx();
     if (tx == null) {
       // Lease mode: no delivery transaction to bind. The handler's @Transactional methods and
       // JdbcTemplate open Spring's ordinary transactions on connections of the pool.
-      if (lease().isEmpty()) {
-        throw new IllegalStateException(
-            transactionName + ": no delivery transaction, and the driver is not in lease mode");
-      }
-      return super.handle(null, delivery);
+      return handling.proceed();
     }
     DeliveryConnectionHolder holder = new DeliveryConnectionHolder(tx.connection());
     TransactionSynchronizationManager.bindResource(dataSource, holder);
@@ -95,7 +88,7 @@ public final class SpringBoundDriver extends ForwardingDriver {
     DeliveryBinding.Bound bound = null;
     try {
       bound = also.bind(tx.connection());
-      Outcome outcome = super.handle(tx, delivery);
+      Outcome outcome = handling.proceed();
       if (outcome instanceof Outcome.Handled
           && (holder.isRollbackOnly() || bound.isRollbackOnly())) {
         outcome =

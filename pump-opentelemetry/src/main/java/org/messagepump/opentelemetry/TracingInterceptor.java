@@ -8,21 +8,21 @@ import io.opentelemetry.api.trace.StatusCode;
 import io.opentelemetry.api.trace.Tracer;
 import io.opentelemetry.context.Context;
 import io.opentelemetry.context.Scope;
-import org.messagepump.core.BusyException;
-import org.messagepump.core.Tx;
+import org.messagepump.core.HandlerTimeoutException;
 import org.messagepump.core.spi.Delivery;
-import org.messagepump.core.spi.Driver;
-import org.messagepump.core.spi.ForwardingDriver;
+import org.messagepump.core.spi.HandlerInterceptor;
 import org.messagepump.core.spi.Outcome;
 
 /**
- * Runs each delivery in a {@code CONSUMER} span named {@code "process <type>"}. Attribute names
- * follow the OpenTelemetry messaging semantic conventions; written as plain keys because the
- * semantic-conventions artifact is not part of {@code opentelemetry-api}. A failed delivery has
- * {@code error.type}: the exception's class name, or {@code busy} for a delivery that met
- * contention (retried without counting a failure).
+ * The pump interceptor that runs each delivery in a {@code CONSUMER} span named {@code "process
+ * <type>"}, current while the handler runs and ended with the outcome as the pump decided it.
+ * Attribute names follow the OpenTelemetry messaging semantic conventions; written as plain keys
+ * because the semantic-conventions artifact is not part of {@code opentelemetry-api}. A delivery
+ * that did not complete has {@code error.type}: {@value #TIMEOUT} for a handler that ran past its
+ * timeout, {@code busy} for a delivery that met contention (retried without counting a failure),
+ * else the exception's class name.
  */
-final class TracingDriver extends ForwardingDriver {
+final class TracingInterceptor implements HandlerInterceptor {
 
   static final AttributeKey<String> SYSTEM = AttributeKey.stringKey("messaging.system");
   static final AttributeKey<String> OPERATION_TYPE =
@@ -41,6 +41,9 @@ final class TracingDriver extends ForwardingDriver {
       AttributeKey.stringKey("messaging.consumer.group.name");
   static final AttributeKey<String> ERROR_TYPE = TracingProducerHook.ERROR_TYPE;
 
+  /** The {@code error.type} of a delivery whose handler ran past its timeout. */
+  static final String TIMEOUT = "timeout";
+
   /** The envelope header of a balancer delivery naming its partition group. */
   static final String PARTITION_GROUP_HEADER = "partitionGroup";
 
@@ -48,23 +51,23 @@ final class TracingDriver extends ForwardingDriver {
   private final PumpTracing tracing;
   private final String consumerGroup;
 
-  TracingDriver(Driver delegate, Tracer tracer, PumpTracing tracing, String consumerGroup) {
-    super(delegate);
+  TracingInterceptor(Tracer tracer, PumpTracing tracing, String consumerGroup) {
     this.tracer = tracer;
     this.tracing = tracing;
     this.consumerGroup = consumerGroup;
   }
 
-  private String consumerGroup(Delivery delivery) {
+  private String consumerGroup(Handling handling) {
     if (consumerGroup != null) {
       return consumerGroup;
     }
-    String group = delivery.envelope().headers().get(PARTITION_GROUP_HEADER);
-    return group != null ? group : name();
+    String group = handling.delivery().envelope().headers().get(PARTITION_GROUP_HEADER);
+    return group != null ? group : handling.driverName();
   }
 
   @Override
-  public Outcome handle(Tx tx, Delivery delivery) throws Exception {
+  public Outcome intercept(Handling handling) {
+    Delivery delivery = handling.delivery();
     Context producer = tracing.extract(delivery.envelope().headers());
     SpanContext link = Span.fromContext(producer).getSpanContext();
     var builder =
@@ -73,13 +76,13 @@ final class TracingDriver extends ForwardingDriver {
             .setSpanKind(SpanKind.CONSUMER)
             .setParent(producer)
             .setAttribute(SYSTEM, PumpTracing.MESSAGING_SYSTEM)
-            .setAttribute(CONSUMER_GROUP, consumerGroup(delivery))
+            .setAttribute(CONSUMER_GROUP, consumerGroup(handling))
             .setAttribute(OPERATION_TYPE, "process")
             .setAttribute(OPERATION_NAME, "process")
             .setAttribute(DESTINATION, delivery.messageType())
             .setAttribute(MESSAGE_ID, delivery.messageId())
             .setAttribute(ATTEMPT, (long) delivery.attempt())
-            .setAttribute(DRIVER, name());
+            .setAttribute(DRIVER, handling.driverName());
     if (delivery.envelope().correlationId() != null) {
       builder.setAttribute(CONVERSATION_ID, delivery.envelope().correlationId());
     }
@@ -88,7 +91,7 @@ final class TracingDriver extends ForwardingDriver {
     }
     Span span = builder.startSpan();
     try (Scope ignored = span.makeCurrent()) {
-      Outcome outcome = super.handle(tx, delivery);
+      Outcome outcome = handling.proceed();
       if (outcome instanceof Outcome.Failed f) {
         failed(span, f.cause());
       } else if (outcome instanceof Outcome.Busy) {
@@ -97,12 +100,6 @@ final class TracingDriver extends ForwardingDriver {
         span.setAttribute(OUTCOME, "handled");
       }
       return outcome;
-    } catch (BusyException e) {
-      busy(span);
-      throw e;
-    } catch (Exception | Error e) {
-      failed(span, e);
-      throw e;
     } finally {
       span.end();
     }
@@ -111,7 +108,9 @@ final class TracingDriver extends ForwardingDriver {
   private static void failed(Span span, Throwable cause) {
     span.recordException(cause);
     span.setStatus(StatusCode.ERROR, cause.getClass().getSimpleName());
-    span.setAttribute(ERROR_TYPE, cause.getClass().getName());
+    span.setAttribute(
+        ERROR_TYPE,
+        cause instanceof HandlerTimeoutException ? TIMEOUT : cause.getClass().getName());
     span.setAttribute(OUTCOME, "failed");
   }
 
