@@ -100,7 +100,7 @@ public final class MessagePump implements AutoCloseable {
     this.shutdownGrace = b.shutdownGrace;
     this.threadFactory = b.threadFactory;
     this.workerCount = b.workers;
-    PumpMetrics metrics = new PumpMetrics(b.meterRegistry, b.name, b.driver.name());
+    PumpMetrics metrics = new PumpMetrics(b.meters, b.name, b.driver.name());
     RetryPolicies policies = b.policies();
     // The pump's own policy also paces its retries after failed polls and abandoned batches.
     Backoff backoff = policies.perPump().backoff();
@@ -328,7 +328,7 @@ public final class MessagePump implements AutoCloseable {
     private final java.util.Map<String, RetryPolicy> typePolicies = new java.util.HashMap<>();
     private Duration shutdownGrace = DEFAULT_SHUTDOWN_GRACE;
     private ThreadFactory threadFactory = Executors.defaultThreadFactory();
-    private MeterRegistry meterRegistry;
+    private Meters meters;
     private boolean notifications = DEFAULT_NOTIFICATIONS;
     private Duration handlerTimeout;
     private final java.util.Map<String, Duration> typeTimeouts = new java.util.HashMap<>();
@@ -487,7 +487,7 @@ public final class MessagePump implements AutoCloseable {
 
     /** Where to register the {@code messagepump.*} meters; not null. None by default. */
     public Builder meterRegistry(MeterRegistry meterRegistry) {
-      this.meterRegistry = notNull("meterRegistry", meterRegistry);
+      this.meters = MicrometerMeters.of(notNull("meterRegistry", meterRegistry));
       return this;
     }
 
