@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -42,6 +43,7 @@ import org.messagepump.testkit.PostgresExtension;
  * need Micrometer for any of it.
  */
 @ExtendWith(PostgresExtension.class)
+@Tag("without-micrometer")
 @EnabledIfSystemProperty(named = "messagepump.test.without-micrometer", matches = "true")
 class WithoutMicrometerIT {
 

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.messagepump.balancer.Result;
@@ -31,6 +32,7 @@ import org.springframework.context.annotation.Configuration;
  * The auto-configuration declares no meter registry bean, and a pump of each driver, the producers
  * and the console run as with it.
  */
+@Tag("without-micrometer")
 @EnabledIfSystemProperty(named = "messagepump.test.without-micrometer", matches = "true")
 class WithoutMicrometerIT {
 
