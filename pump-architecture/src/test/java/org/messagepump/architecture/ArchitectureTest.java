@@ -124,6 +124,39 @@ class ArchitectureTest {
         .check(classes);
   }
 
+  /**
+   * Micrometer's {@code micrometer-core} is an optional dependency: outside pump-cli, only the
+   * classes loaded once an application hands over its {@code MeterRegistry} use it, and the
+   * builders (and the console's config) name it in their {@code meterRegistry} methods. Any other
+   * class would fail to load, or fail when run, in an application without Micrometer.
+   */
+  @Test
+  void onlyTheMicrometerAdaptersAndTheBuildersNameMicrometer() {
+    noClasses()
+        .that()
+        .resideOutsideOfPackage("org.messagepump.cli..")
+        .and()
+        .haveNameNotMatching(
+            "org\\.messagepump\\.("
+                + "core\\.MicrometerMeters"
+                + "|core\\.MessagePump\\$Builder"
+                + "|commands\\.CommandQueue\\$Builder"
+                + "|eventstream\\.EventStore\\$Builder"
+                + "|eventstream\\.EventDriver\\$Builder"
+                + "|balancer\\.MessageBalancer\\$Builder"
+                + "|console\\.ConsoleConfig(\\$Builder)?"
+                + "|console\\.internal\\.MicrometerReadings"
+                + "|resilience4j\\.ResilienceMeters"
+                + "|resilience4j\\.ResilientDriver\\$Builder"
+                + "|spring\\.boot\\.internal\\.MicrometerPumpMeterRegistry"
+                + "|spring\\.boot\\.MessagePumpAutoConfiguration\\$MetersConfiguration"
+                + ")(\\$[0-9]+)?")
+        .should()
+        .dependOnClassesThat()
+        .resideInAPackage("io.micrometer.core..")
+        .check(classes);
+  }
+
   @Test
   void nothingDependsOnTheCli() {
     noClasses()

@@ -1,17 +1,13 @@
 package org.messagepump.balancer;
 
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.messagepump.core.GaugeReading;
 import org.messagepump.core.Meters;
+import org.messagepump.core.Meters.Timer;
 
 /**
  * The {@code messagepump.balancer.*} meters of one group. Gauges read the database, at most once
@@ -22,7 +18,7 @@ final class BalancerMetrics {
   /** How long gauge readings are reused. */
   static final Duration GAUGE_REFRESH = Duration.ofSeconds(5);
 
-  private final MeterRegistry registry;
+  private final Meters meters;
   private final String group;
   private final Timer endToEnd;
   private final Timer acquire;
@@ -39,17 +35,18 @@ final class BalancerMetrics {
       };
   private GaugeReading<GroupStats> reading;
 
-  /** Meters for {@code group} in {@code registry} (none kept when it is null). */
-  BalancerMetrics(MeterRegistry registry, String group, Supplier<GroupStats> stats) {
-    this.registry = Meters.orNoop(registry);
+  /** Meters for {@code group} in {@code meters} (none kept when it is null). */
+  BalancerMetrics(Meters meters, String group, Supplier<GroupStats> stats) {
+    this.meters = meters != null ? meters : Meters.none();
     this.group = group;
     this.endToEnd =
-        Timer.builder("messagepump.balancer.end_to_end.duration")
-            .description("From stored to removed (Ok or confirm), by the database clock")
-            .tags("group", group)
-            .register(this.registry);
+        this.meters.timer(
+            "messagepump.balancer.end_to_end.duration",
+            "From stored to removed (Ok or confirm), by the database clock",
+            "group",
+            group);
     this.acquire = storageTimer("acquire");
-    if (registry != null) {
+    if (meters != null) {
       reading =
           GaugeReading.of(
               "balancer " + group + ": the group gauges",
@@ -69,27 +66,27 @@ final class BalancerMetrics {
 
   private void gauge(
       String name, String description, java.util.function.ToDoubleFunction<GroupStats> value) {
-    Gauge.builder(name, () -> value.applyAsDouble(reading.get()))
-        .description(description)
-        .tags("group", group)
-        .register(registry);
+    meters.gauge(name, description, null, () -> value.applyAsDouble(reading.get()), "group", group);
   }
 
   /** Records how long a storage operation took. */
   void storage(String operation, long nanos) {
-    storage.computeIfAbsent(operation, this::storageTimer).record(nanos, TimeUnit.NANOSECONDS);
+    storage.computeIfAbsent(operation, this::storageTimer).record(nanos);
   }
 
   /** Records how long an acquisition took (the storage operation {@code acquire}). */
   void acquired(long nanos) {
-    acquire.record(nanos, TimeUnit.NANOSECONDS);
+    acquire.record(nanos);
   }
 
   private Timer storageTimer(String operation) {
-    return Timer.builder("messagepump.balancer.storage.duration")
-        .description("Time of balancer storage operations")
-        .tags("group", group, "operation", operation)
-        .register(registry);
+    return meters.timer(
+        "messagepump.balancer.storage.duration",
+        "Time of balancer storage operations",
+        "group",
+        group,
+        "operation",
+        operation);
   }
 
   /** The result tag of a handler that threw. */
@@ -100,43 +97,54 @@ final class BalancerMetrics {
 
   /** Records a handler's duration and result ({@link #EXCEPTION}, {@link #UNDECODABLE}). */
   void handled(String result, long nanos) {
-    handled.computeIfAbsent(result, this::handledTimer).record(nanos, TimeUnit.NANOSECONDS);
+    handled.computeIfAbsent(result, this::handledTimer).record(nanos);
   }
 
   /** Records a handler's duration and result (tagged with the result's type). */
   void handled(Result result, long nanos) {
-    handledByResult.get(result.getClass()).record(nanos, TimeUnit.NANOSECONDS);
+    handledByResult.get(result.getClass()).record(nanos);
   }
 
   private Timer handledTimer(String result) {
-    return Timer.builder("messagepump.balancer.handler.duration")
-        .description("Time the balanced handler ran, by result")
-        .tags("group", group, "result", result.toLowerCase(Locale.ROOT))
-        .register(registry);
+    return meters.timer(
+        "messagepump.balancer.handler.duration",
+        "Time the balanced handler ran, by result",
+        "group",
+        group,
+        "result",
+        result.toLowerCase(Locale.ROOT));
   }
 
   /** Records the end-to-end age of a removed message. */
   void removed(Duration age) {
     if (age != null) {
-      endToEnd.record(age);
+      endToEnd.record(age.toNanos());
     }
   }
 
   /** Counts a lease operation by result. */
   void leaseOperation(String operation, String result) {
-    Counter.builder("messagepump.balancer.lease.operations")
-        .description("Confirm, extend and requeue of hand-offs by result")
-        .tags("group", group, "operation", operation, "result", result.toLowerCase(Locale.ROOT))
-        .register(registry)
+    meters
+        .counter(
+            "messagepump.balancer.lease.operations",
+            "Confirm, extend and requeue of hand-offs by result",
+            "group",
+            group,
+            "operation",
+            operation,
+            "result",
+            result.toLowerCase(Locale.ROOT))
         .increment();
   }
 
   /** Counts leases the reaper ended. */
   void leasesExpired(int n) {
-    Counter.builder("messagepump.balancer.leases.expired")
-        .description("Hand-off leases that expired and were reaped")
-        .tags("group", group)
-        .register(registry)
+    meters
+        .counter(
+            "messagepump.balancer.leases.expired",
+            "Hand-off leases that expired and were reaped",
+            "group",
+            group)
         .increment(n);
   }
 }

@@ -19,6 +19,8 @@ import org.messagepump.balancer.internal.StoreQueries;
 import org.messagepump.balancer.internal.StoreQueries.GroupFigures;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
+import org.messagepump.core.Meters;
+import org.messagepump.core.MicrometerMeters;
 import org.messagepump.core.ProducerHook;
 import org.messagepump.core.ProducerHooks;
 import org.messagepump.core.Transactions;
@@ -60,7 +62,7 @@ public final class MessageBalancer {
     this.group = b.group;
     this.limits = b.limits;
     this.ctx = Schema.Ctx.of(b.schema);
-    this.metrics = new BalancerMetrics(b.meterRegistry, group, this::stats);
+    this.metrics = new BalancerMetrics(b.meters, group, this::stats);
     this.producerHook = b.producerHook;
   }
 
@@ -615,7 +617,7 @@ public final class MessageBalancer {
     private final String group;
     private Limits limits = Limits.defaults();
     private String schema = Balancer.DEFAULT_SCHEMA;
-    private MeterRegistry meterRegistry;
+    private Meters meters;
     private ProducerHook producerHook;
 
     private Builder(DataSource dataSource, String group) {
@@ -661,7 +663,9 @@ public final class MessageBalancer {
 
     /** Where to register the {@code messagepump.balancer.*} meters; none by default. */
     public Builder meterRegistry(MeterRegistry meterRegistry) {
-      this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry must not be null");
+      this.meters =
+          MicrometerMeters.of(
+              Objects.requireNonNull(meterRegistry, "meterRegistry must not be null"));
       return this;
     }
 

@@ -1,6 +1,5 @@
 package org.messagepump.commands;
 
-import io.micrometer.core.instrument.Counter;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Collections;
@@ -16,6 +15,7 @@ import org.messagepump.commands.internal.DeadLetterQueries;
 import org.messagepump.commands.internal.LeaseQueries;
 import org.messagepump.commands.internal.RetentionQueries;
 import org.messagepump.core.Inputs;
+import org.messagepump.core.Meters;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.UnknownMessageTypeException;
@@ -54,13 +54,13 @@ public final class CommandDriver implements Driver {
   private final MessageCodec codec;
   private final Map<String, Route> routes;
   private final List<String> types;
-  private final Counter parked;
+  private final Meters.Counter parked;
   private final AtomicInteger turn = new AtomicInteger();
   private final CommandQueries.ClaimStatement claim;
   private final CommandTables tables;
   private final Duration lease; // null: transactional mode
   private final String holder;
-  private final Counter expired;
+  private final Meters.Counter expired;
   private final boolean history;
 
   /**
@@ -95,17 +95,16 @@ public final class CommandDriver implements Driver {
     this.history = queue.keepsHistory();
     this.claim = types.isEmpty() ? null : new CommandQueries.ClaimStatement(tables, types);
     this.parked =
-        Counter.builder("messagepump.commands.parked")
-            .description("Commands moved to the dead letters")
-            .register(queue.meterRegistry());
+        queue.meters().counter("messagepump.commands.parked", "Commands moved to the dead letters");
     this.expired =
         lease == null
             ? null
-            : Counter.builder("messagepump.commands.leases.expired")
-                .description(
+            : queue
+                .meters()
+                .counter(
+                    "messagepump.commands.leases.expired",
                     "Commands claimed again after their lease expired, the attempt counted as a"
-                        + " failure")
-                .register(queue.meterRegistry());
+                        + " failure");
   }
 
   /** This process as a lease holder: {@code pid@host} as the JVM names it, cut to a key's size. */

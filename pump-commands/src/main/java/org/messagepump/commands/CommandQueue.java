@@ -1,6 +1,5 @@
 package org.messagepump.commands;
 
-import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.sql.Connection;
 import java.time.Duration;
@@ -17,6 +16,7 @@ import org.messagepump.commands.internal.PauseQueries;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Meters;
+import org.messagepump.core.MicrometerMeters;
 import org.messagepump.core.Migrations;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
@@ -66,9 +66,9 @@ public final class CommandQueue {
   private final CommandTables tables;
   private final String wakeChannel;
   private final Enqueuer enqueuer;
-  private final MeterRegistry meterRegistry;
-  private final Counter enqueued;
-  private final Counter duplicates;
+  private final Meters meters;
+  private final Meters.Counter enqueued;
+  private final Meters.Counter duplicates;
   private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
   private final DeadLetters deadLetters;
   private final QueueGauges gauges;
@@ -84,20 +84,16 @@ public final class CommandQueue {
     this.wakeChannel = wakeChannel(tables.schema());
     this.enqueuer =
         new Enqueuer(codec, tables, limits, wakeChannel, b.notifications, b.producerHook);
-    this.meterRegistry = Meters.orNoop(b.meterRegistry);
+    this.meters = b.meters != null ? b.meters : Meters.none();
     this.history = b.history;
     this.enqueued =
-        Counter.builder("messagepump.commands.enqueued")
-            .description("Commands enqueued, by result")
-            .tag("result", "enqueued")
-            .register(meterRegistry);
+        meters.counter(
+            "messagepump.commands.enqueued", "Commands enqueued, by result", "result", "enqueued");
     this.duplicates =
-        Counter.builder("messagepump.commands.enqueued")
-            .description("Commands enqueued, by result")
-            .tag("result", "duplicate")
-            .register(meterRegistry);
-    this.deadLetters = new DeadLetters(dataSource, tables, meterRegistry);
-    this.gauges = new QueueGauges(dataSource, tables, meterRegistry);
+        meters.counter(
+            "messagepump.commands.enqueued", "Commands enqueued, by result", "result", "duplicate");
+    this.deadLetters = new DeadLetters(dataSource, tables, meters);
+    this.gauges = new QueueGauges(dataSource, tables, meters);
     this.schedules = new Schedules(this, dataSource, tables, enqueuer);
     this.pending = new PendingCommands(dataSource, tables);
   }
@@ -407,8 +403,8 @@ public final class CommandQueue {
     listeners.remove(listener);
   }
 
-  MeterRegistry meterRegistry() {
-    return meterRegistry;
+  Meters meters() {
+    return meters;
   }
 
   QueueGauges gauges() {
@@ -504,7 +500,7 @@ public final class CommandQueue {
     private boolean notifications = DEFAULT_NOTIFICATIONS;
     private Limits limits = Limits.defaults();
     private CommandTables tables = CommandTables.defaults();
-    private MeterRegistry meterRegistry;
+    private Meters meters;
     private boolean history;
     private org.messagepump.core.ProducerHook producerHook;
 
@@ -570,7 +566,7 @@ public final class CommandQueue {
       if (meterRegistry == null) {
         throw new IllegalArgumentException("meterRegistry must not be null");
       }
-      this.meterRegistry = meterRegistry;
+      this.meters = MicrometerMeters.of(meterRegistry);
       return this;
     }
 

@@ -1,6 +1,5 @@
 package org.messagepump.commands;
 
-import io.micrometer.core.instrument.Counter;
 import java.time.Duration;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
@@ -11,6 +10,7 @@ import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.JobThread;
 import org.messagepump.commands.internal.RetentionQueries;
 import org.messagepump.core.Limits;
+import org.messagepump.core.Meters;
 import org.messagepump.core.Transactions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -78,9 +78,9 @@ public final class CommandRetention implements AutoCloseable {
   private final long intervalNanos;
   private final long batchPauseNanos;
   private final ThreadFactory threadFactory;
-  private final Counter purgedKeys;
-  private final Counter purgedDeadLetters;
-  private final Counter purgedHistory;
+  private final Meters.Counter purgedKeys;
+  private final Meters.Counter purgedDeadLetters;
+  private final Meters.Counter purgedHistory;
   private final JobThread thread;
   private long failureSleep;
   private boolean failing;
@@ -103,11 +103,10 @@ public final class CommandRetention implements AutoCloseable {
     this.purgedHistory = counter(b.queue, "history");
   }
 
-  private static Counter counter(CommandQueue queue, String what) {
-    return Counter.builder("messagepump.commands.purged")
-        .description("Rows deleted by the retention job")
-        .tag("what", what)
-        .register(queue.meterRegistry());
+  private static Meters.Counter counter(CommandQueue queue, String what) {
+    return queue
+        .meters()
+        .counter("messagepump.commands.purged", "Rows deleted by the retention job", "what", what);
   }
 
   /** A builder for the retention of {@code queue}. */

@@ -1,8 +1,5 @@
 package org.messagepump.commands;
 
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -12,6 +9,7 @@ import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.DeadLetterQueries;
 import org.messagepump.core.GaugeReading;
 import org.messagepump.core.Inputs;
+import org.messagepump.core.Meters;
 import org.messagepump.core.Transactions;
 
 /**
@@ -29,11 +27,11 @@ public final class DeadLetters {
 
   private final DataSource dataSource;
   private final CommandTables tables;
-  private final Counter retried;
-  private final Counter discarded;
+  private final Meters.Counter retried;
+  private final Meters.Counter discarded;
   private final GaugeReading<Double> gauge;
 
-  DeadLetters(DataSource dataSource, CommandTables tables, MeterRegistry registry) {
+  DeadLetters(DataSource dataSource, CommandTables tables, Meters meters) {
     this.dataSource = dataSource;
     this.tables = tables;
     // NaN until the first count: unknown, not zero.
@@ -43,17 +41,16 @@ public final class DeadLetters {
             GAUGE_REFRESH,
             Double.NaN,
             () -> (double) count());
-    Gauge.builder("messagepump.commands.deadletters", this, DeadLetters::gaugeValue)
-        .description("Parked commands (counted at most every 10 s, when the meter is read)")
-        .register(registry);
+    meters.gauge(
+        "messagepump.commands.deadletters",
+        "Parked commands (counted at most every 10 s, when the meter is read)",
+        this,
+        DeadLetters::gaugeValue);
     this.retried =
-        Counter.builder("messagepump.commands.deadletters.retried")
-            .description("Dead letters moved back into the queue")
-            .register(registry);
+        meters.counter(
+            "messagepump.commands.deadletters.retried", "Dead letters moved back into the queue");
     this.discarded =
-        Counter.builder("messagepump.commands.deadletters.discarded")
-            .description("Dead letters deleted")
-            .register(registry);
+        meters.counter("messagepump.commands.deadletters.discarded", "Dead letters deleted");
   }
 
   /** Up to {@code limit} dead letters of every type, oldest parked first. */

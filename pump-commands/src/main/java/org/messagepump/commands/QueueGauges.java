@@ -1,7 +1,5 @@
 package org.messagepump.commands;
 
-import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.Map;
@@ -12,6 +10,7 @@ import javax.sql.DataSource;
 import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.core.GaugeReading;
+import org.messagepump.core.Meters;
 import org.messagepump.core.Transactions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -42,15 +41,15 @@ final class QueueGauges {
 
   private final DataSource dataSource;
   private final CommandTables tables;
-  private final MeterRegistry registry;
+  private final Meters meters;
   private final Set<String> types = ConcurrentHashMap.newKeySet();
   private final GaugeReading<Map<String, CommandQueries.TypeCounts>> reading;
   private boolean warnedLimit;
 
-  QueueGauges(DataSource dataSource, CommandTables tables, MeterRegistry registry) {
+  QueueGauges(DataSource dataSource, CommandTables tables, Meters meters) {
     this.dataSource = dataSource;
     this.tables = tables;
-    this.registry = registry;
+    this.meters = meters;
     this.reading =
         GaugeReading.of(
             "command queue " + tables.schema() + ": the queue gauges",
@@ -94,12 +93,15 @@ final class QueueGauges {
         type,
         c -> c.leased());
     gauge("messagepump.commands.queue.parked", "Dead letters", type, c -> c.deadLetters());
-    Gauge.builder(
-            "messagepump.commands.queue.oldest.due.age", () -> counts(type).oldestDueSeconds())
-        .description("How long the oldest due command has waited (0 when none is due)")
-        .baseUnit("seconds")
-        .tags("schema", tables.schema(), "type", type)
-        .register(registry);
+    meters.gauge(
+        "messagepump.commands.queue.oldest.due.age",
+        "How long the oldest due command has waited (0 when none is due)",
+        "seconds",
+        () -> counts(type).oldestDueSeconds(),
+        "schema",
+        tables.schema(),
+        "type",
+        type);
   }
 
   private void gauge(
@@ -107,10 +109,15 @@ final class QueueGauges {
       String description,
       String type,
       ToDoubleFunction<CommandQueries.TypeCounts> value) {
-    Gauge.builder(name, () -> value.applyAsDouble(counts(type)))
-        .description(description)
-        .tags("schema", tables.schema(), "type", type)
-        .register(registry);
+    meters.gauge(
+        name,
+        description,
+        null,
+        () -> value.applyAsDouble(counts(type)),
+        "schema",
+        tables.schema(),
+        "type",
+        type);
   }
 
   private CommandQueries.TypeCounts counts(String type) {

@@ -14,6 +14,8 @@ import java.util.regex.Pattern;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.console.internal.Hosts;
+import org.messagepump.console.internal.MeterReadings;
+import org.messagepump.console.internal.MicrometerReadings;
 import org.messagepump.eventstream.EventStore;
 
 /**
@@ -76,7 +78,7 @@ public final class ConsoleConfig {
   private final boolean remoteWithoutToken;
   private final String actorName;
   private final Function<HttpServletRequest, String> actor;
-  private final MeterRegistry meterRegistry;
+  private final MeterReadings meterReadings;
   private final String title;
   private final String commandsSchema;
   private final String eventsSchema;
@@ -103,7 +105,7 @@ public final class ConsoleConfig {
     this.remoteWithoutToken = b.remoteWithoutToken;
     this.actorName = b.actorName;
     this.actor = b.actor;
-    this.meterRegistry = b.meterRegistry;
+    this.meterReadings = b.meterReadings;
     this.title = b.title;
     this.commandsSchema = b.commandsSchema;
     this.eventsSchema = b.eventsSchema;
@@ -226,7 +228,12 @@ public final class ConsoleConfig {
 
   /** The optional registry the pumps record into; gives handled/s per pump. May be null. */
   public MeterRegistry meterRegistry() {
-    return meterRegistry;
+    return meterReadings == null ? null : ((MicrometerReadings) meterReadings).registry();
+  }
+
+  /** The pumps' meters as the console reads them; null without a registry. */
+  MeterReadings meterReadings() {
+    return meterReadings;
   }
 
   /** The name of a request without an authenticated user (and of the access token's holder). */
@@ -261,7 +268,7 @@ public final class ConsoleConfig {
     private boolean remoteWithoutToken;
     private String actorName = DEFAULT_ACTOR;
     private Function<HttpServletRequest, String> actor;
-    private MeterRegistry meterRegistry;
+    private MeterReadings meterReadings;
     private String title = "messagepump console";
     private String commandsSchema = CommandQueue.DEFAULT_SCHEMA;
     private String eventsSchema = EventStore.DEFAULT_SCHEMA;
@@ -483,7 +490,7 @@ public final class ConsoleConfig {
 
     /** The registry the pumps record into, for handled/s, failures and parks per pump. */
     public Builder meterRegistry(MeterRegistry meterRegistry) {
-      this.meterRegistry = meterRegistry;
+      this.meterReadings = MicrometerReadings.of(meterRegistry);
       return this;
     }
 

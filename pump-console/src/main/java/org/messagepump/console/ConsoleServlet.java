@@ -26,6 +26,7 @@ import org.messagepump.console.internal.Sampler;
 import org.messagepump.console.internal.Settings;
 import org.messagepump.console.internal.Stores;
 import org.messagepump.core.DatabaseException;
+import org.messagepump.core.Meters;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -100,7 +101,7 @@ public final class ConsoleServlet extends HttpServlet {
             config.readOnly(),
             config.showPayloads(),
             config.title(),
-            config.meterRegistry(),
+            config.meterReadings(),
             config::actorOf,
             config.actorName(),
             config.operators(),
@@ -118,10 +119,12 @@ public final class ConsoleServlet extends HttpServlet {
     this.stores =
         new Stores(
             transactions, config.commandsSchema(), config.eventsSchema(), config.balancerSchema());
-    this.sampler = new Sampler(stores, config.meterRegistry(), config.sampleInterval().toMillis());
+    this.sampler = new Sampler(stores, config.meterReadings(), config.sampleInterval().toMillis());
     this.actions = new Actions(stores);
     this.audit = new Audit(dataSource, config.auditSchema(), config.auditRetention());
-    this.refusals = new Refusals(config.meterRegistry());
+    this.refusals =
+        new Refusals(
+            config.meterReadings() == null ? Meters.none() : config.meterReadings().meters());
   }
 
   /** The config this console runs with. */

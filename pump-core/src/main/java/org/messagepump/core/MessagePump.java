@@ -76,7 +76,7 @@ public final class MessagePump implements AutoCloseable {
     this.shutdownGrace = options.shutdownGrace();
     this.threadFactory = b.threadFactory;
     this.workerCount = options.workers();
-    PumpMetrics metrics = new PumpMetrics(b.meterRegistry, b.name, b.driver.name());
+    PumpMetrics metrics = new PumpMetrics(b.meters, b.name, b.driver.name());
     RetryPolicies policies = options.policies();
     // The pump's own policy also paces its retries after failed polls and abandoned batches.
     Backoff backoff = policies.perPump().backoff();
@@ -299,7 +299,7 @@ public final class MessagePump implements AutoCloseable {
     private Duration backoffBase;
     private Duration backoffCap;
     private ThreadFactory threadFactory = Executors.defaultThreadFactory();
-    private MeterRegistry meterRegistry;
+    private Meters meters;
     private DataSource notificationsDataSource;
     private final List<HandlerInterceptor> interceptors = new ArrayList<>();
 
@@ -463,7 +463,7 @@ public final class MessagePump implements AutoCloseable {
 
     /** Where to register the {@code messagepump.*} meters; not null. None by default. */
     public Builder meterRegistry(MeterRegistry meterRegistry) {
-      this.meterRegistry = notNull("meterRegistry", meterRegistry);
+      this.meters = MicrometerMeters.of(notNull("meterRegistry", meterRegistry));
       return this;
     }
 

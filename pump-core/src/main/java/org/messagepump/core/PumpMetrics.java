@@ -1,14 +1,11 @@
 package org.messagepump.core;
 
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Timer;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.messagepump.core.Meters.Counter;
+import org.messagepump.core.Meters.Timer;
 
 /**
- * The pump's Micrometer meters, all named {@code messagepump.*} and tagged pump + driver; the
+ * The pump's meters ({@link Meters}), all named {@code messagepump.*} and tagged pump + driver; the
  * deliveries and handling times also by message type. A type's meters are registered at its first
  * delivery; at most {@link #MAX_TYPE_TAGS} types get their own (type names are tag values), the
  * others share the tag value {@value #OTHER_TYPE}, announced by one warning.
@@ -41,7 +38,7 @@ final class PumpMetrics {
   private final Timer acquireDuration;
   private final Counter acquisitionErrors;
   private final AtomicInteger inFlight = new AtomicInteger();
-  private final MeterRegistry registry;
+  private final Meters meters;
   private final String pump;
   private final String driver;
   private volatile LeaseMeters leaseMeters;
@@ -52,25 +49,37 @@ final class PumpMetrics {
   /** The meters of one message type: deliveries by outcome and handling time. */
   private record TypeMeters(Counter[] deliveries, Timer handle) {}
 
-  PumpMetrics(MeterRegistry registry, String pump, String driver) {
-    MeterRegistry r = Meters.orNoop(registry);
-    this.registry = r;
+  /** The meters of {@code pump} in {@code meters}; {@link Meters#none()} when it is null. */
+  PumpMetrics(Meters meters, String pump, String driver) {
+    Meters m = meters != null ? meters : Meters.none();
+    this.meters = m;
     this.pump = pump;
     this.driver = driver;
     acquireDuration =
-        Timer.builder("messagepump.acquire.duration")
-            .description("Time one acquisition (a poll) took, found or not")
-            .tags("pump", pump, "driver", driver)
-            .register(r);
+        m.timer(
+            "messagepump.acquire.duration",
+            "Time one acquisition (a poll) took, found or not",
+            "pump",
+            pump,
+            "driver",
+            driver);
     acquisitionErrors =
-        Counter.builder("messagepump.acquisition.errors")
-            .description("Polls that failed (database unreachable, driver error)")
-            .tags("pump", pump, "driver", driver)
-            .register(r);
-    Gauge.builder("messagepump.inflight", inFlight, AtomicInteger::get)
-        .description("Deliveries being handled now")
-        .tags("pump", pump, "driver", driver)
-        .register(r);
+        m.counter(
+            "messagepump.acquisition.errors",
+            "Polls that failed (database unreachable, driver error)",
+            "pump",
+            pump,
+            "driver",
+            driver);
+    m.gauge(
+        "messagepump.inflight",
+        "Deliveries being handled now",
+        inFlight,
+        AtomicInteger::get,
+        "pump",
+        pump,
+        "driver",
+        driver);
   }
 
   /** Lease mode's meters, registered at the first call. */
@@ -97,10 +106,7 @@ final class PumpMetrics {
   }
 
   private Counter counter(String name, String description) {
-    return Counter.builder(name)
-        .description(description)
-        .tags("pump", pump, "driver", driver)
-        .register(registry);
+    return meters.counter(name, description, "pump", pump, "driver", driver);
   }
 
   void delivered(String type, Result result) {
@@ -108,7 +114,7 @@ final class PumpMetrics {
   }
 
   void handled(String type, long nanos) {
-    of(type).handle.record(nanos, TimeUnit.NANOSECONDS);
+    of(type).handle.record(nanos);
   }
 
   private TypeMeters of(String type) {
@@ -149,21 +155,33 @@ final class PumpMetrics {
     Counter[] deliveries = new Counter[Result.values().length];
     for (Result result : Result.values()) {
       deliveries[result.ordinal()] =
-          Counter.builder("messagepump.deliveries")
-              .description("Deliveries by outcome, counted when their transaction ended")
-              .tags("pump", pump, "driver", driver, "type", type, "outcome", result.tag)
-              .register(registry);
+          meters.counter(
+              "messagepump.deliveries",
+              "Deliveries by outcome, counted when their transaction ended",
+              "pump",
+              pump,
+              "driver",
+              driver,
+              "type",
+              type,
+              "outcome",
+              result.tag);
     }
     Timer handle =
-        Timer.builder("messagepump.handle.duration")
-            .description("Time a driver spent handling one delivery")
-            .tags("pump", pump, "driver", driver, "type", type)
-            .register(registry);
+        meters.timer(
+            "messagepump.handle.duration",
+            "Time a driver spent handling one delivery",
+            "pump",
+            pump,
+            "driver",
+            driver,
+            "type",
+            type);
     return new TypeMeters(deliveries, handle);
   }
 
   void acquired(long nanos) {
-    acquireDuration.record(nanos, TimeUnit.NANOSECONDS);
+    acquireDuration.record(nanos);
   }
 
   void acquisitionFailed() {

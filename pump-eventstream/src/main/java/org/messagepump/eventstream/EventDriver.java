@@ -1,6 +1,5 @@
 package org.messagepump.eventstream;
 
-import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -16,6 +15,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Pattern;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Meters;
+import org.messagepump.core.MicrometerMeters;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.UnknownMessageTypeException;
@@ -114,8 +114,8 @@ public final class EventDriver implements Driver {
   private final AtomicLong cursor = new AtomicLong(Long.MIN_VALUE);
 
   private final HandlerLock handlerLock;
-  private final Counter conflicts;
-  private final Counter parked;
+  private final Meters.Counter conflicts;
+  private final Meters.Counter parked;
 
   private EventDriver(Builder b) {
     this.store = b.store;
@@ -132,15 +132,13 @@ public final class EventDriver implements Driver {
     this.registry = new HandlerRegistry(b.store.tables(), handlerKey);
     this.pending = new PendingClaim(b.store.tables(), handlerKey, b.handlers.keySet());
     this.startPosition = b.startPosition;
-    this.conflicts = counter(b.meterRegistry, "messagepump.eventstream.checkpoint.conflicts");
-    this.parked = counter(b.meterRegistry, "messagepump.eventstream.parked");
-    if (b.meterRegistry != null) {
-      b.store.handlers().gauges().track(handlerKey, b.meterRegistry);
+    Meters meters = b.meters != null ? b.meters : Meters.none();
+    this.conflicts =
+        meters.counter("messagepump.eventstream.checkpoint.conflicts", null, "handler", handlerKey);
+    this.parked = meters.counter("messagepump.eventstream.parked", null, "handler", handlerKey);
+    if (b.meters != null) {
+      b.store.handlers().gauges().track(handlerKey, b.meters);
     }
-  }
-
-  private Counter counter(MeterRegistry registry, String name) {
-    return Counter.builder(name).tag("handler", handlerKey).register(Meters.orNoop(registry));
   }
 
   /** A builder for the driver of one handler reading from {@code store}. */
@@ -464,7 +462,7 @@ public final class EventDriver implements Driver {
     private int streamsPerPoll = DEFAULT_STREAMS_PER_POLL;
     private Duration heldStreamWait = DEFAULT_HELD_STREAM_WAIT;
     private StartPosition startPosition = DEFAULT_START_POSITION;
-    private MeterRegistry meterRegistry;
+    private Meters meters;
 
     private Builder(EventStore store) {
       this.store = store;
@@ -570,7 +568,7 @@ public final class EventDriver implements Driver {
 
     /** Where to register the driver's {@code messagepump.eventstream.*} meters; none by default. */
     public Builder meterRegistry(MeterRegistry meterRegistry) {
-      this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+      this.meters = MicrometerMeters.of(Objects.requireNonNull(meterRegistry, "meterRegistry"));
       return this;
     }
 

@@ -1,6 +1,5 @@
 package org.messagepump.eventstream;
 
-import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.List;
 import java.util.Map;
@@ -10,6 +9,7 @@ import org.jooq.impl.DSL;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Meters;
+import org.messagepump.core.MicrometerMeters;
 import org.messagepump.core.Migrations;
 import org.messagepump.core.ProducerHook;
 import org.messagepump.core.ProducerHooks;
@@ -56,7 +56,7 @@ public final class EventStore {
   private final KeyedStreams keyed;
   private final EventRows rows;
   private final EventHandlers handlers;
-  private final Counter appended;
+  private final Meters.Counter appended;
   private final ProducerHook producerHook;
 
   private EventStore(Builder b) {
@@ -70,9 +70,8 @@ public final class EventStore {
     this.handlers = new EventHandlers(dataSource, tables);
     this.producerHook = b.producerHook;
     this.appended =
-        Counter.builder("messagepump.eventstream.appended")
-            .description("Events appended to streams")
-            .register(Meters.orNoop(b.meterRegistry));
+        (b.meters != null ? b.meters : Meters.none())
+            .counter("messagepump.eventstream.appended", "Events appended to streams");
   }
 
   /** A store on {@code dataSource} encoding events with {@code codec}, without metrics. */
@@ -557,7 +556,7 @@ public final class EventStore {
   public static final class Builder {
     private final DataSource dataSource;
     private final MessageCodec codec;
-    private MeterRegistry meterRegistry;
+    private Meters meters;
     private String schema = DEFAULT_SCHEMA;
     private Limits limits = Limits.defaults();
     private org.messagepump.core.ProducerHook producerHook;
@@ -585,7 +584,7 @@ public final class EventStore {
 
     /** Where to register {@code messagepump.eventstream.appended}; none by default. */
     public Builder meterRegistry(MeterRegistry meterRegistry) {
-      this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+      this.meters = MicrometerMeters.of(Objects.requireNonNull(meterRegistry, "meterRegistry"));
       return this;
     }
 

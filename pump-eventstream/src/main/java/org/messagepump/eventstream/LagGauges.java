@@ -1,13 +1,12 @@
 package org.messagepump.eventstream;
 
-import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.Map;
 import java.util.function.Supplier;
 import java.util.function.ToDoubleFunction;
 import java.util.stream.Collectors;
 import org.messagepump.core.GaugeReading;
+import org.messagepump.core.Meters;
 import org.messagepump.eventstream.internal.LagQueries;
 
 /**
@@ -42,31 +41,31 @@ final class LagGauges {
                     .collect(Collectors.toUnmodifiableMap(LagQueries.Summary::handlerKey, s -> s)));
   }
 
-  /** Registers the gauges of {@code handlerKey} in {@code registry}. */
-  void track(String handlerKey, MeterRegistry registry) {
+  /** Registers the gauges of {@code handlerKey} in {@code meters}. */
+  void track(String handlerKey, Meters meters) {
     gauge(
-        registry,
+        meters,
         handlerKey,
         "messagepump.eventstream.lag",
         "Events not read yet",
         null,
         s -> s.lag());
     gauge(
-        registry,
+        meters,
         handlerKey,
         "messagepump.eventstream.lag.streams",
         "Streams with events not read yet",
         null,
         s -> s.laggingStreams());
     gauge(
-        registry,
+        meters,
         handlerKey,
         "messagepump.eventstream.parked.streams",
         "Streams parked for the handler",
         null,
         s -> s.parkedStreams());
     gauge(
-        registry,
+        meters,
         handlerKey,
         "messagepump.eventstream.lag.age",
         "Age of the oldest event not read yet (0 when none)",
@@ -75,17 +74,21 @@ final class LagGauges {
   }
 
   private void gauge(
-      MeterRegistry registry,
+      Meters meters,
       String handlerKey,
       String name,
       String description,
       String unit,
       ToDoubleFunction<LagQueries.Summary> value) {
-    Gauge.builder(name, () -> value.applyAsDouble(snapshot().getOrDefault(handlerKey, NONE)))
-        .description(description)
-        .baseUnit(unit)
-        .tags("schema", schema, "handler", handlerKey)
-        .register(registry);
+    meters.gauge(
+        name,
+        description,
+        unit,
+        () -> value.applyAsDouble(snapshot().getOrDefault(handlerKey, NONE)),
+        "schema",
+        schema,
+        "handler",
+        handlerKey);
   }
 
   /** The last snapshot, taken again when older than {@link #REFRESH} ({@link GaugeReading}). */

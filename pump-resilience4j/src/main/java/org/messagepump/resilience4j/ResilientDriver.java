@@ -6,9 +6,6 @@ import io.github.resilience4j.bulkhead.BulkheadRegistry;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerRegistry;
-import io.github.resilience4j.micrometer.tagged.TaggedBulkheadMetrics;
-import io.github.resilience4j.micrometer.tagged.TaggedCircuitBreakerMetrics;
-import io.github.resilience4j.micrometer.tagged.TaggedRateLimiterMetrics;
 import io.github.resilience4j.ratelimiter.RateLimiter;
 import io.github.resilience4j.ratelimiter.RateLimiterConfig;
 import io.github.resilience4j.ratelimiter.RateLimiterRegistry;
@@ -242,7 +239,7 @@ public final class ResilientDriver extends ForwardingDriver {
     private final Map<String, BreakerClock> breakers = new HashMap<>();
     private final Map<String, RateLimiter> limiters = new HashMap<>();
     private final Map<String, Bulkhead> bulkheads = new HashMap<>();
-    private MeterRegistry meterRegistry;
+    private ResilienceMeters meters;
 
     private Builder(Driver driver) {
       this.driver = driver;
@@ -305,18 +302,19 @@ public final class ResilientDriver extends ForwardingDriver {
       return this;
     }
 
-    /** Where Resilience4j's own meters go (resilience4j-micrometer): the pump's registry. */
+    /**
+     * Where Resilience4j's own meters go (resilience4j-micrometer): the pump's registry. Needs
+     * micrometer-core and resilience4j-micrometer on the class path, both optional dependencies.
+     */
     public Builder meterRegistry(MeterRegistry meterRegistry) {
-      this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+      this.meters = new ResilienceMeters(Objects.requireNonNull(meterRegistry, "meterRegistry"));
       return this;
     }
 
     /** The guarded driver. */
     public ResilientDriver build() {
-      if (meterRegistry != null) {
-        TaggedCircuitBreakerMetrics.ofCircuitBreakerRegistry(breakerRegistry).bindTo(meterRegistry);
-        TaggedRateLimiterMetrics.ofRateLimiterRegistry(limiterRegistry).bindTo(meterRegistry);
-        TaggedBulkheadMetrics.ofBulkheadRegistry(bulkheadRegistry).bindTo(meterRegistry);
+      if (meters != null) {
+        meters.bindTo(breakerRegistry, limiterRegistry, bulkheadRegistry);
       }
       return new ResilientDriver(this);
     }

@@ -4,8 +4,6 @@ import static org.messagepump.console.internal.Html.esc;
 import static org.messagepump.console.internal.Html.live;
 import static org.messagepump.console.internal.Html.spark;
 
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Map;
 import java.util.TreeMap;
 import org.messagepump.balancer.GroupStats;
@@ -88,7 +86,7 @@ final class OverviewPage {
           .append("</td></tr>");
     }
     b.append("</tbody></table></section>");
-    pumps(b, r.config().meterRegistry());
+    pumps(b, r.config().meters());
     return Html.page(r, "", "Overview", b.toString());
   }
 
@@ -102,9 +100,9 @@ final class OverviewPage {
         .append("</div>");
   }
 
-  private static void pumps(StringBuilder b, MeterRegistry registry) {
+  private static void pumps(StringBuilder b, MeterReadings meters) {
     b.append("<section><h2>Pumps</h2>");
-    if (registry == null) {
+    if (meters == null) {
       b.append("<p class=\"note\">Handled per second, failures and parks per pump come from the")
           .append(" application's MeterRegistry: mount the console in the application (or run")
           .append(" <code>pump console --demo</code>). Here the database's figures are shown,")
@@ -112,12 +110,8 @@ final class OverviewPage {
       return;
     }
     Map<String, Map<String, Double>> byPump = new TreeMap<>();
-    for (Counter c : registry.find("messagepump.deliveries").counters()) {
-      String pump = c.getId().getTag("pump");
-      String outcome = c.getId().getTag("outcome");
-      if (pump != null && outcome != null) {
-        byPump.computeIfAbsent(pump, p -> new TreeMap<>()).put(outcome, c.count());
-      }
+    for (MeterReadings.Deliveries c : meters.deliveries()) {
+      byPump.computeIfAbsent(c.pump(), p -> new TreeMap<>()).put(c.outcome(), c.count());
     }
     b.append("<table><thead><tr><th>pump</th><th>handled/s</th><th></th><th>failed/s</th>")
         .append("<th>busy/s</th><th>in flight</th><th>handled</th><th>failed</th>")

@@ -1,9 +1,8 @@
 package org.messagepump.console.internal;
 
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.MeterRegistry;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
+import org.messagepump.core.Meters;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -19,22 +18,21 @@ public final class Refusals {
 
   private final AtomicLong total = new AtomicLong();
   private final LongSupplier clock;
-  private final Counter counter;
+  private final Meters.Counter counter;
   private long lastLogAt = Long.MIN_VALUE;
   private long unlogged;
 
-  public Refusals(MeterRegistry registry) {
-    this(registry, System::currentTimeMillis);
+  /** Refusals counted in {@code meters} ({@link Meters#none()}: not counted there). */
+  public Refusals(Meters meters) {
+    this(meters, System::currentTimeMillis);
   }
 
-  Refusals(MeterRegistry registry, LongSupplier clock) {
+  Refusals(Meters meters, LongSupplier clock) {
     this.clock = clock;
     this.counter =
-        registry == null
-            ? null
-            : Counter.builder("messagepump.console.refused")
-                .description("Requests the console refused before identifying anyone")
-                .register(registry);
+        meters.counter(
+            "messagepump.console.refused",
+            "Requests the console refused before identifying anyone");
   }
 
   /**
@@ -43,9 +41,7 @@ public final class Refusals {
    */
   public boolean refused(String from, String method, String path, HttpError e) {
     total.incrementAndGet();
-    if (counter != null) {
-      counter.increment();
-    }
+    counter.increment();
     long now = clock.getAsLong();
     long skipped;
     synchronized (this) {

@@ -2,9 +2,6 @@ package org.messagepump.console.internal;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -104,7 +101,7 @@ public final class Sampler implements AutoCloseable {
       List<org.messagepump.balancer.PausedGroup> groups) {}
 
   private final Stores stores;
-  private final MeterRegistry registry;
+  private final MeterReadings meters;
   private final long intervalMs;
   private final ExecutorService thread;
   private final AtomicLong generation = new AtomicLong();
@@ -119,9 +116,9 @@ public final class Sampler implements AutoCloseable {
   private long lastAt;
 
   /** A sampler whose snapshot serves for {@code intervalMs} after its round ended. */
-  public Sampler(Stores stores, MeterRegistry registry, long intervalMs) {
+  public Sampler(Stores stores, MeterReadings meters, long intervalMs) {
     this.stores = stores;
-    this.registry = registry;
+    this.meters = meters;
     this.intervalMs = intervalMs;
     this.thread =
         Executors.newSingleThreadExecutor(
@@ -290,27 +287,19 @@ public final class Sampler implements AutoCloseable {
   }
 
   private void meters(Map<String, Double> v, double seconds) {
-    if (registry == null) {
+    if (meters == null) {
       return;
     }
-    for (Counter c : registry.find("messagepump.deliveries").counters()) {
-      String pump = c.getId().getTag("pump");
-      String outcome = c.getId().getTag("outcome");
-      if (pump == null || outcome == null) {
-        continue;
-      }
-      String name = "pump." + pump + "." + outcome;
-      if (outcome.equals("parked")) {
+    for (MeterReadings.Deliveries c : meters.deliveries()) {
+      String name = "pump." + c.pump() + "." + c.outcome();
+      if (c.outcome().equals("parked")) {
         v.put(name, c.count());
       } else {
         rate(v, name, c.count(), seconds);
       }
     }
-    for (Gauge g : registry.find("messagepump.inflight").gauges()) {
-      String pump = g.getId().getTag("pump");
-      if (pump != null) {
-        v.put("pump." + pump + ".inflight", g.value());
-      }
+    for (MeterReadings.InFlight g : meters.inFlight()) {
+      v.put("pump." + g.pump() + ".inflight", g.value());
     }
   }
 

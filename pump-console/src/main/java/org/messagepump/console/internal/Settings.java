@@ -1,6 +1,5 @@
 package org.messagepump.console.internal;
 
-import io.micrometer.core.instrument.MeterRegistry;
 import jakarta.servlet.http.HttpServletRequest;
 import java.time.Duration;
 import java.util.List;
@@ -11,6 +10,7 @@ import java.util.function.Function;
  * The engine's view of the console's config (a copy, so that internal code does not depend on the
  * API package and the two packages form no cycle).
  *
+ * @param meters the pumps' meters, or null without a meter registry
  * @param actorName who a tokenless console names (its one operator)
  * @param operators named tokens, name to token
  * @param identityHeader the header a trusted proxy names the operator in, or null
@@ -25,7 +25,7 @@ public record Settings(
     boolean readOnly,
     boolean showPayloads,
     String title,
-    MeterRegistry meterRegistry,
+    MeterReadings meters,
     Function<HttpServletRequest, String> actor,
     String actorName,
     Map<String, String> operators,

@@ -121,7 +121,7 @@ class GuardTest {
         c.readOnly(),
         c.showPayloads(),
         c.title(),
-        c.meterRegistry(),
+        MicrometerReadings.of(c.meterRegistry()),
         c::actorOf,
         c.actorName(),
         c.operators(),

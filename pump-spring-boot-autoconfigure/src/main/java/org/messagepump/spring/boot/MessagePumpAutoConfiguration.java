@@ -1,6 +1,5 @@
 package org.messagepump.spring.boot;
 
-import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
@@ -24,9 +23,11 @@ import org.messagepump.spring.boot.internal.DeliveryBinding;
 import org.messagepump.spring.boot.internal.DeliveryEntityManagers;
 import org.messagepump.spring.boot.internal.LibraryMigrations;
 import org.messagepump.spring.boot.internal.MessagePumps;
+import org.messagepump.spring.boot.internal.MicrometerPumpMeterRegistry;
 import org.messagepump.spring.boot.internal.MigratedSchemas;
 import org.messagepump.spring.boot.internal.ObservationPumpObservations;
 import org.messagepump.spring.boot.internal.PumpHealthContributor;
+import org.messagepump.spring.boot.internal.PumpMeterRegistry;
 import org.messagepump.spring.boot.internal.PumpObservations;
 import org.messagepump.spring.boot.internal.SpringBinding;
 import org.slf4j.Logger;
@@ -142,7 +143,7 @@ public class MessagePumpAutoConfiguration {
       ObjectProvider<PumpDefinition> definitions,
       DataSource dataSource,
       MessagePumpProperties properties,
-      ObjectProvider<MeterRegistry> meterRegistry,
+      ObjectProvider<PumpMeterRegistry> meterRegistry,
       ObjectProvider<MessagePumpCustomizer> customizers,
       BeanFactory beans,
       MigratedSchemas migrated,
@@ -169,7 +170,7 @@ public class MessagePumpAutoConfiguration {
                 + names);
       }
     }
-    MeterRegistry registry = meterRegistry.getIfUnique();
+    PumpMeterRegistry registry = meterRegistry.getIfUnique();
     DeliveryBinding entityManagers = alsoBound.getIfUnique();
     PumpObservations observed = observations.getIfUnique();
     Map<String, DataSource> listenSources = new HashMap<>();
@@ -201,7 +202,7 @@ public class MessagePumpAutoConfiguration {
             b.notificationsDataSource(listen);
           }
           if (registry != null) {
-            b.meterRegistry(registry);
+            registry.applyTo(b);
           }
           customizers.orderedStream().forEach(c -> c.customize(name, b));
           return b.build();
@@ -300,7 +301,7 @@ public class MessagePumpAutoConfiguration {
         DataSource dataSource,
         MessageCodec codec,
         MessagePumpProperties properties,
-        ObjectProvider<MeterRegistry> meterRegistry,
+        ObjectProvider<PumpMeterRegistry> meterRegistry,
         ObjectProvider<PumpObservations> observations,
         MigratedSchemas migrated) {
       String schema = properties.getCommands().getSchema();
@@ -309,7 +310,7 @@ public class MessagePumpAutoConfiguration {
               .codec(codec)
               .schema(schema)
               .history(properties.getCommands().isHistory());
-      meterRegistry.ifUnique(b::meterRegistry);
+      meterRegistry.ifUnique(m -> m.applyTo(b));
       observations.ifUnique(o -> b.producerHook(o.producerHook()));
       return b.build();
     }
@@ -390,12 +391,12 @@ public class MessagePumpAutoConfiguration {
         DataSource dataSource,
         MessageCodec codec,
         MessagePumpProperties properties,
-        ObjectProvider<MeterRegistry> meterRegistry,
+        ObjectProvider<PumpMeterRegistry> meterRegistry,
         ObjectProvider<PumpObservations> observations,
         MigratedSchemas migrated) {
       String schema = properties.getEvents().getSchema();
       EventStore.Builder b = EventStore.builder(dataSource, codec).schema(schema);
-      meterRegistry.ifUnique(b::meterRegistry);
+      meterRegistry.ifUnique(m -> m.applyTo(b));
       observations.ifUnique(o -> b.producerHook(o.producerHook()));
       return b.build();
     }
@@ -416,10 +417,10 @@ public class MessagePumpAutoConfiguration {
     TransactionalBalancer transactionalBalancer(
         DataSource dataSource,
         MessagePumpProperties properties,
-        ObjectProvider<MeterRegistry> meterRegistry,
+        ObjectProvider<PumpMeterRegistry> meterRegistry,
         ObjectProvider<PumpObservations> observations,
         MigratedSchemas migrated) {
-      MeterRegistry registry = meterRegistry.getIfUnique();
+      PumpMeterRegistry registry = meterRegistry.getIfUnique();
       PumpObservations observed = observations.getIfUnique();
       String schema = properties.getBalancer().getSchema();
       return new TransactionalBalancer(
@@ -427,13 +428,29 @@ public class MessagePumpAutoConfiguration {
           group -> {
             MessageBalancer.Builder b = MessageBalancer.builder(dataSource, group).schema(schema);
             if (registry != null) {
-              b.meterRegistry(registry);
+              registry.applyTo(b);
             }
             if (observed != null) {
               b.producerHook(observed.producerHook());
             }
             return b.build();
           });
+    }
+  }
+
+  /**
+   * The application's {@code MeterRegistry} for the pumps, the drivers and the console, when
+   * micrometer-core is on the class path (Spring Boot's Actuator brings it). Without it, or without
+   * a registry bean, no meters are recorded. See docs/observability.md.
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "io.micrometer.core.instrument.MeterRegistry")
+  static class MetersConfiguration {
+    @Bean
+    @ConditionalOnMissingBean
+    PumpMeterRegistry messagePumpMeterRegistry(
+        ObjectProvider<io.micrometer.core.instrument.MeterRegistry> registries) {
+      return new MicrometerPumpMeterRegistry(registries);
     }
   }
 
@@ -488,7 +505,7 @@ public class MessagePumpAutoConfiguration {
     ServletRegistrationBean<ConsoleServlet> messagepumpConsole(
         DataSource dataSource,
         MessagePumpProperties properties,
-        ObjectProvider<MeterRegistry> meterRegistry) {
+        ObjectProvider<PumpMeterRegistry> meterRegistry) {
       MessagePumpProperties.Console c = properties.getConsole();
       String mapping = c.servletMapping();
       ConsoleConfig.Builder config =
@@ -501,7 +518,7 @@ public class MessagePumpAutoConfiguration {
               .showPayloads(c.isShowPayloads())
               .accessToken(c.getAccessToken())
               .remoteWithoutToken(c.isRemoteWithoutToken());
-      meterRegistry.ifUnique(config::meterRegistry);
+      meterRegistry.ifUnique(m -> m.applyTo(config));
       ServletRegistrationBean<ConsoleServlet> registration =
           new ServletRegistrationBean<>(new ConsoleServlet(dataSource, config.build()), mapping);
       registration.setName("messagepumpConsole");

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.InputStream;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -27,6 +29,7 @@ import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.jackson3.Jackson3MessageCodec;
 import org.messagepump.spring.boot.internal.DeliveryEntityManagers;
+import org.messagepump.spring.boot.internal.PumpMeterRegistry;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -131,6 +134,39 @@ class MessagePumpAutoConfigurationTest {
         ctx ->
             assertThat(ctx)
                 .doesNotHaveBean(org.messagepump.spring.boot.internal.PumpObservations.class));
+  }
+
+  @Test
+  void theApplicationsMeterRegistryGetsTheMetersAndWithoutMicrometerThereAreNone() {
+    runner
+        .withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+        .run(
+            ctx -> {
+              assertThat(ctx).hasNotFailed();
+              assertThat(ctx).hasSingleBean(PumpMeterRegistry.class);
+              MeterRegistry registry = ctx.getBean(MeterRegistry.class);
+              assertThat(registry.find("messagepump.commands.enqueued").counters()).hasSize(2);
+              assertThat(registry.find("messagepump.eventstream.appended").counter()).isNotNull();
+              ctx.getBean(TransactionalBalancer.class).balancer("mails");
+              assertThat(
+                      registry
+                          .find("messagepump.balancer.end_to_end.duration")
+                          .tag("group", "mails")
+                          .timer())
+                  .isNotNull();
+            });
+    // micrometer-core is optional: without it, no meters and everything else as before.
+    runner
+        .withClassLoader(new FilteredClassLoader("io.micrometer.core"))
+        .run(
+            ctx -> {
+              assertThat(ctx).hasNotFailed();
+              assertThat(ctx).doesNotHaveBean(PumpMeterRegistry.class);
+              assertThat(ctx.getBean(MessagePumpRegistry.class).names()).containsExactly("pings");
+              assertThat(ctx).hasSingleBean(CommandQueue.class);
+              assertThat(ctx).hasSingleBean(EventStore.class);
+              assertThat(ctx.getBean(TransactionalBalancer.class).balancer("mails")).isNotNull();
+            });
   }
 
   @Test
@@ -514,6 +550,17 @@ class MessagePumpAutoConfigurationTest {
               assertThat(console.getServlet()).isInstanceOf(ConsoleServlet.class);
               ConsoleServlet servlet = (ConsoleServlet) console.getServlet();
               assertThat(servlet.config().commandsSchema()).isEqualTo("commandqueue");
+              assertThat(servlet.config().meterRegistry()).isNull();
+            });
+    web.withPropertyValues("messagepump.console.enabled=true")
+        .withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+        .run(
+            ctx -> {
+              ConsoleServlet servlet =
+                  (ConsoleServlet)
+                      ctx.getBean("messagepumpConsole", ServletRegistrationBean.class).getServlet();
+              assertThat(servlet.config().meterRegistry())
+                  .isSameAs(ctx.getBean(MeterRegistry.class));
             });
     web.withPropertyValues(
             "messagepump.console.enabled=true",
