@@ -4,7 +4,9 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.messagepump.core.Meters;
 import org.messagepump.core.MicrometerMeters;
 
@@ -29,16 +31,22 @@ public final class MicrometerReadings implements MeterReadings {
     return registry;
   }
 
+  /**
+   * The deliveries per pump and outcome: the sum of the pump's counters of that outcome, one per
+   * message type.
+   */
   @Override
   public List<Deliveries> deliveries() {
-    List<Deliveries> found = new ArrayList<>();
+    Map<List<String>, Double> sums = new LinkedHashMap<>();
     for (Counter c : registry.find("messagepump.deliveries").counters()) {
       String pump = c.getId().getTag("pump");
       String outcome = c.getId().getTag("outcome");
       if (pump != null && outcome != null) {
-        found.add(new Deliveries(pump, outcome, c.count()));
+        sums.merge(List.of(pump, outcome), c.count(), Double::sum);
       }
     }
+    List<Deliveries> found = new ArrayList<>(sums.size());
+    sums.forEach((k, count) -> found.add(new Deliveries(k.get(0), k.get(1), count)));
     return found;
   }
 
