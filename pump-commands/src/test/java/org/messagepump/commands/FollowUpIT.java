@@ -28,7 +28,8 @@ class FollowUpIT {
       CommandQueueFixture.of(Fixtures.CODEC)
           .table(
               "shipped",
-              "CREATE TABLE shipped (message_id uuid, order_id text, causation_id text, correlation_id text)");
+              "CREATE TABLE shipped"
+                  + " (message_id uuid, order_id text, causation_id text, correlation_id text)");
 
   private final CommandQueue queue = COMMANDS.queue();
 

@@ -42,7 +42,8 @@ class EventDriverIT {
       EventStoreFixture.of(CODEC)
           .table(
               "deferred_unique",
-              "CREATE TABLE deferred_unique (k text CONSTRAINT deferred_unique_k UNIQUE DEFERRABLE INITIALLY DEFERRED)");
+              "CREATE TABLE deferred_unique (k text CONSTRAINT deferred_unique_k UNIQUE"
+                  + " DEFERRABLE INITIALLY DEFERRED)");
 
   private final EventStore store = EVENTS.store();
   private final List<String> seen = new ArrayList<>();

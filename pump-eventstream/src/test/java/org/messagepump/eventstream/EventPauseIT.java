@@ -32,13 +32,7 @@ class EventPauseIT {
   private static final Duration WAIT = Duration.ofSeconds(60);
 
   private static MessagePump pump(DataSource ds, EventDriver driver) {
-    return MessagePump.builder(ds)
-        .name(driver.handlerKey())
-        .driver(driver)
-        .workers(2)
-        .pollInterval(Duration.ofMillis(50))
-        .backoff(Duration.ofMillis(10), Duration.ofMillis(50))
-        .build();
+    return EventStoreFixture.pump(ds, driver).workers(2).build();
   }
 
   private static void append(DataSource ds, EventStore store, int n, String prefix) {

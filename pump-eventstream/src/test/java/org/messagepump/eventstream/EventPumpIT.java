@@ -34,12 +34,7 @@ class EventPumpIT {
   private final EventStore store = EVENTS.store();
 
   private static MessagePump.Builder pump(DataSource ds, EventDriver driver) {
-    return MessagePump.builder(ds)
-        .name(driver.handlerKey())
-        .driver(driver)
-        .workers(4)
-        .pollInterval(Duration.ofMillis(50))
-        .backoff(Duration.ofMillis(10), Duration.ofMillis(50));
+    return EventStoreFixture.pump(ds, driver).workers(4);
   }
 
   /** Appends {@code perStream} events to each of {@code streams} new streams. */

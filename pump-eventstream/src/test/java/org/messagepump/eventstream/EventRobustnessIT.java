@@ -34,14 +34,7 @@ class EventRobustnessIT {
   private final EventStore store = EVENTS.store();
 
   private static MessagePump.Builder pump(DataSource ds, EventDriver driver) {
-    return MessagePump.builder(ds)
-        .name(driver.handlerKey())
-        .driver(driver)
-        .workers(1)
-        .batchSize(10)
-        .maxFailures(3)
-        .pollInterval(Duration.ofMillis(50))
-        .backoff(Duration.ofMillis(10), Duration.ofMillis(50));
+    return EventStoreFixture.pump(ds, driver).workers(1).batchSize(10).maxFailures(3);
   }
 
   /** A new stream holding {@code n} events {@code prefix-0 .. prefix-(n-1)}; returns its id. */

@@ -1,8 +1,11 @@
 package org.messagepump.eventstream.testing;
 
+import java.time.Duration;
 import java.util.Objects;
 import javax.sql.DataSource;
+import org.messagepump.core.MessagePump;
 import org.messagepump.core.spi.MessageCodec;
+import org.messagepump.eventstream.EventDriver;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.testkit.FreshTables;
 import org.messagepump.testkit.TablesFixture;
@@ -10,8 +13,8 @@ import org.messagepump.testkit.TablesFixture;
 /**
  * The fixture of the event-stream driver's tests and of the chaos suite: the {@code eventstream}
  * tables migrated once per test class and emptied before each test (the test kit's {@link
- * FreshTables}), and a store on them. Register it in a static field of a class that carries
- * {@code @ExtendWith(PostgresExtension.class)}:
+ * FreshTables}), a store on them and a pump under test with quick polling. Register it in a static
+ * field of a class that carries {@code @ExtendWith(PostgresExtension.class)}:
  *
  * <pre>{@code
  * @RegisterExtension static final EventStoreFixture EVENTS = EventStoreFixture.of(CODEC);
@@ -43,6 +46,19 @@ public final class EventStoreFixture extends TablesFixture<EventStoreFixture> {
   /** A store on the class's database with this fixture's codec. */
   public EventStore store() {
     return EventStore.create(dataSource(), codec);
+  }
+
+  /**
+   * A pump under test over {@code driver} on {@code dataSource}: named by the driver's handler key,
+   * polling every 50 ms and backing off 10 to 50 ms, so that a test waits for handling, not for the
+   * pump; the test sets workers, batch size and failures as it needs.
+   */
+  public static MessagePump.Builder pump(DataSource dataSource, EventDriver driver) {
+    return MessagePump.builder(dataSource)
+        .name(driver.handlerKey())
+        .driver(driver)
+        .pollInterval(Duration.ofMillis(50))
+        .backoff(Duration.ofMillis(10), Duration.ofMillis(50));
   }
 
   @Override
