@@ -46,9 +46,11 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * Emptying waits at most a minute for locks: a test that left a transaction open or a pump running
  * fails the next test with that message instead of hanging it.
  *
- * <p>An instance is immutable: {@link #schema} and {@link #table} return a new one. The instance
- * registered in a test class knows that class's database once the class has started ({@link
- * #database()}, {@link #dataSource()}); register one instance per class, in a static field.
+ * <p>{@link #empty()} empties the tables again within a test that runs several rounds. {@link
+ * #schema}, {@link #andSchema} and {@link #table} return a new instance and leave this one as it
+ * is. The instance registered in a test class knows that class's database once the class has
+ * started ({@link #database()}, {@link #dataSource()}); register one instance per class, in a
+ * static field.
  */
 public final class FreshTables implements BeforeAllCallback, BeforeEachCallback {
 

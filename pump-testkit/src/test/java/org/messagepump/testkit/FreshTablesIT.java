@@ -73,6 +73,19 @@ class FreshTablesIT {
   }
 
   @Test
+  @Order(3)
+  void emptyEmptiesThemWithinATest(TestDatabase db) {
+    db.execute("INSERT INTO fresh_a.items VALUES (1)");
+    db.execute("INSERT INTO handled VALUES (1)");
+
+    TABLES.empty();
+
+    assertThat(db.queryLong("SELECT count(*) FROM fresh_a.items")).isZero();
+    assertThat(db.queryLong("SELECT count(*) FROM handled")).isZero();
+    assertThat(db.queryLong("SELECT count(*) FROM fresh_a.my_history")).isOne();
+  }
+
+  @Test
   void namesAreCheckedBeforeAnythingRuns() {
     assertThatThrownBy(() -> FreshTables.schema(" ", (ds, s) -> {}))
         .isInstanceOf(IllegalArgumentException.class)
