@@ -9,9 +9,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.core.PumpTester;
 import org.messagepump.core.PumpTester.Kind;
 import org.messagepump.testkit.PostgresExtension;
@@ -20,10 +21,7 @@ import org.messagepump.testkit.PostgresExtension;
 @ExtendWith(PostgresExtension.class)
 class BalancedContextIT {
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    Balancer.migrate(ds);
-  }
+  @RegisterExtension static final BalancerFixture BALANCER = BalancerFixture.create();
 
   private static byte[] bytes(String s) {
     return s.getBytes(StandardCharsets.UTF_8);

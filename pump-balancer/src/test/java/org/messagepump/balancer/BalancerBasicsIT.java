@@ -14,6 +14,8 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.core.PumpTester;
 import org.messagepump.core.PumpTester.Kind;
 import org.messagepump.testkit.PostgresExtension;
@@ -22,10 +24,11 @@ import org.messagepump.testkit.TestDatabase;
 @ExtendWith(PostgresExtension.class)
 class BalancerBasicsIT {
 
+  @RegisterExtension static final BalancerFixture BALANCER = BalancerFixture.create();
+
   @BeforeAll
   static void migrate(DataSource ds) {
-    Balancer.migrate(ds);
-    Balancer.migrate(ds); // idempotent
+    Balancer.migrate(ds); // idempotent: the fixture migrated already
   }
 
   private static byte[] bytes(String s) {

@@ -19,9 +19,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Delivery;
@@ -39,10 +40,7 @@ class BalancerLeaseModeIT {
 
   private static final Duration LEASE = Duration.ofSeconds(1);
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    Balancer.migrate(ds);
-  }
+  @RegisterExtension static final BalancerFixture BALANCER = BalancerFixture.create();
 
   private static byte[] bytes(String s) {
     return s.getBytes(StandardCharsets.UTF_8);

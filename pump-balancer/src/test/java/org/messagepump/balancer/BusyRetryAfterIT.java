@@ -9,9 +9,10 @@ import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.List;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.core.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
 
@@ -19,10 +20,7 @@ import org.messagepump.testkit.PostgresExtension;
 @ExtendWith(PostgresExtension.class)
 class BusyRetryAfterIT {
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    Balancer.migrate(ds);
-  }
+  @RegisterExtension static final BalancerFixture BALANCER = BalancerFixture.create();
 
   @Test
   void busyWithRetryAfterPostponesTheKeyByThatDelayWithoutAFailure(DataSource ds) throws Exception {

@@ -8,11 +8,12 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.core.Limits;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
@@ -26,10 +27,7 @@ class GroupPauseIT {
 
   private static final Duration WAIT = Duration.ofSeconds(60);
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    Balancer.migrate(ds);
-  }
+  @RegisterExtension static final BalancerFixture BALANCER = BalancerFixture.create();
 
   private static MessagePump pump(DataSource ds, BalancerDriver driver, String name) {
     return MessagePump.builder(ds)

@@ -14,9 +14,10 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.core.Limits;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
@@ -35,10 +36,7 @@ class InputValidationIT {
   /** Exactly {@link Limits#MAX_KEY_BYTES} bytes: 170 three-byte characters and two ASCII ones. */
   private static final String KEY_AT_LIMIT = "漢".repeat(170) + "ab";
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    Balancer.migrate(ds);
-  }
+  @RegisterExtension static final BalancerFixture BALANCER = BalancerFixture.create();
 
   private static byte[] bytes(String s) {
     return s.getBytes(StandardCharsets.UTF_8);

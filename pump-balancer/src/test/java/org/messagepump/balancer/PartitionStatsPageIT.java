@@ -9,10 +9,10 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -20,10 +20,7 @@ import org.messagepump.testkit.TestDatabase;
 @ExtendWith(PostgresExtension.class)
 class PartitionStatsPageIT {
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    Balancer.migrate(ds);
-  }
+  @RegisterExtension static final BalancerFixture BALANCER = BalancerFixture.create();
 
   @Test
   void aPageOfKeysReadsWhatEachKeyReadsAlone(TestDatabase db) throws Exception {

@@ -12,9 +12,10 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.core.PumpTester;
 import org.messagepump.core.PumpTester.Kind;
 import org.messagepump.core.Tx;
@@ -32,14 +33,14 @@ class ReacquireIT {
 
   private static final int MAX_FAILURES = 3;
 
-  @BeforeAll
-  static void migrate(TestDatabase db) {
-    Balancer.migrate(db.dataSource());
-    db.execute(
-        "CREATE TABLE reacquire_written (group_name text NOT NULL, v text NOT NULL,"
-            + " CONSTRAINT reacquire_written_unique UNIQUE (group_name, v)"
-            + " DEFERRABLE INITIALLY DEFERRED)");
-  }
+  @RegisterExtension
+  static final BalancerFixture BALANCER =
+      BalancerFixture.create()
+          .table(
+              "reacquire_written",
+              "CREATE TABLE reacquire_written (group_name text NOT NULL, v text NOT NULL,"
+                  + " CONSTRAINT reacquire_written_unique UNIQUE (group_name, v)"
+                  + " DEFERRABLE INITIALLY DEFERRED)");
 
   private static byte[] bytes(String s) {
     return s.getBytes(StandardCharsets.UTF_8);

@@ -16,9 +16,10 @@ import java.util.Random;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.core.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
 
@@ -30,10 +31,7 @@ import org.messagepump.testkit.PostgresExtension;
 @ExtendWith(PostgresExtension.class)
 class ReadinessOrderIT {
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    Balancer.migrate(ds);
-  }
+  @RegisterExtension static final BalancerFixture BALANCER = BalancerFixture.create();
 
   private static byte[] bytes(String s) {
     return s.getBytes(StandardCharsets.UTF_8);

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;
 import java.util.Set;
-import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.StatementCapture;
 import org.messagepump.testkit.TestDatabase;
@@ -20,10 +20,7 @@ import org.messagepump.testkit.TestDatabase;
 @ExtendWith(PostgresExtension.class)
 class SqlSafetyIT {
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    Balancer.migrate(ds);
-  }
+  @RegisterExtension static final BalancerFixture BALANCER = BalancerFixture.create();
 
   @Test
   void noValueReachesTheSqlText(TestDatabase db) throws Exception {

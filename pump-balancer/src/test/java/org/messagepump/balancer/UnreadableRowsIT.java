@@ -9,9 +9,10 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -26,10 +27,7 @@ class UnreadableRowsIT {
 
   private static final int MAX_FAILURES = 3;
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    Balancer.migrate(ds);
-  }
+  @RegisterExtension static final BalancerFixture BALANCER = BalancerFixture.create();
 
   @Test
   void badRowsAreParkedAndGoodOnesHandledOnce(TestDatabase db) {

@@ -17,9 +17,11 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.LeaseResult;
 import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.chaos.kit.NodeProcess;
@@ -39,18 +41,21 @@ class BalancerKillIT {
 
   private static final int KEYS = 10;
 
+  @RegisterExtension
+  static final BalancerFixture BALANCER =
+      BalancerFixture.create()
+          .table(
+              "chaos.handoffs",
+              "CREATE SCHEMA IF NOT EXISTS chaos; CREATE TABLE chaos.handoffs (message_id bigint"
+                  + " NOT NULL, token uuid NOT NULL, confirmed boolean NOT NULL DEFAULT false)");
+
   @Test
   void killingBalancerJvmsKeepsKeyOrderAndNeverHandsOffTwice(TestDatabase db) throws Exception {
     int messages = Chaos.size(5_000, 1_200);
     int kills = Chaos.size(10, 3);
-    Balancer.migrate(db.dataSource());
-    MessageBalancer group = MessageBalancer.create(db.dataSource(), NodeMain.GROUP);
+    MessageBalancer group = BALANCER.group(NodeMain.GROUP);
     Ledger ledger = Ledger.install(db.dataSource());
     ledger.reset();
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS chaos.handoffs (message_id bigint NOT NULL, token uuid NOT"
-            + " NULL, confirmed boolean NOT NULL DEFAULT false)");
-    db.execute("TRUNCATE chaos.handoffs");
 
     AtomicBoolean confirming = new AtomicBoolean(true);
     AtomicLong staleConfirms = new AtomicLong();

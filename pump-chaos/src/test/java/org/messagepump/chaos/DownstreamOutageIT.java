@@ -16,10 +16,12 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.NewCommand;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.AcquisitionGate;
@@ -41,6 +43,8 @@ import org.messagepump.testkit.TestDatabase;
 @Tag("chaos-fast")
 @ExtendWith(PostgresExtension.class)
 class DownstreamOutageIT {
+
+  @RegisterExtension static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Work.CODEC);
 
   private static final int WORKERS = 4;
   private static final int MAX_FAILURES = 5;
@@ -84,8 +88,7 @@ class DownstreamOutageIT {
     // they get, which is what an outage of another type must not take from them.
     int others = Chaos.size(5_000, 1_200); // per type; more than the window can drain
     int pay = Chaos.size(400, 150);
-    CommandQueue.migrate(db.dataSource());
-    CommandQueue queue = CommandQueue.create(db.dataSource(), Work.CODEC);
+    CommandQueue queue = COMMANDS.queue();
 
     // A warm-up run first (JIT, the database's caches): the first run in a fresh JVM was several
     // times slower than the next, which would flatter the outage run.

@@ -13,11 +13,13 @@ import java.util.Map;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.chaos.kit.NodeProcess;
 import org.messagepump.core.Tx;
 import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.testing.EventStoreFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -30,14 +32,15 @@ import org.messagepump.testkit.TestDatabase;
 @ExtendWith(PostgresExtension.class)
 class EventKillIT {
 
+  @RegisterExtension static final EventStoreFixture EVENTS = EventStoreFixture.of(Work.CODEC);
+
   private static final int STREAMS = 8;
 
   @Test
   void killingEventHandlerJvmsKeepsEveryEventOnceAndInOrder(TestDatabase db) throws Exception {
     int events = Chaos.size(5_000, 1_200);
     int kills = Chaos.size(10, 3);
-    EventStore.migrate(db.dataSource());
-    EventStore store = EventStore.create(db.dataSource(), Work.CODEC);
+    EventStore store = EVENTS.store();
     Ledger ledger = Ledger.install(db.dataSource());
     ledger.reset();
     List<Long> streams = new ArrayList<>();

@@ -10,10 +10,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -27,13 +29,14 @@ import org.messagepump.testkit.TestDatabase;
 @ExtendWith(PostgresExtension.class)
 class FailingHandlersIT {
 
+  @RegisterExtension static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Work.CODEC);
+
   private static final int MAX_FAILURES = 5;
 
   @Test
   void failuresFollowThePolicyExactly(TestDatabase db) {
     int commands = Chaos.size(10_000, 1_000);
-    CommandQueue.migrate(db.dataSource());
-    CommandQueue queue = CommandQueue.create(db.dataSource(), Work.CODEC);
+    CommandQueue queue = COMMANDS.queue();
     Ledger ledger = Ledger.install(db.dataSource());
     ledger.reset();
     for (int i = 0; i < commands; i += 1_000) {

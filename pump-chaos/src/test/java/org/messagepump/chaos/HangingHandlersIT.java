@@ -14,10 +14,12 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -37,6 +39,8 @@ import org.messagepump.testkit.TestDatabase;
 @ExtendWith(PostgresExtension.class)
 class HangingHandlersIT {
 
+  @RegisterExtension static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Work.CODEC);
+
   static final int WORKERS = 128;
   static final Duration HANG = Duration.ofSeconds(10);
 
@@ -47,8 +51,7 @@ class HangingHandlersIT {
   void hungHandlersDoNotStopTheFlow(TestDatabase db) {
     int commands = Chaos.size(10_000, 2_000);
     int hung = commands / HANG_EVERY;
-    CommandQueue.migrate(db.dataSource());
-    CommandQueue queue = CommandQueue.create(db.dataSource(), Work.CODEC);
+    CommandQueue queue = COMMANDS.queue();
     Ledger ledger = Ledger.install(db.dataSource());
 
     HikariDataSource pool = db.newDataSource("hanging-handlers", WORKERS + 4);

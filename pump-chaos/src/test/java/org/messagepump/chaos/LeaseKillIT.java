@@ -20,10 +20,12 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.chaos.kit.NodeProcess;
 import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -37,6 +39,8 @@ import org.messagepump.testkit.TestDatabase;
 @Tag("chaos")
 @ExtendWith(PostgresExtension.class)
 class LeaseKillIT {
+
+  @RegisterExtension static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Work.CODEC);
 
   private static final Duration LEASE = Duration.ofSeconds(2);
 
@@ -58,11 +62,9 @@ class LeaseKillIT {
 
   @BeforeEach
   void setUp(TestDatabase db) {
-    CommandQueue.migrate(db.dataSource());
-    queue = CommandQueue.create(db.dataSource(), Work.CODEC);
+    queue = COMMANDS.queue();
     ledger = Ledger.install(db.dataSource());
     ledger.reset();
-    db.execute("TRUNCATE commandqueue.commands, commandqueue.dead_letters");
   }
 
   @org.junit.jupiter.api.AfterEach

@@ -15,9 +15,11 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -33,6 +35,8 @@ import org.messagepump.testkit.VacuumHorizon;
 @ExtendWith(PostgresExtension.class)
 class LeaseLongHandlerIT {
 
+  @RegisterExtension static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Work.CODEC);
+
   private static final Duration LEASE = Duration.ofSeconds(2);
   private static final Duration HANDLER = Duration.ofMinutes(5);
   private static final Duration SAMPLE_EVERY = Duration.ofSeconds(30);
@@ -44,8 +48,6 @@ class LeaseLongHandlerIT {
   void aFiveMinuteHandlerHoldsNoTransactionAndVacuumCleansBehindIt(TestDatabase db)
       throws Exception {
     DataSource ds = db.dataSource();
-    CommandQueue.migrate(ds);
-    db.execute("TRUNCATE commandqueue.commands, commandqueue.dead_letters");
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
     CommandQueue queue = CommandQueue.builder(ds).codec(Work.CODEC).meterRegistry(meters).build();
     CountDownLatch running = new CountDownLatch(1);

@@ -8,11 +8,13 @@ import java.time.Duration;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
@@ -46,6 +48,8 @@ class MalformedMessagesIT {
   static final JsonMessageCodec PRODUCER =
       JsonMessageCodec.of(
           MessageTypes.builder().register(Work.class, Work.TYPE).register(Legacy.class).build());
+
+  @RegisterExtension static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(PRODUCER);
 
   /** The consumer's codec: cannot resolve {@link Legacy}, refuses payloads over 64 KiB. */
   static final class ConsumerCodec implements MessageCodec {
@@ -82,8 +86,7 @@ class MalformedMessagesIT {
   void malformedMessagesAreParkedAndTheRestFlows(TestDatabase db) {
     int total = Chaos.size(10_000, 3_000);
     int bad = total / 100;
-    CommandQueue.migrate(db.dataSource());
-    CommandQueue producer = CommandQueue.create(db.dataSource(), PRODUCER);
+    CommandQueue producer = COMMANDS.queue();
     CommandQueue consumer = CommandQueue.create(db.dataSource(), new ConsumerCodec());
     Ledger ledger = Ledger.install(db.dataSource());
 

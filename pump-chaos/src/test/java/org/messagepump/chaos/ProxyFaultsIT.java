@@ -14,10 +14,12 @@ import java.time.Instant;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.chaos.kit.ChaosProxy;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -31,6 +33,8 @@ import org.messagepump.testkit.TestDatabase;
 @Tag("chaos")
 @ExtendWith(PostgresExtension.class)
 class ProxyFaultsIT {
+
+  @RegisterExtension static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Work.CODEC);
 
   private static final String PROXIED = "proxy-node-a";
   private static final String DIRECT = "direct-node-b";
@@ -46,8 +50,7 @@ class ProxyFaultsIT {
   void resetsAndABlackholeLoseNothing(TestDatabase db) throws SQLException {
     int commands = Chaos.size(10_000, 3_000);
     int fresh = 500;
-    CommandQueue.migrate(db.dataSource());
-    CommandQueue queue = CommandQueue.create(db.dataSource(), Work.CODEC);
+    CommandQueue queue = COMMANDS.queue();
     Ledger ledger = Ledger.install(db.dataSource());
     ledger.reset();
     for (int i = 0; i < commands; i += 1_000) {

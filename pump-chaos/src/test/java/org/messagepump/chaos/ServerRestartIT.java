@@ -15,10 +15,12 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.chaos.kit.ServerControl;
 import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -30,6 +32,8 @@ import org.messagepump.testkit.TestDatabase;
 @Tag("chaos")
 @ExtendWith(PostgresExtension.class)
 class ServerRestartIT {
+
+  @RegisterExtension static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Work.CODEC);
 
   private static final Duration BACKOFF_CAP = Duration.ofSeconds(2);
   private static final Duration POOL_TIMEOUT = Duration.ofSeconds(1);
@@ -54,8 +58,7 @@ class ServerRestartIT {
   @Test
   void anImmediateServerRestartLosesNothing(TestDatabase db) {
     int commands = Chaos.size(10_000, 3_000);
-    CommandQueue.migrate(db.dataSource());
-    CommandQueue queue = CommandQueue.create(db.dataSource(), Work.CODEC);
+    CommandQueue queue = COMMANDS.queue();
     Ledger ledger = Ledger.install(db.dataSource());
     ledger.reset();
     for (int i = 0; i < commands; i += 1_000) {

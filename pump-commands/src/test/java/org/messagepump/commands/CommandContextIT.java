@@ -9,11 +9,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.Fixtures.ShipOrder;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.DeliveryContext;
 import org.messagepump.core.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
@@ -48,13 +49,10 @@ class CommandContextIT {
     }
   }
 
-  private CommandQueue queue;
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Fixtures.CODEC);
 
-  @BeforeEach
-  void setUp(DataSource ds) {
-    queue = Fixtures.queue(ds);
-    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
-  }
+  private final CommandQueue queue = COMMANDS.queue();
 
   @Test
   void theContextCarriesTheCommandsIdsTypeHeadersAndAttempt(DataSource ds) {

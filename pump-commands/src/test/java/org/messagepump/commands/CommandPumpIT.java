@@ -10,12 +10,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.ChargeCard;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.Fixtures.ShipOrder;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -24,16 +25,13 @@ import org.messagepump.testkit.TestDatabase;
 @ExtendWith(PostgresExtension.class)
 class CommandPumpIT {
 
-  private CommandQueue queue;
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS =
+      CommandQueueFixture.of(Fixtures.CODEC)
+          .table(
+              "handled", "CREATE TABLE handled (message_id uuid NOT NULL, type text, pump text)");
 
-  @BeforeEach
-  void setUp(DataSource ds) {
-    queue = Fixtures.queue(ds);
-    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
-    Fixtures.execute(
-        ds, "CREATE TABLE IF NOT EXISTS handled (message_id uuid NOT NULL, type text, pump text)");
-    Fixtures.execute(ds, "TRUNCATE handled");
-  }
+  private final CommandQueue queue = COMMANDS.queue();
 
   /** A handler that records the command in the delivery's own transaction. */
   private static <C> CommandHandler<C> recording(String pump) {

@@ -21,28 +21,23 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.Fixtures.ShipOrder;
 import org.messagepump.commands.Fixtures.Unregistered;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
 @ExtendWith(PostgresExtension.class)
 class EnqueueIT {
 
-  private CommandQueue queue;
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Fixtures.CODEC);
 
-  @BeforeEach
-  void clean(DataSource ds) {
-    queue = Fixtures.queue(ds);
-    Fixtures.execute(
-        ds,
-        "TRUNCATE commandqueue.commands, commandqueue.idempotency_keys,"
-            + " commandqueue.dead_letters");
-  }
+  private final CommandQueue queue = COMMANDS.queue();
 
   @Test
   void storesEveryOptionWithTheDatabaseClock(DataSource ds) {

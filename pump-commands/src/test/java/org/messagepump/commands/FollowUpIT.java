@@ -10,11 +10,12 @@ import java.time.Duration;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.Fixtures.ShipOrder;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 
@@ -22,18 +23,15 @@ import org.messagepump.testkit.PostgresExtension;
 @ExtendWith(PostgresExtension.class)
 class FollowUpIT {
 
-  private CommandQueue queue;
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS =
+      CommandQueueFixture.of(Fixtures.CODEC)
+          .table(
+              "shipped",
+              "CREATE TABLE shipped"
+                  + " (message_id uuid, order_id text, causation_id text, correlation_id text)");
 
-  @BeforeEach
-  void setUp(DataSource ds) {
-    queue = Fixtures.queue(ds);
-    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
-    Fixtures.execute(
-        ds,
-        "CREATE TABLE IF NOT EXISTS shipped"
-            + " (message_id uuid, order_id text, causation_id text, correlation_id text)");
-    Fixtures.execute(ds, "TRUNCATE shipped");
-  }
+  private final CommandQueue queue = COMMANDS.queue();
 
   private MessagePump pump(DataSource ds, CommandHandler<PlaceOrder> place, int maxFailures) {
     CommandHandler<ShipOrder> ship =

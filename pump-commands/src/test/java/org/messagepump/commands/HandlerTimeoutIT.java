@@ -9,12 +9,13 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.ChargeCard;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.Fixtures.ShipOrder;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 
@@ -27,15 +28,12 @@ import org.messagepump.testkit.PostgresExtension;
 @ExtendWith(PostgresExtension.class)
 class HandlerTimeoutIT {
 
-  private CommandQueue queue;
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS =
+      CommandQueueFixture.of(Fixtures.CODEC)
+          .table("half_written", "CREATE TABLE half_written (note text)");
 
-  @BeforeEach
-  void setUp(DataSource ds) {
-    queue = Fixtures.queue(ds);
-    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
-    Fixtures.execute(ds, "CREATE TABLE IF NOT EXISTS half_written (note text)");
-    Fixtures.execute(ds, "TRUNCATE half_written");
-  }
+  private final CommandQueue queue = COMMANDS.queue();
 
   private static void write(CommandContext ctx, String note) throws Exception {
     try (PreparedStatement ps =

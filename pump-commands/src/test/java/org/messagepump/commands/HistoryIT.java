@@ -12,8 +12,10 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.core.MessagePump;
+import org.messagepump.testkit.FreshTables;
 import org.messagepump.testkit.PostgresExtension;
 
 /** The history of handled commands: written in the handling transaction, only when enabled. */
@@ -22,15 +24,13 @@ class HistoryIT {
 
   private static final String SCHEMA = "history";
 
+  @RegisterExtension
+  static final FreshTables TABLES = FreshTables.schema(SCHEMA, CommandQueue::migrate);
+
   private final AtomicInteger handled = new AtomicInteger();
 
   @BeforeEach
   void setUp(DataSource ds) {
-    CommandQueue.migrate(ds, SCHEMA);
-    Fixtures.execute(
-        ds,
-        "TRUNCATE history.commands, history.idempotency_keys, history.dead_letters,"
-            + " history.command_history");
     handled.set(0);
   }
 

@@ -16,7 +16,9 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.Limits;
 import org.messagepump.testkit.PostgresExtension;
 
@@ -28,6 +30,9 @@ import org.messagepump.testkit.PostgresExtension;
 @ExtendWith(PostgresExtension.class)
 class InputValidationIT {
 
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Fixtures.CODEC);
+
   private static final String NUL = "a\0b";
   private static final String TOO_LONG = "é".repeat(Limits.MAX_KEY_BYTES / 2 + 1); // 514 bytes
 
@@ -35,7 +40,6 @@ class InputValidationIT {
 
   @BeforeEach
   void setUp(DataSource ds) {
-    CommandQueue.migrate(ds);
     queue =
         CommandQueue.builder(ds)
             .codec(Fixtures.CODEC)

@@ -19,8 +19,10 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.core.MessagePump;
+import org.messagepump.testkit.FreshTables;
 import org.messagepump.testkit.PostgresExtension;
 
 /** Idempotency keys kept forever, while their command is pending, or for a period. */
@@ -28,6 +30,9 @@ import org.messagepump.testkit.PostgresExtension;
 class KeyModesIT {
 
   private static final String SCHEMA = "keymodes";
+
+  @RegisterExtension
+  static final FreshTables TABLES = FreshTables.schema(SCHEMA, CommandQueue::migrate);
 
   private CommandQueue queue;
   private final AtomicInteger handled = new AtomicInteger();
@@ -40,12 +45,7 @@ class KeyModesIT {
   void setUp(DataSource ds) {
     this.ds = ds;
     keysAtSuccess.set(-1);
-    CommandQueue.migrate(ds, SCHEMA);
     queue = CommandQueue.builder(ds).codec(Fixtures.CODEC).schema(SCHEMA).build();
-    Fixtures.execute(
-        ds,
-        "TRUNCATE keymodes.commands, keymodes.idempotency_keys, keymodes.dead_letters,"
-            + " keymodes.command_history");
     handled.set(0);
     failFirst = 0;
   }

@@ -18,12 +18,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.ChargeCard;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.Fixtures.ShipOrder;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.BusyException;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.Tx;
@@ -42,15 +43,12 @@ class LeaseModeIT {
 
   private static final Duration LEASE = Duration.ofSeconds(1);
 
-  private CommandQueue queue;
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS =
+      CommandQueueFixture.of(Fixtures.CODEC)
+          .table("lease_effects", "CREATE TABLE lease_effects (order_id text, token bigint)");
 
-  @BeforeEach
-  void setUp(DataSource ds) {
-    queue = Fixtures.queue(ds);
-    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
-    Fixtures.execute(ds, "CREATE TABLE IF NOT EXISTS lease_effects (order_id text, token bigint)");
-    Fixtures.execute(ds, "TRUNCATE lease_effects");
-  }
+  private final CommandQueue queue = COMMANDS.queue();
 
   private static MessagePump.Builder pump(DataSource ds, CommandDriver driver) {
     return MessagePump.builder(ds)

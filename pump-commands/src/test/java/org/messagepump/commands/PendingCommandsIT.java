@@ -21,7 +21,9 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 
@@ -33,17 +35,15 @@ import org.messagepump.testkit.PostgresExtension;
 @ExtendWith(PostgresExtension.class)
 class PendingCommandsIT {
 
-  private CommandQueue queue;
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Fixtures.CODEC);
+
+  private final CommandQueue queue = COMMANDS.queue();
   private PendingCommands pending;
 
   @BeforeEach
   void setUp(DataSource ds) {
-    queue = Fixtures.queue(ds);
     pending = queue.pending();
-    Fixtures.execute(
-        ds,
-        "TRUNCATE commandqueue.commands, commandqueue.dead_letters,"
-            + " commandqueue.idempotency_keys");
   }
 
   private static MessagePump.Builder pump(DataSource ds, CommandDriver driver) {

@@ -16,7 +16,9 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
@@ -27,6 +29,9 @@ import org.messagepump.testkit.PostgresExtension;
 /** Undecodable payloads and unknown types are counted failures: parked or backed off, never hot. */
 @ExtendWith(PostgresExtension.class)
 class PoisonIT {
+
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Fixtures.CODEC);
 
   record Legacy(String id) {}
 
@@ -73,10 +78,8 @@ class PoisonIT {
 
   @BeforeEach
   void setUp(DataSource ds) {
-    CommandQueue.migrate(ds);
     registry = new SimpleMeterRegistry();
     queue = CommandQueue.builder(ds).codec(new HalfRenamedCodec()).meterRegistry(registry).build();
-    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
     handled.set(0);
   }
 

@@ -16,12 +16,13 @@ import java.util.List;
 import java.util.UUID;
 import javax.sql.DataSource;
 import org.jooq.conf.ParamType;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.PumpTester;
 import org.messagepump.core.Tx;
@@ -35,14 +36,11 @@ import org.messagepump.testkit.PostgresExtension;
 @ExtendWith(PostgresExtension.class)
 class PriorityIT {
 
-  private CommandQueue queue;
-  private final List<String> handled = Collections.synchronizedList(new ArrayList<>());
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Fixtures.CODEC);
 
-  @BeforeEach
-  void setUp(DataSource ds) {
-    queue = Fixtures.queue(ds);
-    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
-  }
+  private final CommandQueue queue = COMMANDS.queue();
+  private final List<String> handled = Collections.synchronizedList(new ArrayList<>());
 
   private CommandHandlers recording() {
     return CommandHandlers.builder()

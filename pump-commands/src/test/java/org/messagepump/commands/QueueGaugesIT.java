@@ -10,12 +10,17 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.Fixtures.ShipOrder;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.testkit.PostgresExtension;
 
 @ExtendWith(PostgresExtension.class)
 class QueueGaugesIT {
+
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Fixtures.CODEC);
 
   private SimpleMeterRegistry registry;
   private CommandQueue queue;
@@ -24,8 +29,6 @@ class QueueGaugesIT {
   @BeforeEach
   void setUp(DataSource ds) {
     this.ds = ds;
-    CommandQueue.migrate(ds);
-    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
     registry = new SimpleMeterRegistry();
     queue = CommandQueue.builder(ds).codec(Fixtures.CODEC).meterRegistry(registry).build();
   }

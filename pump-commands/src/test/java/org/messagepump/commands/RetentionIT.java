@@ -11,9 +11,11 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.RetentionQueries;
 import org.messagepump.core.Transactions;
+import org.messagepump.testkit.FreshTables;
 import org.messagepump.testkit.PostgresExtension;
 
 /** The retention job: expired keys, old dead letters and old history, in bounded batches. */
@@ -22,12 +24,14 @@ class RetentionIT {
 
   private static final String SCHEMA = "retention";
 
+  @RegisterExtension
+  static final FreshTables TABLES = FreshTables.schema(SCHEMA, CommandQueue::migrate);
+
   private CommandQueue queue;
   private SimpleMeterRegistry registry;
 
   @BeforeEach
   void setUp(DataSource ds) {
-    CommandQueue.migrate(ds, SCHEMA);
     registry = new SimpleMeterRegistry();
     queue =
         CommandQueue.builder(ds)
@@ -35,10 +39,6 @@ class RetentionIT {
             .schema(SCHEMA)
             .meterRegistry(registry)
             .build();
-    Fixtures.execute(
-        ds,
-        "TRUNCATE retention.commands, retention.idempotency_keys, retention.dead_letters,"
-            + " retention.command_history");
   }
 
   /** 2,500 expired keys, 10 of a running period, 10 kept forever, 5 kept while pending. */

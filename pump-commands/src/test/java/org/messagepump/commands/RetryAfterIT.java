@@ -8,10 +8,11 @@ import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.BusyException;
 import org.messagepump.core.PumpTester;
 import org.messagepump.core.spi.Outcome;
@@ -24,13 +25,10 @@ import org.messagepump.testkit.PostgresExtension;
 @ExtendWith(PostgresExtension.class)
 class RetryAfterIT {
 
-  private CommandQueue queue;
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Fixtures.CODEC);
 
-  @BeforeEach
-  void setUp(DataSource ds) {
-    queue = Fixtures.queue(ds);
-    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
-  }
+  private final CommandQueue queue = COMMANDS.queue();
 
   private PumpTester tester(DataSource ds, Duration retryAfter) {
     CommandHandlers handlers =

@@ -13,10 +13,11 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.BusyException;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
@@ -27,16 +28,14 @@ class RetryIT {
 
   private static final Duration BASE = Duration.ofMillis(200);
 
-  private CommandQueue queue;
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS =
+      CommandQueueFixture.of(Fixtures.CODEC)
+          .table(
+              "handled_at",
+              "CREATE TABLE handled_at (message_id uuid, at timestamptz, attempt int)");
 
-  @BeforeEach
-  void setUp(DataSource ds) {
-    queue = Fixtures.queue(ds);
-    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
-    Fixtures.execute(
-        ds, "CREATE TABLE IF NOT EXISTS handled_at (message_id uuid, at timestamptz, attempt int)");
-    Fixtures.execute(ds, "TRUNCATE handled_at");
-  }
+  private final CommandQueue queue = COMMANDS.queue();
 
   private MessagePump pump(DataSource ds, CommandHandler<PlaceOrder> handler, int maxFailures) {
     return MessagePump.builder(ds)

@@ -9,12 +9,13 @@ import java.time.Duration;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.ChargeCard;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.Fixtures.ShipOrder;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.RetryPolicy;
 import org.messagepump.testkit.PostgresExtension;
@@ -29,13 +30,10 @@ class RetryPolicyIT {
   /** Short fixed delays keep the five attempts of the slowest type well under a second of waits. */
   private static final Duration DELAY = Duration.ofMillis(50);
 
-  private CommandQueue queue;
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Fixtures.CODEC);
 
-  @BeforeEach
-  void setUp(DataSource ds) {
-    queue = Fixtures.queue(ds);
-    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
-  }
+  private final CommandQueue queue = COMMANDS.queue();
 
   @Test
   void eachTypeParksAtItsOwnPolicysAttemptsAndANonRetryableFailureParksAtOnce(DataSource ds) {

@@ -13,8 +13,10 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.Fixtures.Unregistered;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -22,14 +24,15 @@ import org.messagepump.testkit.TestDatabase;
 @ExtendWith(PostgresExtension.class)
 class ScheduleIT {
 
-  private CommandQueue queue;
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Fixtures.CODEC);
+
+  private final CommandQueue queue = COMMANDS.queue();
   private Schedules schedules;
 
   @BeforeEach
   void setUp(DataSource ds) {
-    queue = Fixtures.queue(ds);
     schedules = queue.schedules();
-    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.schedules");
   }
 
   /** Moves a schedule's time back by {@code seconds}: as if no scheduler had run for that long. */

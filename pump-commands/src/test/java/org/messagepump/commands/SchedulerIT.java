@@ -9,10 +9,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -23,11 +24,8 @@ import org.messagepump.testkit.TestDatabase;
 @ExtendWith(PostgresExtension.class)
 class SchedulerIT {
 
-  @BeforeEach
-  void setUp(DataSource ds) {
-    CommandQueue.migrate(ds);
-    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.schedules");
-  }
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS = CommandQueueFixture.of(Fixtures.CODEC);
 
   private static CommandQueue queueOn(DataSource ds) {
     return CommandQueue.create(ds, Fixtures.CODEC);

@@ -17,14 +17,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.messagepump.commands.Fixtures.PlaceOrder;
+import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -64,15 +65,12 @@ class TimedOutRunsIT {
     }
   }
 
-  private CommandQueue queue;
+  @RegisterExtension
+  static final CommandQueueFixture COMMANDS =
+      CommandQueueFixture.of(Fixtures.CODEC)
+          .table("half_written", "CREATE TABLE half_written (note text)");
 
-  @BeforeEach
-  void setUp(DataSource ds) {
-    queue = Fixtures.queue(ds);
-    Fixtures.execute(ds, "TRUNCATE commandqueue.commands, commandqueue.dead_letters");
-    Fixtures.execute(ds, "CREATE TABLE IF NOT EXISTS half_written (note text)");
-    Fixtures.execute(ds, "TRUNCATE half_written");
-  }
+  private final CommandQueue queue = COMMANDS.queue();
 
   static Stream<Arguments> cases() {
     List<Arguments> all = new ArrayList<>();
@@ -98,7 +96,7 @@ class TimedOutRunsIT {
   void fiftyRoundsOfEveryHandlerAndTopology(TestDatabase db) {
     for (Handler h : Handler.values()) {
       for (Topology t : List.of(new Topology(1, 1), new Topology(1, 4), new Topology(2, 1))) {
-        setUp(db.dataSource());
+        COMMANDS.tables().empty();
         scenario(db, h, t, 50);
       }
     }

@@ -127,14 +127,10 @@ final class DeliveryRunner {
   /** What became of one delivery, for {@link PumpTester}. */
   record Recorded(Delivery delivery, PumpMetrics.Result result, Throwable cause) {}
 
-  /** Handles the batch and commits; never throws. The caller closes the connection. */
-  BatchResult run(Connection connection, List<Delivery> deliveries) {
-    return run(connection, deliveries, null);
-  }
-
   /**
-   * As {@link #run(Connection, List)}; when {@code observed} is not null, what became of each
-   * delivery is added to it once the batch's transaction has ended.
+   * Handles the batch and commits; never throws. The caller closes the connection. When {@code
+   * observed} is not null, what became of each delivery is added to it once the batch's transaction
+   * has ended.
    */
   BatchResult run(Connection connection, List<Delivery> deliveries, List<Recorded> observed) {
     List<Recorded> seen = observed == null ? null : new ArrayList<>(deliveries.size());

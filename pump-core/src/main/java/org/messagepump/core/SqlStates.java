@@ -53,17 +53,4 @@ public final class SqlStates {
     }
     return Kind.PERMANENT;
   }
-
-  /** True when {@code sqlState} means the unique constraint was violated (23505). */
-  public static boolean isUniqueViolation(Throwable error) {
-    for (Throwable t = error; t != null; t = t.getCause()) {
-      if (t instanceof SQLException sql && "23505".equals(sql.getSQLState())) {
-        return true;
-      }
-      if (t.getCause() == t) {
-        break;
-      }
-    }
-    return false;
-  }
 }

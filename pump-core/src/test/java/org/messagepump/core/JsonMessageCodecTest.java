@@ -96,6 +96,5 @@ class JsonMessageCodecTest {
         .isEqualTo(SqlStates.Kind.TRANSIENT);
     assertThat(SqlStates.classify(new IllegalStateException("no sql")))
         .isEqualTo(SqlStates.Kind.PERMANENT);
-    assertThat(SqlStates.isUniqueViolation(new SQLException("dup", "23505"))).isTrue();
   }
 }

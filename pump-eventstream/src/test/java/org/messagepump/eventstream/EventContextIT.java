@@ -8,18 +8,17 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.core.DeliveryContext;
 import org.messagepump.core.PumpTester;
 import org.messagepump.core.PumpTester.Kind;
 import org.messagepump.core.PumpTester.Result;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
 import org.messagepump.eventstream.Fixtures.OrderShipped;
+import org.messagepump.eventstream.testing.EventStoreFixture;
 import org.messagepump.testkit.PostgresExtension;
-import org.messagepump.testkit.TestDatabase;
 
 /**
  * The handler's context through the real runner: the {@link DeliveryContext} view of a stored
@@ -28,21 +27,9 @@ import org.messagepump.testkit.TestDatabase;
 @ExtendWith(PostgresExtension.class)
 class EventContextIT {
 
-  private EventStore store;
+  @RegisterExtension static final EventStoreFixture EVENTS = EventStoreFixture.of(CODEC);
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    EventStore.migrate(ds);
-  }
-
-  @BeforeEach
-  void clean(TestDatabase db) {
-    db.execute(
-        "TRUNCATE eventstream.handlers, eventstream.stream_keys, eventstream.handler_checkpoints,"
-            + " eventstream.stream_types, eventstream.events,"
-            + " eventstream.streams");
-    store = EventStore.create(db.dataSource(), CODEC);
-  }
+  private final EventStore store = EVENTS.store();
 
   /** Every stored event of a type, over all streams. */
   private List<StoredEvent> stored(String type) {

@@ -13,10 +13,10 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.core.PumpTester;
 import org.messagepump.core.PumpTester.Kind;
 import org.messagepump.core.PumpTester.Result;
@@ -26,6 +26,7 @@ import org.messagepump.eventstream.Fixtures.Noise;
 import org.messagepump.eventstream.Fixtures.OpenTx;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
 import org.messagepump.eventstream.Fixtures.OrderShipped;
+import org.messagepump.eventstream.testing.EventStoreFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -36,25 +37,19 @@ import org.messagepump.testkit.TestDatabase;
 @ExtendWith(PostgresExtension.class)
 class EventDriverIT {
 
-  private EventStore store;
-  private final List<String> seen = new ArrayList<>();
+  @RegisterExtension
+  static final EventStoreFixture EVENTS =
+      EventStoreFixture.of(CODEC)
+          .table(
+              "deferred_unique",
+              "CREATE TABLE deferred_unique (k text CONSTRAINT deferred_unique_k UNIQUE"
+                  + " DEFERRABLE INITIALLY DEFERRED)");
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    EventStore.migrate(ds);
-  }
+  private final EventStore store = EVENTS.store();
+  private final List<String> seen = new ArrayList<>();
 
   @BeforeEach
   void clean(TestDatabase db) {
-    db.execute(
-        "TRUNCATE eventstream.handlers, eventstream.stream_keys, eventstream.handler_checkpoints,"
-            + " eventstream.stream_types, eventstream.events,"
-            + " eventstream.streams");
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS deferred_unique (k text CONSTRAINT deferred_unique_k UNIQUE"
-            + " DEFERRABLE INITIALLY DEFERRED)");
-    db.execute("TRUNCATE deferred_unique");
-    store = EventStore.create(db.dataSource(), CODEC);
     seen.clear();
   }
 

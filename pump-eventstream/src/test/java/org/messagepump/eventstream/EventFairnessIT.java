@@ -11,8 +11,10 @@ import java.util.List;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.core.MessagePump;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
+import org.messagepump.eventstream.testing.EventStoreFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -26,6 +28,12 @@ import org.messagepump.testkit.TestDatabase;
 @ExtendWith(PostgresExtension.class)
 class EventFairnessIT {
 
+  @RegisterExtension
+  static final EventStoreFixture EVENTS =
+      EventStoreFixture.of(CODEC)
+          .table(
+              "served", "CREATE TABLE served (seq bigserial PRIMARY KEY, order_id text NOT NULL)");
+
   private static final int HOT = 100;
   private static final int BACKLOG = 12;
   private static final int WORKERS = 4;
@@ -33,9 +41,7 @@ class EventFairnessIT {
   @Test
   void aOneEventStreamIsServedWithinTheBoundWhileHotStreamsHaveBacklogs(TestDatabase db) {
     DataSource ds = db.dataSource();
-    EventStore.migrate(ds);
-    db.execute("CREATE TABLE served (seq bigserial PRIMARY KEY, order_id text NOT NULL)");
-    EventStore store = EventStore.create(ds, CODEC);
+    EventStore store = EVENTS.store();
     for (int s = 0; s < HOT; s++) {
       int stream = s;
       inTx(

@@ -13,15 +13,15 @@ import java.util.List;
 import java.util.Map;
 import javax.sql.DataSource;
 import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.core.Limits;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.Fixtures.Noise;
 import org.messagepump.eventstream.Fixtures.OpenTx;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
+import org.messagepump.eventstream.testing.EventStoreFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -35,21 +35,9 @@ class EventInputsIT {
 
   private static final String LONG_KEY = "k".repeat(Limits.MAX_KEY_BYTES + 1);
 
-  private EventStore store;
+  @RegisterExtension static final EventStoreFixture EVENTS = EventStoreFixture.of(CODEC);
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    EventStore.migrate(ds);
-  }
-
-  @BeforeEach
-  void clean(TestDatabase db) {
-    db.execute(
-        "TRUNCATE eventstream.handlers, eventstream.stream_keys, eventstream.handler_checkpoints,"
-            + " eventstream.stream_types, eventstream.events,"
-            + " eventstream.streams");
-    store = EventStore.create(db.dataSource(), CODEC);
-  }
+  private final EventStore store = EVENTS.store();
 
   /** A codec like {@link Fixtures#CODEC} that names {@link Noise} with {@code noiseType}. */
   private static MessageCodec codecNaming(String noiseType) {

@@ -15,12 +15,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.IntStream;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.core.MessagePump;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
+import org.messagepump.eventstream.testing.EventStoreFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -35,20 +35,9 @@ class EventLagIT {
 
   private static final Duration WAIT = Duration.ofSeconds(120);
 
-  private EventStore store;
+  @RegisterExtension static final EventStoreFixture EVENTS = EventStoreFixture.of(CODEC);
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    EventStore.migrate(ds);
-  }
-
-  @BeforeEach
-  void clean(TestDatabase db) {
-    db.execute(
-        "TRUNCATE eventstream.handlers, eventstream.stream_keys, eventstream.handler_checkpoints,"
-            + " eventstream.stream_types, eventstream.events, eventstream.streams");
-    store = EventStore.create(db.dataSource(), CODEC);
-  }
+  private final EventStore store = EVENTS.store();
 
   private void append(DataSource ds, String key, long expected, int n) {
     inTx(

@@ -11,15 +11,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.core.Limits;
 import org.messagepump.core.MessagePump;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
+import org.messagepump.eventstream.testing.EventStoreFixture;
 import org.messagepump.testkit.PostgresExtension;
-import org.messagepump.testkit.TestDatabase;
 
 /**
  * The cluster-wide pause of a handler key: stored in {@code paused_handlers}, honoured by the claim
@@ -28,29 +27,12 @@ import org.messagepump.testkit.TestDatabase;
 @ExtendWith(PostgresExtension.class)
 class EventPauseIT {
 
+  @RegisterExtension static final EventStoreFixture EVENTS = EventStoreFixture.of(CODEC);
+
   private static final Duration WAIT = Duration.ofSeconds(60);
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    EventStore.migrate(ds);
-  }
-
-  @BeforeEach
-  void clean(TestDatabase db) {
-    db.execute(
-        "TRUNCATE eventstream.handlers, eventstream.stream_keys, eventstream.handler_checkpoints,"
-            + " eventstream.stream_types, eventstream.events, eventstream.streams,"
-            + " eventstream.paused_handlers");
-  }
-
   private static MessagePump pump(DataSource ds, EventDriver driver) {
-    return MessagePump.builder(ds)
-        .name(driver.handlerKey())
-        .driver(driver)
-        .workers(2)
-        .pollInterval(Duration.ofMillis(50))
-        .backoff(Duration.ofMillis(10), Duration.ofMillis(50))
-        .build();
+    return EventStoreFixture.pump(ds, driver).workers(2).build();
   }
 
   private static void append(DataSource ds, EventStore store, int n, String prefix) {

@@ -14,12 +14,12 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.core.MessagePump;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
+import org.messagepump.eventstream.testing.EventStoreFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -29,29 +29,12 @@ class EventPumpIT {
 
   private static final Duration WAIT = Duration.ofSeconds(120);
 
-  private EventStore store;
+  @RegisterExtension static final EventStoreFixture EVENTS = EventStoreFixture.of(CODEC);
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    EventStore.migrate(ds);
-  }
-
-  @BeforeEach
-  void clean(TestDatabase db) {
-    db.execute(
-        "TRUNCATE eventstream.handlers, eventstream.stream_keys, eventstream.handler_checkpoints,"
-            + " eventstream.stream_types, eventstream.events,"
-            + " eventstream.streams");
-    store = EventStore.create(db.dataSource(), CODEC);
-  }
+  private final EventStore store = EVENTS.store();
 
   private static MessagePump.Builder pump(DataSource ds, EventDriver driver) {
-    return MessagePump.builder(ds)
-        .name(driver.handlerKey())
-        .driver(driver)
-        .workers(4)
-        .pollInterval(Duration.ofMillis(50))
-        .backoff(Duration.ofMillis(10), Duration.ofMillis(50));
+    return EventStoreFixture.pump(ds, driver).workers(4);
   }
 
   /** Appends {@code perStream} events to each of {@code streams} new streams. */

@@ -28,15 +28,15 @@ import org.jooq.SQLDialect;
 import org.jooq.Table;
 import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.PumpTester;
 import org.messagepump.core.Tx;
 import org.messagepump.eventstream.Fixtures.OpenTx;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
+import org.messagepump.eventstream.testing.EventStoreFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -59,23 +59,14 @@ class EventRebuildIT {
 
   private static final Duration WAIT = Duration.ofSeconds(60);
 
-  private EventStore store;
+  @RegisterExtension
+  static final EventStoreFixture EVENTS =
+      EventStoreFixture.of(CODEC)
+          .table(
+              "per_stream",
+              "CREATE TABLE per_stream (stream_id bigint PRIMARY KEY, n bigint NOT NULL)");
 
-  @BeforeAll
-  static void migrate(DataSource ds) {
-    EventStore.migrate(ds);
-  }
-
-  @BeforeEach
-  void clean(TestDatabase db) {
-    db.execute("DROP TABLE IF EXISTS per_stream");
-    db.execute("CREATE TABLE per_stream (stream_id bigint PRIMARY KEY, n bigint NOT NULL)");
-    db.execute(
-        "TRUNCATE eventstream.handlers, eventstream.stream_keys, eventstream.handler_checkpoints,"
-            + " eventstream.stream_types, eventstream.events, eventstream.streams,"
-            + " eventstream.paused_handlers");
-    store = EventStore.create(db.dataSource(), CODEC);
-  }
+  private final EventStore store = EVENTS.store();
 
   /** The projection: one row per stream counting the events applied, in the delivery's tx. */
   private EventDriver counting(AtomicLong handled, Duration heldStreamWait) {

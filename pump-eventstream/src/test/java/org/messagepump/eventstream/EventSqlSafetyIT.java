@@ -20,6 +20,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.core.MessagePump;
 import org.messagepump.eventstream.Fixtures.Noise;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
+import org.messagepump.eventstream.testing.EventStoreFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.StatementCapture;
 import org.messagepump.testkit.TestDatabase;
@@ -46,14 +47,7 @@ class EventSqlSafetyIT {
   private static final Set<String> ALLOWED = Set.of();
 
   private static MessagePump.Builder pump(DataSource ds, EventDriver driver) {
-    return MessagePump.builder(ds)
-        .name(driver.handlerKey())
-        .driver(driver)
-        .workers(2)
-        .batchSize(4)
-        .maxFailures(2)
-        .pollInterval(Duration.ofMillis(50))
-        .backoff(Duration.ofMillis(10), Duration.ofMillis(50));
+    return EventStoreFixture.pump(ds, driver).workers(2).batchSize(4).maxFailures(2);
   }
 
   /**

@@ -14,35 +14,28 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.eventstream.Fixtures.Noise;
 import org.messagepump.eventstream.Fixtures.OpenTx;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
 import org.messagepump.eventstream.Fixtures.OrderShipped;
 import org.messagepump.eventstream.Fixtures.Unregistered;
+import org.messagepump.eventstream.testing.EventStoreFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
 @ExtendWith(PostgresExtension.class)
 class EventStoreIT {
 
-  private EventStore store;
+  @RegisterExtension static final EventStoreFixture EVENTS = EventStoreFixture.of(CODEC);
+
+  private final EventStore store = EVENTS.store();
 
   @BeforeAll
   static void migrate(DataSource ds) {
-    EventStore.migrate(ds);
-    EventStore.migrate(ds); // idempotent
-  }
-
-  @BeforeEach
-  void clean(TestDatabase db) {
-    db.execute(
-        "TRUNCATE eventstream.handlers, eventstream.stream_keys, eventstream.handler_checkpoints,"
-            + " eventstream.stream_types, eventstream.events,"
-            + " eventstream.streams");
-    store = EventStore.create(db.dataSource(), CODEC);
+    EventStore.migrate(ds); // idempotent: the fixture migrated already
   }
 
   @Test

@@ -20,10 +20,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.core.MessagePump;
 import org.messagepump.eventstream.Fixtures.Noise;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
 import org.messagepump.eventstream.Fixtures.OrderShipped;
+import org.messagepump.eventstream.testing.EventStoreFixture;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -35,6 +37,14 @@ import org.messagepump.testkit.TestDatabase;
 @ExtendWith(PostgresExtension.class)
 class EventStreamsLoadIT {
 
+  @RegisterExtension
+  static final EventStoreFixture FIXTURE =
+      EventStoreFixture.of(CODEC)
+          .table(
+              "seen",
+              "CREATE TABLE seen (seq bigserial PRIMARY KEY, handler text NOT NULL, stream_id"
+                  + " bigint NOT NULL, stream_offset bigint NOT NULL, message_id uuid NOT NULL)");
+
   private static final int WRITERS = 4;
   private static final int EVENTS = 20_000;
   private static final int MID_RUN_EVENTS = 50;
@@ -43,11 +53,7 @@ class EventStreamsLoadIT {
   void everyHandlerSeesEveryEventOfItsTypesExactlyOnceInStreamOrder(TestDatabase db)
       throws Exception {
     DataSource ds = db.dataSource();
-    EventStore.migrate(ds);
-    db.execute(
-        "CREATE TABLE seen (seq bigserial PRIMARY KEY, handler text NOT NULL, stream_id bigint NOT"
-            + " NULL, stream_offset bigint NOT NULL, message_id uuid NOT NULL)");
-    EventStore store = EventStore.create(ds, CODEC);
+    EventStore store = FIXTURE.store();
 
     Map<String, List<String>> handlerTypes =
         Map.of(

@@ -11,18 +11,21 @@ import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.core.MessagePump;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
+import org.messagepump.eventstream.testing.EventStoreFixture;
 import org.messagepump.testkit.PostgresExtension;
 
 /** An append's NOTIFY wakes an idle event pump long before its next poll. */
 @ExtendWith(PostgresExtension.class)
 class EventWakeUpIT {
 
+  @RegisterExtension static final EventStoreFixture EVENTS = EventStoreFixture.of(CODEC);
+
   @Test
   void anAppendWakesAnIdleHandler(DataSource ds) throws Exception {
-    EventStore.migrate(ds);
-    EventStore store = EventStore.create(ds, CODEC);
+    EventStore store = EVENTS.store();
     CountDownLatch seen = new CountDownLatch(1);
     EventDriver driver =
         EventDriver.builder(store)

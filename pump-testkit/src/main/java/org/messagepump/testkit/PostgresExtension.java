@@ -56,11 +56,22 @@ public final class PostgresExtension
     return parameter.getParameter().getType() == TestDatabase.class ? db : db.dataSource();
   }
 
-  private static TestDatabase database(ExtensionContext context) {
+  /** The context of the test class {@code context} belongs to. */
+  static ExtensionContext classContext(ExtensionContext context) {
     ExtensionContext classContext = context;
     while (classContext.getTestMethod().isPresent() && classContext.getParent().isPresent()) {
       classContext = classContext.getParent().get();
     }
+    return classContext;
+  }
+
+  /** The database this extension made for the class of {@code classContext}, or null. */
+  static TestDatabase existingDatabase(ExtensionContext classContext) {
+    return classContext.getStore(NS).get(classContext.getRequiredTestClass(), TestDatabase.class);
+  }
+
+  private static TestDatabase database(ExtensionContext context) {
+    ExtensionContext classContext = classContext(context);
     Class<?> testClass = classContext.getRequiredTestClass();
     return classContext
         .getStore(NS)

@@ -1,7 +1,6 @@
 package org.messagepump.core.spi;
 
 import java.util.Objects;
-import java.util.Optional;
 import org.messagepump.core.Envelope;
 
 /**
@@ -40,10 +39,5 @@ public record Delivery(Envelope envelope, int failures, DeliveryStream stream, O
   /** The attempt this handling is: {@code failures + 1}. */
   public int attempt() {
     return failures + 1;
-  }
-
-  /** The stream position, for stream drivers. */
-  public Optional<DeliveryStream> streamPosition() {
-    return Optional.ofNullable(stream);
   }
 }
