@@ -32,8 +32,8 @@ public final class Balancer {
   /** The default schema. */
   public static final String DEFAULT_SCHEMA = Schema.SCHEMA;
 
-  /** Longest schema name (the NOTIFY channel {@code messagepump_<schema>} must fit 63 bytes). */
-  public static final int MAX_SCHEMA_LENGTH = Schema.MAX_SCHEMA_LENGTH;
+  /** Longest schema name: the same for every driver ({@link Inputs#MAX_SCHEMA_LENGTH}). */
+  public static final int MAX_SCHEMA_LENGTH = Inputs.MAX_SCHEMA_LENGTH;
 
   /** Longest role name of {@link #grantStatements}: PostgreSQL identifiers have 63 bytes. */
   private static final int MAX_ROLE_BYTES = 63;

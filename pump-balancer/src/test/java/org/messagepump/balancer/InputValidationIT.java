@@ -188,7 +188,7 @@ class InputValidationIT {
     assertThatThrownBy(() -> MessageBalancer.builder(ds, "g").schema("Bad-Schema"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("schema");
-    assertThatThrownBy(() -> MessageBalancer.builder(ds, "g").schema("x".repeat(52)))
+    assertThatThrownBy(() -> MessageBalancer.builder(ds, "g").schema("x".repeat(41)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("schema");
     assertThatThrownBy(() -> MessageBalancer.builder(ds, "g").schema("pg_catalog"))

@@ -56,8 +56,8 @@ class SchemasIT {
     Map<String, String> seenB = new ConcurrentHashMap<>();
     BalancerDriver da = a.driver(record(seenA)).build();
     BalancerDriver dbr = b.driver(record(seenB)).build();
-    assertThat(da.wakeChannel()).contains("messagepump_tenant_a");
-    assertThat(dbr.wakeChannel()).contains("messagepump_tenant_b");
+    assertThat(da.wakeChannel()).contains("messagepump_balancer_tenant_a");
+    assertThat(dbr.wakeChannel()).contains("messagepump_balancer_tenant_b");
     try (MessagePump pa = pump(ds, "tenant-a", da);
         MessagePump pb = pump(ds, "tenant-b", dbr)) {
       pa.start();

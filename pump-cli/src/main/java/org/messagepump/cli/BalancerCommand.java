@@ -163,7 +163,7 @@ final class BalancerCommand implements Runnable {
    */
   private static String checked(SchemaOption.Balancers schema) {
     try {
-      return Inputs.schema("--schema", schema.schema, Balancer.MAX_SCHEMA_LENGTH);
+      return Inputs.schema("--schema", schema.schema);
     } catch (IllegalArgumentException e) {
       throw new CliException(e.getMessage(), 2);
     }

@@ -47,17 +47,10 @@ public final class CommandQueue {
 
   private static final Logger log = LoggerFactory.getLogger(CommandQueue.class);
 
-  /**
-   * The NOTIFY channel an enqueue signals (once per transaction) and command pumps listen on, so an
-   * idle pump wakes at once instead of at its next poll; for the default schema. A queue in another
-   * schema uses {@code messagepump_commands_<schema>} (see {@link #wakeChannel()}).
-   */
-  public static final String WAKE_CHANNEL = "messagepump_commands";
-
   /** The default schema, {@value}. */
   public static final String DEFAULT_SCHEMA = CommandTables.SCHEMA;
 
-  /** Default for signalling {@link #WAKE_CHANNEL} on enqueue: on. */
+  /** Default for signalling the queue's {@link #wakeChannel()} on enqueue: on. */
   public static final boolean DEFAULT_NOTIFICATIONS = true;
 
   private final DataSource dataSource;
@@ -159,7 +152,7 @@ public final class CommandQueue {
 
   /** The wake channel of a queue in {@code schema}. */
   static String wakeChannel(String schema) {
-    return schema.equals(DEFAULT_SCHEMA) ? WAKE_CHANNEL : WAKE_CHANNEL + "_" + schema;
+    return org.messagepump.core.WakeSignal.channel("commands", schema);
   }
 
   /** A queue on {@code dataSource} encoding commands with {@code codec}, other options default. */
@@ -193,8 +186,9 @@ public final class CommandQueue {
   }
 
   /**
-   * The NOTIFY channel this queue's enqueues signal and its pumps listen on: {@link #WAKE_CHANNEL}
-   * in the default schema, else {@code messagepump_commands_<schema>}.
+   * The NOTIFY channel this queue's enqueues signal (once per transaction) and its pumps listen on,
+   * so an idle pump wakes at once instead of at its next poll: {@code
+   * messagepump_commands_<schema>} ({@link org.messagepump.core.WakeSignal#channel}).
    */
   public String wakeChannel() {
     return wakeChannel;

@@ -25,7 +25,7 @@ public final class ConsoleAudit {
   public static final String LOGGER = "org.messagepump.console.audit";
 
   /** Longest schema name. */
-  public static final int MAX_SCHEMA_LENGTH = 40;
+  public static final int MAX_SCHEMA_LENGTH = Inputs.MAX_SCHEMA_LENGTH;
 
   private ConsoleAudit() {}
 
@@ -50,6 +50,6 @@ public final class ConsoleAudit {
   }
 
   static String checkSchema(String schema) {
-    return Inputs.schema("auditSchema", schema, MAX_SCHEMA_LENGTH);
+    return Inputs.schema("auditSchema", schema);
   }
 }

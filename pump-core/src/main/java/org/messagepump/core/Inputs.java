@@ -57,12 +57,19 @@ public final class Inputs {
   }
 
   /**
-   * A schema name, as {@link #identifier}, and not a PostgreSQL system schema ({@code pg_*}, {@code
-   * information_schema}). Each driver passes its own {@code maxLength}: its NOTIFY channel is named
-   * after the schema and must fit PostgreSQL's 63-byte identifiers.
+   * Longest schema name, the same for every driver: a driver's NOTIFY channel, {@code
+   * messagepump_<driver>_<schema>} ({@link WakeSignal#channel}), must fit PostgreSQL's 63-byte
+   * identifiers with a driver name of up to {@value WakeSignal#MAX_DRIVER_LENGTH} characters.
    */
-  public static String schema(String argument, String value, int maxLength) {
-    identifier(argument, value, maxLength);
+  public static final int MAX_SCHEMA_LENGTH = 40;
+
+  /**
+   * A schema name, as {@link #identifier} with at most {@value #MAX_SCHEMA_LENGTH} characters, and
+   * not a PostgreSQL system schema ({@code pg_*}, {@code information_schema}). The one rule for the
+   * schema of every driver's tables.
+   */
+  public static String schema(String argument, String value) {
+    identifier(argument, value, MAX_SCHEMA_LENGTH);
     if (value.startsWith("pg_") || value.equals("information_schema")) {
       throw new IllegalArgumentException(argument + " must not be a PostgreSQL system schema");
     }

@@ -64,8 +64,7 @@ public final class Migrations {
       String location,
       Map<String, String> placeholders) {
     Objects.requireNonNull(dataSource, "dataSource");
-    // PostgreSQL identifiers have at most 63 bytes.
-    Inputs.schema("schema", schema, 63);
+    Inputs.schema("schema", schema);
     Inputs.identifier("historyTable", historyTable, 63);
     if (location == null || location.isBlank()) {
       throw new IllegalArgumentException("location must not be blank");

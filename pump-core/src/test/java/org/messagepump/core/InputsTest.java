@@ -32,25 +32,26 @@ class InputsTest {
   }
 
   @Test
-  void schemaNamesAreLowerCaseIdentifiersWithinTheDriversLimitAndNotSystemSchemas() {
-    assertThat(Inputs.schema("schema", "tenant_1", 40)).isEqualTo("tenant_1");
-    assertThat(Inputs.schema("schema", "_" + "a".repeat(39), 40)).hasSize(40);
-    assertThatThrownBy(() -> Inputs.schema("schema", null, 40))
+  void schemaNamesAreLowerCaseIdentifiersOfAtMost40CharactersAndNotSystemSchemas() {
+    assertThat(Inputs.schema("schema", "tenant_1")).isEqualTo("tenant_1");
+    assertThat(Inputs.schema("schema", "_" + "a".repeat(39))).hasSize(40);
+    assertThatThrownBy(() -> Inputs.schema("schema", null))
         .isInstanceOf(NullPointerException.class)
         .hasMessageContaining("schema");
     for (String bad :
         new String[] {"", "1st", "Upper", "a-b", "a b", "a\0b", "quote\"d", "a".repeat(41)}) {
-      assertThatThrownBy(() -> Inputs.schema("schema", bad, 40))
+      assertThatThrownBy(() -> Inputs.schema("schema", bad))
           .as(bad)
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("schema must match [a-z_][a-z0-9_]* with at most 40 characters");
     }
     for (String system : new String[] {"pg_catalog", "pg_temp_3", "information_schema"}) {
-      assertThatThrownBy(() -> Inputs.schema("schema", system, 40))
+      assertThatThrownBy(() -> Inputs.schema("schema", system))
           .as(system)
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("system schema");
     }
+    assertThat(Inputs.MAX_SCHEMA_LENGTH).isEqualTo(40);
     // A table name may start with pg_ (it lives in the caller's schema).
     assertThat(Inputs.identifier("historyTable", "pg_history", 63)).isEqualTo("pg_history");
   }
@@ -105,5 +106,22 @@ class InputsTest {
     assertThat(Inputs.reason("x".repeat(10_000))).hasSize(Limits.MAX_REASON_CHARS + 6);
     assertThat(Inputs.reason("\uD800 lone")).startsWith("\uFFFD");
     assertThat(Inputs.reason(null)).isEqualTo("(no reason)");
+  }
+
+  @Test
+  void everyDriversWakeChannelIsNamedAfterTheDriverAndTheSchemaWithinPostgresLimits() {
+    assertThat(WakeSignal.channel("commands", "commandqueue"))
+        .isEqualTo("messagepump_commands_commandqueue");
+    String longest = WakeSignal.channel("abcdefghij", "s".repeat(Inputs.MAX_SCHEMA_LENGTH));
+    assertThat(longest).hasSize(63);
+    for (String bad : new String[] {"", "Upper", "with_underscore", "abcdefghijk", "a1"}) {
+      assertThatThrownBy(() -> WakeSignal.channel(bad, "s"))
+          .as(bad)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("driver must be 1 to 10 lower-case letters");
+    }
+    assertThatThrownBy(() -> WakeSignal.channel("commands", "s".repeat(41)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("schema must match");
   }
 }

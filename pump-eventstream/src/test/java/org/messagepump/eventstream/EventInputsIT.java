@@ -263,6 +263,6 @@ class EventInputsIT {
         EventStore.builder(ds, CODEC).schema("es_x").limits(Limits.defaults()).build();
     assertThat(configured.schema()).isEqualTo("es_x");
     assertThat(configured.wakeChannel()).isEqualTo("messagepump_events_es_x");
-    assertThat(store.wakeChannel()).isEqualTo("messagepump_events");
+    assertThat(store.wakeChannel()).isEqualTo("messagepump_events_eventstream");
   }
 }

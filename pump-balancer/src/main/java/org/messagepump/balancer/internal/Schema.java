@@ -30,20 +30,14 @@ public final class Schema {
   public static final String SCHEMA = "balancer";
 
   /**
-   * Longest schema name: the NOTIFY channel {@code messagepump_<schema>} must fit PostgreSQL's
-   * 63-byte identifiers.
-   */
-  public static final int MAX_SCHEMA_LENGTH = 63 - "messagepump_".length();
-
-  /**
    * Checks a schema name ({@link org.messagepump.core.Inputs#schema}): lower-case letters, digits
-   * and underscores, not starting with a digit, at most {@link #MAX_SCHEMA_LENGTH} characters, and
-   * not a PostgreSQL system schema.
+   * and underscores, not starting with a digit, at most {@value
+   * org.messagepump.core.Inputs#MAX_SCHEMA_LENGTH} characters, and not a PostgreSQL system schema.
    *
    * @throws IllegalArgumentException naming {@code argument} and the rule
    */
   public static String checkSchema(String argument, String schema) {
-    return org.messagepump.core.Inputs.schema(argument, schema, MAX_SCHEMA_LENGTH);
+    return org.messagepump.core.Inputs.schema(argument, schema);
   }
 
   /**
@@ -84,7 +78,7 @@ public final class Schema {
                     .withSchemata(new MappedSchema().withInput(SCHEMA).withOutput(schema)));
       }
       this.settings = s;
-      this.wakeChannel = "messagepump_" + schema;
+      this.wakeChannel = org.messagepump.core.WakeSignal.channel("balancer", schema);
       // The default schema keeps the lock ids of earlier versions (a rolling upgrade keeps one
       // key's producers serialized); another schema gets its own.
       this.lockPrefix = schema.equals(SCHEMA) ? "" : schema + "|";

@@ -20,12 +20,6 @@ import org.messagepump.balancer.internal.Schema.P;
 /** The SQL of storing messages and of introspection. */
 public final class StoreQueries {
 
-  /**
-   * The NOTIFY channel a store in the default schema signals and its pumps listen on; another
-   * schema's is {@code messagepump_<schema>} ({@link Schema.Ctx#wakeChannel()}).
-   */
-  public static final String WAKE_CHANNEL = "messagepump_" + Schema.SCHEMA;
-
   private static final int MAX_KEY_ROW_ATTEMPTS = 100;
 
   private StoreQueries() {}

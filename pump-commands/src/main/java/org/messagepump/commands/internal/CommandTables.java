@@ -10,6 +10,7 @@ import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.DatabaseClock;
+import org.messagepump.core.Inputs;
 
 /**
  * jOOQ names of one command-queue schema (see {@code db/commandqueue/V1__*.sql}): the tables are
@@ -24,11 +25,8 @@ public final class CommandTables {
   /** Flyway's history table, in the queue's schema (so every schema has its own). */
   public static final String HISTORY_TABLE = "commandqueue_flyway_history";
 
-  /**
-   * Longest schema name: the derived NOTIFY channel ({@code messagepump_commands_<schema>}) stays
-   * within PostgreSQL's 63-byte identifier limit.
-   */
-  public static final int MAX_SCHEMA_LENGTH = 41;
+  /** Longest schema name: the same for every driver ({@link Inputs#MAX_SCHEMA_LENGTH}). */
+  public static final int MAX_SCHEMA_LENGTH = Inputs.MAX_SCHEMA_LENGTH;
 
   /** The table names, in the order {@code grantStatements} lists them. */
   public static final java.util.List<String> TABLE_NAMES =
@@ -98,7 +96,7 @@ public final class CommandTables {
    * IllegalArgumentException}.
    */
   public static String schemaName(String schema) {
-    return org.messagepump.core.Inputs.schema("schema", schema, MAX_SCHEMA_LENGTH);
+    return Inputs.schema("schema", schema);
   }
 
   /** Column {@code message_id}. */

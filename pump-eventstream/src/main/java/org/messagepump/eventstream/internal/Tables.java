@@ -24,14 +24,8 @@ public final class Tables {
   /** The default schema name. */
   public static final String DEFAULT_SCHEMA = "eventstream";
 
-  /** The NOTIFY channel of the default schema (kept from before schemas were configurable). */
-  static final String DEFAULT_WAKE_CHANNEL = "messagepump_events";
-
-  /**
-   * Longest schema name: the NOTIFY channel derived from it ({@code messagepump_events_<schema>})
-   * stays below PostgreSQL's 63-byte identifier limit.
-   */
-  public static final int MAX_SCHEMA_LENGTH = 40;
+  /** Longest schema name: the same for every driver ({@link Inputs#MAX_SCHEMA_LENGTH}). */
+  public static final int MAX_SCHEMA_LENGTH = Inputs.MAX_SCHEMA_LENGTH;
 
   /** The schema. */
   public final String schema;
@@ -71,14 +65,15 @@ public final class Tables {
    * IllegalArgumentException} naming {@code argument} otherwise.
    */
   public static String schemaName(String argument, String schema) {
-    return Inputs.schema(argument, schema, MAX_SCHEMA_LENGTH);
+    return Inputs.schema(argument, schema);
   }
 
-  /** The NOTIFY channel appends to this schema signal and its event pumps listen on. */
+  /**
+   * The NOTIFY channel appends to this schema signal and its event pumps listen on: {@code
+   * messagepump_events_<schema>} ({@link org.messagepump.core.WakeSignal#channel}).
+   */
   public String wakeChannel() {
-    return DEFAULT_SCHEMA.equals(schema)
-        ? DEFAULT_WAKE_CHANNEL
-        : DEFAULT_WAKE_CHANNEL + "_" + schema;
+    return org.messagepump.core.WakeSignal.channel("events", schema);
   }
 
   /** {@code name} rendered as a quoted PostgreSQL identifier (for SQL written by hand). */

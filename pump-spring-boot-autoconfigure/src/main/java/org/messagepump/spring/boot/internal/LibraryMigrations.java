@@ -72,17 +72,13 @@ public final class LibraryMigrations {
      */
     public Schemas {
       if (present(0)) {
-        Inputs.schema(
-            property(0),
-            commands,
-            org.messagepump.commands.internal.CommandTables.MAX_SCHEMA_LENGTH);
+        Inputs.schema(property(0), commands);
       }
       if (present(1)) {
-        Inputs.schema(
-            property(1), events, org.messagepump.eventstream.internal.Tables.MAX_SCHEMA_LENGTH);
+        Inputs.schema(property(1), events);
       }
       if (present(2)) {
-        Inputs.schema(property(2), balancer, org.messagepump.balancer.Balancer.MAX_SCHEMA_LENGTH);
+        Inputs.schema(property(2), balancer);
       }
     }
 
