@@ -112,7 +112,8 @@ public final class PumpCli implements Runnable {
 
     private static String value(java.util.Properties p, String key, String fallback) {
       String v = p.getProperty(key);
-      return v == null || v.isBlank() ? fallback : v.trim();
+      // A build outside a git clone leaves the commit's placeholder unfiltered.
+      return v == null || v.isBlank() || v.startsWith("${") ? fallback : v.trim();
     }
   }
 }
