@@ -32,9 +32,6 @@ public final class Balancer {
   /** The default schema. */
   public static final String DEFAULT_SCHEMA = Schema.SCHEMA;
 
-  /** Longest schema name: the same for every driver ({@link Inputs#MAX_SCHEMA_LENGTH}). */
-  public static final int MAX_SCHEMA_LENGTH = Inputs.MAX_SCHEMA_LENGTH;
-
   /** Longest role name of {@link #grantStatements}: PostgreSQL identifiers have 63 bytes. */
   private static final int MAX_ROLE_BYTES = 63;
 
@@ -51,7 +48,7 @@ public final class Balancer {
    * own.
    *
    * @param schema lower-case letters, digits and {@code _}, not starting with a digit, at most
-   *     {@value #MAX_SCHEMA_LENGTH} characters
+   *     {@value Inputs#MAX_SCHEMA_LENGTH} characters
    * @throws IllegalArgumentException for a schema name outside that rule
    */
   public static int migrate(DataSource dataSource, String schema) {

@@ -652,9 +652,10 @@ public final class MessageBalancer {
 
     /**
      * The schema of the tables, as migrated by {@link Balancer#migrate(DataSource, String)}: lower
-     * case letters, digits and {@code _}, at most {@value Balancer#MAX_SCHEMA_LENGTH} characters.
-     * Default {@value Balancer#DEFAULT_SCHEMA}. Groups of different schemas never see each other's
-     * messages, and their pumps listen on different channels.
+     * case letters, digits and {@code _}, at most {@value
+     * org.messagepump.core.Inputs#MAX_SCHEMA_LENGTH} characters. Default {@value
+     * Balancer#DEFAULT_SCHEMA}. Groups of different schemas never see each other's messages, and
+     * their pumps listen on different channels.
      */
     public Builder schema(String schema) {
       this.schema = org.messagepump.balancer.internal.Schema.checkSchema("schema", schema);

@@ -24,9 +24,6 @@ public final class ConsoleAudit {
   /** The logger the audit lines go to, at INFO (refused requests at WARN). */
   public static final String LOGGER = "org.messagepump.console.audit";
 
-  /** Longest schema name. */
-  public static final int MAX_SCHEMA_LENGTH = Inputs.MAX_SCHEMA_LENGTH;
-
   private ConsoleAudit() {}
 
   /** Creates or upgrades the audit table in the default schema {@value #DEFAULT_SCHEMA}. */
@@ -38,7 +35,7 @@ public final class ConsoleAudit {
    * Creates or upgrades the audit table in {@code schema} (created if missing).
    *
    * @param schema lower-case letters, digits and {@code _}, not starting with a digit, at most
-   *     {@value #MAX_SCHEMA_LENGTH} characters
+   *     {@value Inputs#MAX_SCHEMA_LENGTH} characters
    * @return the number of migrations applied
    * @throws IllegalArgumentException for a schema name outside that rule
    */

@@ -25,9 +25,6 @@ public final class CommandTables {
   /** Flyway's history table, in the queue's schema (so every schema has its own). */
   public static final String HISTORY_TABLE = "commandqueue_flyway_history";
 
-  /** Longest schema name: the same for every driver ({@link Inputs#MAX_SCHEMA_LENGTH}). */
-  public static final int MAX_SCHEMA_LENGTH = Inputs.MAX_SCHEMA_LENGTH;
-
   /** The table names, in the order {@code grantStatements} lists them. */
   public static final java.util.List<String> TABLE_NAMES =
       java.util.List.of(
@@ -92,8 +89,8 @@ public final class CommandTables {
 
   /**
    * Checks a schema name ({@link org.messagepump.core.Inputs#schema}): a lower-case identifier of
-   * at most {@value #MAX_SCHEMA_LENGTH} characters, not a PostgreSQL system schema; else {@link
-   * IllegalArgumentException}.
+   * at most {@value Inputs#MAX_SCHEMA_LENGTH} characters, not a PostgreSQL system schema; else
+   * {@link IllegalArgumentException}.
    */
   public static String schemaName(String schema) {
     return Inputs.schema("schema", schema);

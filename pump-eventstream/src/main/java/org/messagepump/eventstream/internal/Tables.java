@@ -24,9 +24,6 @@ public final class Tables {
   /** The default schema name. */
   public static final String DEFAULT_SCHEMA = "eventstream";
 
-  /** Longest schema name: the same for every driver ({@link Inputs#MAX_SCHEMA_LENGTH}). */
-  public static final int MAX_SCHEMA_LENGTH = Inputs.MAX_SCHEMA_LENGTH;
-
   /** The schema. */
   public final String schema;
 
@@ -61,7 +58,7 @@ public final class Tables {
 
   /**
    * Validates a schema name ({@link Inputs#schema}): a lower-case identifier of at most {@value
-   * #MAX_SCHEMA_LENGTH} characters, not a PostgreSQL system schema. Throws an {@link
+   * Inputs#MAX_SCHEMA_LENGTH} characters, not a PostgreSQL system schema. Throws an {@link
    * IllegalArgumentException} naming {@code argument} otherwise.
    */
   public static String schemaName(String argument, String schema) {
