@@ -73,11 +73,13 @@ class ReadmeSnippetsTest {
     Matcher m = BLOCK.matcher(doc);
     String shown = null;
     while (m.find()) {
-      if (m.group(1).contains("public final class TinyTableDriver")) {
+      if (m.group(1).contains("public record TinyTableDriver")) {
         shown = m.group(1);
       }
     }
     assertEquals(file.strip(), shown == null ? null : shown.strip());
+    long lines = file.strip().lines().count();
+    assertTrue(lines <= 80, "the example driver has " + lines + " lines, more than 80");
   }
 
   private static Map<String, String> regions() throws IOException {

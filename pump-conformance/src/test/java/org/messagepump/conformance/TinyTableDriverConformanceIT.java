@@ -3,6 +3,7 @@ package org.messagepump.conformance;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import org.messagepump.core.examples.TinyTable;
 import org.messagepump.core.examples.TinyTableDriver;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.testkit.TestDatabase;
@@ -16,7 +17,7 @@ class TinyTableDriverConformanceIT extends DriverConformance {
   @Override
   protected void prepare(TestDatabase db) {
     if (db.queryLong("SELECT count(*) FROM pg_tables WHERE tablename = 'work'") == 0) {
-      db.execute(TinyTableDriver.SCHEMA);
+      db.execute(TinyTable.SCHEMA);
     }
     db.execute("TRUNCATE work, work_parked");
   }

@@ -2,11 +2,8 @@ package org.messagepump.core;
 
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.Savepoint;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ThreadLocalRandom;
 import javax.sql.DataSource;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
@@ -14,7 +11,6 @@ import org.messagepump.core.spi.HandlerInterceptor;
 import org.messagepump.core.spi.Outcome;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.slf4j.MDC;
 
 /**
  * Runs one acquired batch on a worker: each delivery in its own savepoint, the outcome mapped to
@@ -41,11 +37,12 @@ import org.slf4j.MDC;
  *       delivery is never due again before its failure is committed.
  *   <li>When recording an outcome fails for any reason other than a lost connection, the pump rolls
  *       back to the delivery's savepoint and records it again in the plainest form it has
- *       (postponed with the failure counted, or parked with a generic reason). When even that, the
- *       driver's {@code completed} or the commit fails, the batch is abandoned: the delivery at
- *       fault (or the only one of the batch) still gets its failure counted in a fresh transaction,
- *       so it parks at its policy's attempts; a larger batch whose culprit is unknown is retried
- *       one delivery per transaction (see {@link WorkerScheduler}).
+ *       (postponed with the failure counted, or parked with a generic reason): {@link
+ *       OutcomeRecorder}. When even that, the driver's {@code completed} or the commit fails, the
+ *       batch is abandoned: the delivery at fault (or the only one of the batch) still gets its
+ *       failure counted in a fresh transaction ({@link CulpritCounter}), so it parks at its
+ *       policy's attempts; a larger batch whose culprit is unknown is retried one delivery per
+ *       transaction ({@link PollResult#ABANDONED_ISOLATE}, see {@link Poller}).
  *   <li>A handler cannot end the pump's transaction: the connection it gets refuses commit,
  *       rollback, autocommit, close, abort, isolation changes and unwrapping ({@link
  *       HandlerConnection}); after it returns, the pump checks that its transaction is still open.
@@ -53,36 +50,17 @@ import org.slf4j.MDC;
  */
 final class DeliveryRunner {
 
-  private static final Logger log = LoggerFactory.getLogger(MessagePump.class);
-
-  /** What became of a batch, for the dispatcher. */
-  enum BatchResult {
-    /** Committed: every delivery moved forward. */
-    COMMITTED,
-    /** The pump's connection was lost; the deliveries come back by themselves. */
-    CONNECTION_LOST,
-    /** Rolled back; any culprit got its failure counted; the worker backs off. */
-    ABANDONED,
-    /**
-     * Rolled back and the culprit is unknown: the batch's deliveries should be retried one per
-     * transaction. The worker backs off.
-     */
-    ABANDONED_ISOLATE
-  }
+  private static final Logger log = LoggerFactory.getLogger(LogText.LOGGER);
 
   private final String pumpName;
-  private final DataSource dataSource;
   private final Driver driver;
-  private final RetryPolicies policies;
   private final PumpMetrics metrics;
   private final HandlerTimeouts timeouts;
   private final HandlerInterceptor[] interceptors;
+  private final OutcomeRecorder recorder;
+  private final CulpritCounter culprits;
   private volatile boolean stopping;
-  private volatile boolean parkUnsupportedLogged;
   private volatile boolean checkDeferredConstraints;
-  // Whether recording outcomes currently fails: logged when it changes, not at every attempt.
-  private final Object recordingState = new Object();
-  private boolean recordingFails;
 
   DeliveryRunner(
       String pumpName,
@@ -95,15 +73,15 @@ final class DeliveryRunner {
     this.timeouts = timeouts;
     this.interceptors = interceptors.toArray(new HandlerInterceptor[0]);
     this.pumpName = pumpName;
-    this.dataSource = dataSource;
     this.driver = driver;
-    this.policies = policies;
     this.metrics = metrics;
+    this.recorder = new OutcomeRecorder(pumpName, driver, policies);
+    this.culprits = new CulpritCounter(pumpName, dataSource, driver, recorder);
   }
 
-  /** The retry policy of a delivery's message type. */
-  RetryPolicy policy(Delivery d) {
-    return policies.of(d.messageType());
+  /** Records outcomes for this runner's driver; shared with the lease runner. */
+  OutcomeRecorder recorder() {
+    return recorder;
   }
 
   /** From now on an interrupt of a handler means shutdown. */
@@ -116,14 +94,6 @@ final class DeliveryRunner {
     return stopping;
   }
 
-  /** One batch's state: the delivery at fault when it is abandoned, and why. */
-  private static final class Batch {
-    Delivery culprit;
-    Throwable culpritCause;
-    boolean connectionLost;
-    Throwable lastCause; // the failure runOne recorded last, for observers
-  }
-
   /** What became of one delivery, for {@link PumpTester}. */
   record Recorded(Delivery delivery, PumpMetrics.Result result, Throwable cause) {}
 
@@ -132,14 +102,14 @@ final class DeliveryRunner {
    * observed} is not null, what became of each delivery is added to it once the batch's transaction
    * has ended.
    */
-  BatchResult run(Connection connection, List<Delivery> deliveries, List<Recorded> observed) {
+  PollResult run(Connection connection, List<Delivery> deliveries, List<Recorded> observed) {
     List<Recorded> seen = observed == null ? null : new ArrayList<>(deliveries.size());
     Tx tx = Tx.of(connection);
     HandlerConnection guard = new HandlerConnection(connection);
     Tx handlerTx = Tx.of(guard.connection());
     List<Recorded> results = new ArrayList<>(deliveries.size());
     List<Delivery> handled = new ArrayList<>(deliveries.size());
-    Batch batch = new Batch();
+    BatchState batch = new BatchState();
     metrics.inFlight(deliveries.size());
     boolean intact = true;
     Throwable batchError = null;
@@ -187,7 +157,7 @@ final class DeliveryRunner {
             pumpName,
             step,
             deliveries.size(),
-            describe(e));
+            LogText.describe(e));
         log.debug("{}: {} failed", pumpName, step, e);
       }
     } finally {
@@ -197,11 +167,11 @@ final class DeliveryRunner {
       for (Recorded r : results) {
         metrics.delivered(r.delivery().messageType(), r.result());
       }
-      recordingWorks();
+      recorder.recordingWorks();
       if (observed != null) {
         observed.addAll(seen);
       }
-      return BatchResult.COMMITTED;
+      return PollResult.COMMITTED;
     }
     if (observed != null) {
       Throwable cause = batch.culpritCause != null ? batch.culpritCause : batchError;
@@ -214,19 +184,18 @@ final class DeliveryRunner {
       metrics.delivered(d.messageType(), PumpMetrics.Result.ABANDONED);
     }
     if (batch.connectionLost || stopping) {
-      return BatchResult.CONNECTION_LOST;
+      return PollResult.CONNECTION_LOST;
     }
     if (batch.culprit == null && deliveries.size() == 1) {
       // Alone in its transaction (a batch of one, or retried alone after an abandoned batch):
       // this delivery is the culprit.
-      batch.culprit = deliveries.get(0);
-      batch.culpritCause = batchError;
+      batch.blame(deliveries.get(0), batchError);
     }
     if (batch.culprit != null) {
-      countFailureInFreshTransaction(batch.culprit, batch.culpritCause);
-      return BatchResult.ABANDONED;
+      culprits.count(batch.culprit, batch.culpritCause);
+      return PollResult.ABANDONED;
     }
-    return BatchResult.ABANDONED_ISOLATE;
+    return PollResult.ABANDONED_ISOLATE;
   }
 
   /**
@@ -234,8 +203,8 @@ final class DeliveryRunner {
    * savepoint at the first statement; the pump's own bookkeeping runs on {@code tx}.
    */
   private PumpMetrics.Result runOne(
-      HandlerConnection guard, Tx tx, Tx handlerTx, Delivery d, Batch batch) {
-    putMdc(d);
+      HandlerConnection guard, Tx tx, Tx handlerTx, Delivery d, BatchState batch) {
+    LogText.putMdc(pumpName, d);
     try {
       guard.arm();
       Outcome outcome;
@@ -260,8 +229,7 @@ final class DeliveryRunner {
       if (broken != null) {
         // The handler got round the guard (for example through Statement.getConnection()) and
         // ended the transaction: nothing of this batch can be recorded in it any more.
-        batch.culprit = d;
-        batch.culpritCause = new IllegalStateException(broken);
+        batch.blame(d, new IllegalStateException(broken));
         log.error(
             "{}: {}; the batch is abandoned and the delivery counted as failed", pumpName, broken);
         return PumpMetrics.Result.ABANDONED;
@@ -279,9 +247,9 @@ final class DeliveryRunner {
         }
         outcome = abortedTransaction();
       }
-      return record(guard, tx, d, outcome, batch);
+      return recorder.record(guard, tx, d, outcome, batch);
     } finally {
-      clearMdc(d);
+      LogText.clearMdc(d);
     }
   }
 
@@ -296,7 +264,7 @@ final class DeliveryRunner {
       return Outcome.HANDLED;
     } catch (SQLException e) {
       return SqlStates.classify(e) == SqlStates.Kind.TRANSIENT
-          ? Outcome.busy(describe(e))
+          ? Outcome.busy(LogText.describe(e))
           : Outcome.failed(e);
     }
   }
@@ -315,88 +283,6 @@ final class DeliveryRunner {
               + " at its end, so that a violation fails that delivery alone",
           pumpName);
     }
-  }
-
-  /** Records a Busy or Failed outcome; falls back to the plainest record when that fails. */
-  private PumpMetrics.Result record(
-      HandlerConnection guard, Tx tx, Delivery d, Outcome outcome, Batch batch) {
-    Throwable cause =
-        outcome instanceof Outcome.Failed f
-            ? f.cause()
-            : null; // Busy: no failure counted, nothing to park
-    batch.lastCause = cause;
-    int failures = cause == null ? d.failures() : d.failures() + 1;
-    RetryPolicy policy = policy(d);
-    Savepoint savepoint;
-    try {
-      savepoint = guard.rollbackOrMark();
-    } catch (SQLException | RuntimeException e) {
-      return recordingFailed(d, cause, e, batch, false);
-    }
-    try {
-      PumpMetrics.Result r;
-      if (cause == null) {
-        Outcome.Busy busy = (Outcome.Busy) outcome;
-        Duration delay = RetryAfter.delay(busy.retryAfter(), policy.backoff());
-        log.debug("{}: busy ({}), retry in {}", pumpName, busy.reason(), delay);
-        driver.postpone(tx, d, failures, delay);
-        r = PumpMetrics.Result.BUSY;
-      } else if (policy.parks(failures, cause)) {
-        r = park(tx, d, failures, cause);
-      } else {
-        Duration delay = policy.delay(failures, ThreadLocalRandom.current());
-        // One line per retry; the stack trace only at DEBUG (and with the final failure when the
-        // delivery is parked). Writing the same trace again and again, under the console's lock,
-        // slowed every worker.
-        log.warn(
-            "{}: delivery failed (attempt {}), retry in {}: {}",
-            pumpName,
-            failures,
-            delay,
-            describe(cause));
-        log.debug("{}: failure of attempt {}", pumpName, failures, cause);
-        driver.postpone(tx, d, failures, delay);
-        r = PumpMetrics.Result.FAILED;
-      }
-      return r;
-    } catch (SQLException | RuntimeException e) {
-      if (isConnectionLost(e, guard.target())) {
-        return recordingFailed(d, cause, e, batch, true);
-      }
-      noteRecordingFailure(e);
-      // Second try, in the plainest form: the reason (or something else of this delivery's) may be
-      // what the database refused.
-      try {
-        guard.target().rollback(savepoint);
-        if (cause != null && policy.parks(failures, cause)) {
-          parkPlainly(tx, d, failures, e);
-          return PumpMetrics.Result.PARKED;
-        }
-        driver.postpone(
-            tx,
-            d,
-            failures,
-            cause == null
-                ? RetryAfter.delay(((Outcome.Busy) outcome).retryAfter(), policy.backoff())
-                : policy.delay(failures, ThreadLocalRandom.current()));
-        return cause == null ? PumpMetrics.Result.BUSY : PumpMetrics.Result.FAILED;
-      } catch (SQLException | RuntimeException again) {
-        return recordingFailed(d, cause, again, batch, isConnectionLost(again, guard.target()));
-      }
-    }
-  }
-
-  private PumpMetrics.Result recordingFailed(
-      Delivery d, Throwable cause, Exception e, Batch batch, boolean connectionLost) {
-    if (connectionLost) {
-      log.info("{}: connection lost while recording the outcome ({})", pumpName, e.getMessage());
-      batch.connectionLost = true;
-    } else {
-      noteRecordingFailure(e);
-      batch.culprit = d;
-      batch.culpritCause = cause != null ? cause : e;
-    }
-    return PumpMetrics.Result.ABANDONED;
   }
 
   private static Outcome abortedTransaction() {
@@ -462,7 +348,7 @@ final class DeliveryRunner {
     }
     switch (SqlStates.classify(e)) {
       case TRANSIENT:
-        return Outcome.busy(describe(e));
+        return Outcome.busy(LogText.describe(e));
       case CONNECTION:
         if (own != null && connectionLost(own)) {
           log.info(
@@ -590,133 +476,8 @@ final class DeliveryRunner {
     }
   }
 
-  PumpMetrics.Result park(Tx tx, Delivery d, int failures, Throwable cause) throws SQLException {
-    String reason = Inputs.reason(reason(cause));
-    RetryPolicy policy = policy(d);
-    try {
-      driver.park(tx, d, failures, reason);
-      log.warn(
-          "{}: delivery parked after {} failures{}: {}",
-          pumpName,
-          failures,
-          failures < policy.maxAttempts() ? " (a failure its retry policy does not retry)" : "",
-          describe(cause));
-      log.debug("{}: final failure", pumpName, cause);
-      return PumpMetrics.Result.PARKED;
-    } catch (UnsupportedOperationException e) {
-      if (!parkUnsupportedLogged) {
-        parkUnsupportedLogged = true;
-        log.warn(
-            "{}: {} cannot park; deliveries past their retry policy's attempts are postponed by"
-                + " its cap",
-            pumpName,
-            driver.name());
-      }
-      driver.postpone(tx, d, failures, policy.backoffCap());
-      return PumpMetrics.Result.FAILED;
-    }
-  }
-
-  /** Parks with a reason that holds nothing of the delivery's: the real one was refused. */
-  void parkPlainly(Tx tx, Delivery d, int failures, Exception refused) throws SQLException {
-    String reason =
-        "parked after "
-            + failures
-            + " failures; the failure's own reason could not be stored ("
-            + sqlState(refused)
-            + ")";
-    try {
-      driver.park(tx, d, failures, reason);
-    } catch (UnsupportedOperationException e) {
-      driver.postpone(tx, d, failures, policy(d).backoffCap());
-    }
-    log.warn("{}: delivery parked after {} failures (plain reason)", pumpName, failures);
-  }
-
-  /**
-   * Counts a failure of a delivery in a new transaction after its batch was abandoned, so that a
-   * delivery whose outcome cannot be recorded, or whose commit fails, still parks at its policy's
-   * attempts instead of coming back for ever. Its row lock was released with the rollback: the
-   * driver locks it again ({@link Driver#reacquire}) and returns its current state, or nothing when
-   * another worker has taken it meanwhile (then that worker's attempt decides).
-   */
-  private void countFailureInFreshTransaction(Delivery stale, Throwable cause) {
-    putMdc(stale);
-    try (Connection c = dataSource.getConnection()) {
-      c.setAutoCommit(false);
-      Tx tx = Tx.of(c);
-      try {
-        java.util.Optional<Delivery> again = driver.reacquire(tx, stale);
-        if (again.isEmpty()) {
-          c.commit();
-          log.warn(
-              "{}: delivery failed and its batch was abandoned; {} cannot count the failure"
-                  + " after a rollback (or another worker has it), so it returns uncounted: {}",
-              pumpName,
-              driver.name(),
-              describe(cause));
-          return;
-        }
-        Delivery d = again.get();
-        int failures = d.failures() + 1;
-        RetryPolicy policy = policy(d);
-        if (policy.parks(failures, cause)) {
-          try {
-            park(tx, d, failures, cause);
-          } catch (SQLException | RuntimeException e) {
-            Transactions.rollbackQuietly(c);
-            parkPlainly(tx, d, failures, e);
-          }
-        } else {
-          log.warn(
-              "{}: delivery failed (attempt {}) and its batch was abandoned: {}",
-              pumpName,
-              failures,
-              describe(cause));
-          driver.postpone(tx, d, failures, policy.delay(failures, ThreadLocalRandom.current()));
-        }
-        c.commit();
-      } catch (SQLException | RuntimeException e) {
-        Transactions.rollbackQuietly(c);
-        throw e;
-      }
-    } catch (SQLException | RuntimeException e) {
-      noteRecordingFailure(e);
-    } finally {
-      clearMdc(stale);
-    }
-  }
-
-  /** Logs that recording outcomes fails, once until it works again. */
-  private void noteRecordingFailure(Exception e) {
-    boolean first;
-    synchronized (recordingState) {
-      first = !recordingFails;
-      recordingFails = true;
-    }
-    if (first) {
-      log.warn(
-          "{}: recording an outcome failed ({}); falling back to a plain record. Logged once until"
-              + " recording works again",
-          pumpName,
-          describe(e));
-    }
-    log.debug("{}: recording an outcome failed", pumpName, e);
-  }
-
-  private void recordingWorks() {
-    if (recordingFails) { // racy read is fine: a flag for a log line
-      synchronized (recordingState) {
-        if (recordingFails) {
-          recordingFails = false;
-          log.info("{}: recording outcomes works again", pumpName);
-        }
-      }
-    }
-  }
-
   /** True when {@code e} is a connection error and the pump's connection is really broken. */
-  private static boolean isConnectionLost(Throwable e, Connection own) {
+  static boolean isConnectionLost(Throwable e, Connection own) {
     return SqlStates.classify(e) == SqlStates.Kind.CONNECTION && connectionLost(own);
   }
 
@@ -726,91 +487,6 @@ final class DeliveryRunner {
       return own.isClosed() || !own.isValid(5);
     } catch (SQLException | RuntimeException e) {
       return true;
-    }
-  }
-
-  private static String sqlState(Throwable e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof SQLException s && s.getSQLState() != null) {
-        return "SQLSTATE " + s.getSQLState();
-      }
-      if (t.getCause() == t) {
-        break;
-      }
-    }
-    return e.getClass().getSimpleName();
-  }
-
-  /**
-   * A throwable for a log line: its class and message, made printable and cut to length. Data the
-   * parser quoted from a payload ({@link UndecodableMessageException#detail()}) is left out: it
-   * goes to DEBUG only.
-   */
-  static String describe(Throwable t) {
-    String m = t.getMessage();
-    if (m != null && sqlException(t)) {
-      // PostgreSQL's "Detail:" and "Where:" lines quote the row's values (a duplicate key, say):
-      // data, which stays out of WARN lines. The stored reason keeps them.
-      int nl = m.indexOf('\n');
-      m = nl < 0 ? m : m.substring(0, nl);
-    }
-    return t.getClass().getSimpleName() + (m == null ? "" : ": " + oneLine(cut(m, 500)));
-  }
-
-  private static boolean sqlException(Throwable t) {
-    for (Throwable c = t; c != null; c = c.getCause()) {
-      if (c instanceof SQLException) {
-        return true;
-      }
-      if (c.getCause() == c) {
-        break;
-      }
-    }
-    return false;
-  }
-
-  /**
-   * A message for a single log line: line breaks shown as {@code " | "} (a PostgreSQL error's
-   * "Detail:" line, or a handler's message forging log lines), other control characters replaced.
-   */
-  static String oneLine(String s) {
-    return Inputs.reason(s.replace("\r\n", " | ").replace('\r', '\n').replace("\n", " | "))
-        .replace('\t', ' ');
-  }
-
-  /** A throwable as the reason stored with a parked delivery: includes the parser's detail. */
-  static String reason(Throwable t) {
-    String m = t.getMessage();
-    String d = t.getClass().getSimpleName() + (m == null ? "" : ": " + oneLine(cut(m, 1_500)));
-    if (t instanceof UndecodableMessageException u && u.detail() != null) {
-      d = d + ": " + u.detail();
-    }
-    return d;
-  }
-
-  private static String cut(String s, int max) {
-    return s.length() <= max ? s : s.substring(0, max) + "...";
-  }
-
-  void putMdc(Delivery d) {
-    MDC.put("pump", pumpName);
-    MDC.put("messageId", d.messageId());
-    MDC.put("messageType", d.messageType());
-    MDC.put("attempt", Integer.toString(d.attempt()));
-    if (d.stream() != null) {
-      MDC.put("streamId", d.stream().streamId());
-      MDC.put("offset", Long.toString(d.stream().eventOffset()));
-    }
-  }
-
-  static void clearMdc(Delivery d) {
-    MDC.remove("pump");
-    MDC.remove("messageId");
-    MDC.remove("messageType");
-    MDC.remove("attempt");
-    if (d.stream() != null) {
-      MDC.remove("streamId");
-      MDC.remove("offset");
     }
   }
 }

@@ -33,6 +33,13 @@ public record Envelope(
     Objects.requireNonNull(payload, "payload");
   }
 
+  /**
+   * A message with only an id, a type and a payload: no correlation, causation, time or headers.
+   */
+  public static Envelope of(String messageId, String type, byte[] payload) {
+    return new Envelope(messageId, type, null, null, null, Map.of(), payload);
+  }
+
   @Override
   public boolean equals(Object o) {
     return o instanceof Envelope e

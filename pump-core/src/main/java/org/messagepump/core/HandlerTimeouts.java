@@ -40,7 +40,7 @@ import org.slf4j.LoggerFactory;
  */
 final class HandlerTimeouts {
 
-  private static final Logger log = LoggerFactory.getLogger(MessagePump.class);
+  private static final Logger log = LoggerFactory.getLogger(LogText.LOGGER);
 
   static final HandlerTimeouts NONE = new HandlerTimeouts("", null, Map.of(), null);
 

@@ -34,7 +34,7 @@ import org.slf4j.LoggerFactory;
  */
 final class LeaseKeeper {
 
-  private static final Logger log = LoggerFactory.getLogger(LeaseKeeper.class);
+  private static final Logger log = LoggerFactory.getLogger(LogText.LOGGER);
 
   /** One running delivery's hold on its lease. */
   static final class Held {
@@ -130,7 +130,7 @@ final class LeaseKeeper {
       beat();
     } catch (RuntimeException e) {
       // Never let an exception end the schedule: the next beat tries again.
-      log.warn("{}: lease heartbeat failed: {}", pumpName, DeliveryRunner.describe(e));
+      log.warn("{}: lease heartbeat failed: {}", pumpName, LogText.describe(e));
     }
   }
 
@@ -167,7 +167,7 @@ final class LeaseKeeper {
                 + " beat works (logged once until it does): {}",
             pumpName,
             running.size(),
-            DeliveryRunner.describe(e));
+            LogText.describe(e));
       }
       return;
     }

@@ -5,7 +5,6 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ThreadLocalRandom;
 import javax.sql.DataSource;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
@@ -27,7 +26,7 @@ import org.slf4j.LoggerFactory;
  */
 final class LeaseRunner {
 
-  private static final Logger log = LoggerFactory.getLogger(LeaseRunner.class);
+  private static final Logger log = LoggerFactory.getLogger(LogText.LOGGER);
 
   private final String pumpName;
   private final DataSource dataSource;
@@ -73,7 +72,7 @@ final class LeaseRunner {
     try {
       for (LeaseKeeper.Held h : holds) {
         Delivery d = h.delivery;
-        runner.putMdc(d);
+        LogText.putMdc(pumpName, d);
         try {
           Turn t = runOne(h);
           metrics.delivered(d.messageType(), t.result);
@@ -82,7 +81,7 @@ final class LeaseRunner {
           }
         } finally {
           keeper.release(h);
-          DeliveryRunner.clearMdc(d);
+          LogText.clearMdc(d);
         }
       }
     } finally {
@@ -104,7 +103,7 @@ final class LeaseRunner {
       // Not started: give it back now rather than let its lease run out and count a failure.
       return record(h, GIVE_BACK);
     }
-    if (d.failures() >= runner.policy(d).maxAttempts()) {
+    if (d.failures() >= runner.recorder().policy(d).maxAttempts()) {
       // Only an expired lease counts a failure at the claim: an attempt that never completed, as
       // when its process died in the handler every time. It parks without running again.
       return record(
@@ -144,9 +143,8 @@ final class LeaseRunner {
     Delivery d = h.delivery;
     keeper.release(h); // the bookkeeping below ends the lease: no beat may extend it meanwhile
     Throwable cause = outcome instanceof Outcome.Failed f ? f.cause() : null;
-    boolean parks = cause != null && runner.policy(d).parks(failures, cause);
     try {
-      return inShortTransaction(tx -> write(tx, d, outcome, failures, parks, cause, false), cause);
+      return inShortTransaction(tx -> write(tx, d, outcome, failures, null), cause);
     } catch (LeaseLostException e) {
       return lost(d, e, cause);
     } catch (SQLException | RuntimeException e) {
@@ -155,7 +153,7 @@ final class LeaseRunner {
       }
       // Second try in the plainest form: the stored reason may be what the database refused.
       try {
-        return inShortTransaction(tx -> write(tx, d, outcome, failures, parks, e, true), cause);
+        return inShortTransaction(tx -> write(tx, d, outcome, failures, e), cause);
       } catch (LeaseLostException lostNow) {
         return lost(d, lostNow, cause);
       } catch (SQLException | RuntimeException again) {
@@ -184,46 +182,17 @@ final class LeaseRunner {
   }
 
   private PumpMetrics.Result write(
-      Tx tx,
-      Delivery d,
-      Outcome outcome,
-      int failures,
-      boolean parks,
-      Throwable cause,
-      boolean plainly)
-      throws SQLException {
+      Tx tx, Delivery d, Outcome outcome, int failures, Exception refused) throws SQLException {
     if (outcome instanceof Outcome.Handled) {
       driver.completed(tx, List.of(d));
       return PumpMetrics.Result.HANDLED;
     }
-    if (outcome instanceof Outcome.Busy busy) {
-      Duration delay =
-          busy == GIVE_BACK
-              ? Duration.ZERO
-              : RetryAfter.delay(busy.retryAfter(), runner.policy(d).backoff());
-      log.debug("{}: busy ({}), retry in {}", pumpName, busy.reason(), delay);
-      driver.postpone(tx, d, failures, delay);
+    if (outcome == GIVE_BACK) {
+      log.debug("{}: busy ({}), retry now", pumpName, GIVE_BACK.reason());
+      driver.postpone(tx, d, failures, Duration.ZERO);
       return PumpMetrics.Result.BUSY;
     }
-    if (parks) {
-      if (plainly) {
-        runner.parkPlainly(tx, d, failures, (Exception) cause);
-        return PumpMetrics.Result.PARKED;
-      }
-      return runner.park(tx, d, failures, cause);
-    }
-    Duration delay = runner.policy(d).delay(failures, ThreadLocalRandom.current());
-    if (!plainly) {
-      log.warn(
-          "{}: delivery failed (attempt {}), retry in {}: {}",
-          pumpName,
-          failures,
-          delay,
-          DeliveryRunner.describe(cause));
-      log.debug("{}: failure of attempt {}", pumpName, failures, cause);
-    }
-    driver.postpone(tx, d, failures, delay);
-    return PumpMetrics.Result.FAILED;
+    return runner.recorder().write(tx, d, outcome, failures, refused);
   }
 
   private Turn lost(Delivery d, LeaseLostException e, Throwable cause) {
@@ -233,7 +202,7 @@ final class LeaseRunner {
         pumpName,
         d.messageType(),
         d.messageId(),
-        DeliveryRunner.describe(e));
+        LogText.describe(e));
     return new Turn(PumpMetrics.Result.ABANDONED, cause != null ? cause : e);
   }
 
@@ -244,7 +213,7 @@ final class LeaseRunner {
         pumpName,
         d.messageType(),
         d.messageId(),
-        DeliveryRunner.describe(e));
+        LogText.describe(e));
     return new Turn(PumpMetrics.Result.ABANDONED, cause != null ? cause : e);
   }
 }

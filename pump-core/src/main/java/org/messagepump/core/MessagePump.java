@@ -59,7 +59,7 @@ public final class MessagePump implements AutoCloseable {
   private final Duration shutdownGrace;
   private final ThreadFactory threadFactory;
   private final int workerCount;
-  private final WorkerScheduler dispatcher;
+  private final Dispatcher dispatcher;
   private final DeliveryRunner runner;
   private final HandlerTimeouts timeouts;
   private final LeaseKeeper leaseKeeper; // null unless the driver is in lease mode
@@ -100,7 +100,7 @@ public final class MessagePump implements AutoCloseable {
             ? null
             : new LeaseRunner(name, b.dataSource, b.driver, runner, metrics, timeouts, leaseKeeper);
     this.dispatcher =
-        new WorkerScheduler(
+        new Dispatcher(
             name,
             b.dataSource,
             new Poller(b.driver, runner, options.batchSize(), metrics, leases),

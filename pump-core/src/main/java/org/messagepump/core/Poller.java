@@ -10,19 +10,9 @@ import org.messagepump.core.spi.Driver;
 /**
  * One poll on an open connection: acquire up to {@code batchSize} deliveries, hand them to the
  * {@link DeliveryRunner}, and keep the isolation rule. The one poll path: the pump's workers
- * ({@link WorkerScheduler}) and {@link PumpTester} both run it.
+ * ({@link Dispatcher}) and {@link PumpTester} both run it.
  */
 final class Poller {
-
-  /** What a poll came to. */
-  enum Polled {
-    /** Nothing was due; the (empty) transaction committed. */
-    NOTHING,
-    /** A batch was handled and committed. */
-    COMMITTED,
-    /** A batch was rolled back (connection lost, or a commit/record that failed). */
-    ABANDONED
-  }
 
   private final Driver driver;
   private final DeliveryRunner runner;
@@ -63,7 +53,7 @@ final class Poller {
    * committed then fails alone and is counted (in its own transaction when its deferred constraints
    * are checked at its end, else in a fresh one), so it parks; the others are handled.
    */
-  Polled poll(Connection c, List<DeliveryRunner.Recorded> observed) throws SQLException {
+  PollResult poll(Connection c, List<DeliveryRunner.Recorded> observed) throws SQLException {
     return poll(c, observed, null, null);
   }
 
@@ -74,7 +64,7 @@ final class Poller {
    * null, then gives the connection back: no transaction and no connection is held while a leased
    * handler runs.
    */
-  Polled poll(
+  PollResult poll(
       Connection c, List<DeliveryRunner.Recorded> observed, Runnable acquired, Runnable release)
       throws SQLException {
     long start = System.nanoTime();
@@ -87,7 +77,7 @@ final class Poller {
     }
     if (deliveries.isEmpty()) {
       c.commit(); // a driver may write while acquiring (e.g. advance a checkpoint to the end)
-      return Polled.NOTHING;
+      return PollResult.NOTHING;
     }
     if (leases != null) {
       c.commit(); // the claim: the leases are recorded before any handler runs
@@ -98,19 +88,15 @@ final class Poller {
         acquired.run();
       }
       leases.run(deliveries, observed);
-      return Polled.COMMITTED;
+      return PollResult.COMMITTED;
     }
     if (acquired != null) {
       acquired.run();
     }
-    switch (runner.run(c, deliveries, observed)) {
-      case COMMITTED:
-        return Polled.COMMITTED;
-      case ABANDONED_ISOLATE:
-        isolatedPolls.addAndGet(deliveries.size());
-        return Polled.ABANDONED;
-      default:
-        return Polled.ABANDONED;
+    PollResult result = runner.run(c, deliveries, observed);
+    if (result == PollResult.ABANDONED_ISOLATE) {
+      isolatedPolls.addAndGet(deliveries.size());
     }
+    return result;
   }
 }

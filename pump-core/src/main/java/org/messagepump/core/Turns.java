@@ -5,7 +5,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * When the workers of a pump may start a turn (a run of polls on one thread, see {@link
- * WorkerScheduler}). The rules:
+ * Dispatcher}). The rules:
  *
  * <ul>
  *   <li>A poll that finds work lets one more turn start at once, so a backlog brings in every

@@ -19,13 +19,13 @@ import org.slf4j.LoggerFactory;
  */
 final class WakeListener implements Runnable {
 
-  private static final Logger log = LoggerFactory.getLogger(MessagePump.class);
+  private static final Logger log = LoggerFactory.getLogger(LogText.LOGGER);
   private static final int WAIT_MILLIS = 500;
 
   private final String pumpName;
   private final DataSource dataSource;
   private final String channel;
-  private final WorkerScheduler dispatcher;
+  private final Dispatcher dispatcher;
   private final Backoff backoff;
   private volatile boolean running = true;
   private volatile Connection connection;
@@ -34,7 +34,7 @@ final class WakeListener implements Runnable {
       String pumpName,
       DataSource dataSource,
       String channel,
-      WorkerScheduler dispatcher,
+      Dispatcher dispatcher,
       Backoff backoff) {
     this.pumpName = pumpName;
     this.dataSource = dataSource;

@@ -13,6 +13,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.core.examples.TinyTable;
 import org.messagepump.core.examples.TinyTableDriver;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
@@ -36,7 +37,7 @@ class BatchSavepointsIT {
   void schema(TestDatabase db) {
     this.db = db;
     db.execute("DROP TABLE IF EXISTS work, work_parked, effects");
-    db.execute(TinyTableDriver.SCHEMA);
+    db.execute(TinyTable.SCHEMA);
     db.execute("CREATE TABLE effects (work_id bigint NOT NULL, what text NOT NULL)");
     db.execute("INSERT INTO work (body) SELECT 'job ' || g FROM generate_series(1, 30) g");
   }

@@ -11,6 +11,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.core.PumpTester.Kind;
+import org.messagepump.core.examples.TinyTable;
 import org.messagepump.core.examples.TinyTableDriver;
 import org.messagepump.core.spi.HandlerInterceptor;
 import org.messagepump.core.spi.Outcome;
@@ -32,7 +33,7 @@ class HandlerInterceptorIT {
   void schema(TestDatabase db) {
     this.db = db;
     db.execute("DROP TABLE IF EXISTS work, work_parked, audit");
-    db.execute(TinyTableDriver.SCHEMA);
+    db.execute(TinyTable.SCHEMA);
     db.execute("CREATE TABLE audit (id bigint)");
     db.execute("INSERT INTO work (body) VALUES ('one')");
   }

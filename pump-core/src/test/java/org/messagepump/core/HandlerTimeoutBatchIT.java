@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.core.examples.TinyTable;
 import org.messagepump.core.examples.TinyTableDriver;
 import org.messagepump.core.spi.Outcome;
 import org.messagepump.testkit.PostgresExtension;
@@ -35,7 +36,7 @@ class HandlerTimeoutBatchIT {
   void schema(TestDatabase db) {
     this.db = db;
     db.execute("DROP TABLE IF EXISTS work, work_parked, effects");
-    db.execute(TinyTableDriver.SCHEMA);
+    db.execute(TinyTable.SCHEMA);
     db.execute("CREATE TABLE effects (work_id bigint NOT NULL)");
   }
 

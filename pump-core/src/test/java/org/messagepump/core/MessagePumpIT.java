@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.messagepump.core.examples.TinyTable;
 import org.messagepump.core.examples.TinyTableDriver;
 import org.messagepump.core.spi.Outcome;
 import org.messagepump.testkit.PostgresExtension;
@@ -34,7 +35,7 @@ class MessagePumpIT {
   void schema(TestDatabase db) {
     this.db = db;
     db.execute("DROP TABLE IF EXISTS work, work_parked, effects");
-    db.execute(TinyTableDriver.SCHEMA);
+    db.execute(TinyTable.SCHEMA);
     // No unique key on purpose: a duplicate delivery would show up as a second row.
     db.execute("CREATE TABLE effects (work_id bigint NOT NULL, node text NOT NULL)");
   }

@@ -8,6 +8,7 @@ import java.util.List;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.core.examples.TinyTable;
 import org.messagepump.core.examples.TinyTableDriver;
 import org.messagepump.core.spi.Outcome;
 import org.messagepump.testkit.PostgresExtension;
@@ -23,7 +24,7 @@ class PumpTesterIT {
   void schema(TestDatabase db) {
     this.db = db;
     db.execute("DROP TABLE IF EXISTS work, work_parked, once");
-    db.execute(TinyTableDriver.SCHEMA);
+    db.execute(TinyTable.SCHEMA);
     db.execute(
         "CREATE TABLE once (k int, CONSTRAINT once_k UNIQUE (k) DEFERRABLE INITIALLY DEFERRED)");
     db.execute("INSERT INTO once VALUES (1)");

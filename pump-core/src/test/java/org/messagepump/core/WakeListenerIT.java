@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.core.examples.TinyTable;
 import org.messagepump.core.examples.TinyTableDriver;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
@@ -55,7 +56,7 @@ class WakeListenerIT {
 
   @Test
   void aNotificationWakesAnIdlePumpLongBeforeItsPollInterval(TestDatabase db) throws Exception {
-    db.execute(TinyTableDriver.SCHEMA);
+    db.execute(TinyTable.SCHEMA);
     CountDownLatch handled = new CountDownLatch(1);
     DataSource ds = db.dataSource();
     try (MessagePump pump =
@@ -93,7 +94,7 @@ class WakeListenerIT {
   @Test
   void withoutNotificationsTheIdlePumpWaitsForItsPoll(TestDatabase db) throws Exception {
     db.execute("DROP TABLE IF EXISTS work, work_parked");
-    db.execute(TinyTableDriver.SCHEMA);
+    db.execute(TinyTable.SCHEMA);
     CountDownLatch handled = new CountDownLatch(1);
     try (MessagePump pump =
         MessagePump.builder(db.dataSource())
@@ -127,7 +128,7 @@ class WakeListenerIT {
   @Test
   void aSeparateNotificationsDataSourceCarriesTheListen(TestDatabase db) throws Exception {
     db.execute("DROP TABLE IF EXISTS work, work_parked");
-    db.execute(TinyTableDriver.SCHEMA);
+    db.execute(TinyTable.SCHEMA);
     CountDownLatch handled = new CountDownLatch(1);
     PGSimpleDataSource direct = new PGSimpleDataSource();
     direct.setURL(db.jdbcUrl());

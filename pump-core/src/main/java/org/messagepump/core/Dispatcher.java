@@ -34,9 +34,9 @@ import org.slf4j.LoggerFactory;
  * formula, and a breaker's half-open probe would be one more poll, which is what the backoff
  * already does; a breaker adds state without changing behaviour.
  */
-final class WorkerScheduler implements Runnable {
+final class Dispatcher implements Runnable {
 
-  private static final Logger log = LoggerFactory.getLogger(MessagePump.class);
+  private static final Logger log = LoggerFactory.getLogger(LogText.LOGGER);
 
   private final String pumpName;
   private final DataSource dataSource;
@@ -58,7 +58,7 @@ final class WorkerScheduler implements Runnable {
   private String lastError;
   private static final long STATE_LOG_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
 
-  WorkerScheduler(
+  Dispatcher(
       String pumpName,
       DataSource dataSource,
       Poller poller,
@@ -109,12 +109,12 @@ final class WorkerScheduler implements Runnable {
     try {
       long mark = wakeMark;
       while (!turns.stopped() && !turns.paused()) {
-        Turn turn = pollOnce(mark);
-        if (turn == Turn.ABANDONED) {
+        PollResult result = pollOnce(mark);
+        if (result.rolledBack()) {
           backOffAfterAbandon();
           break;
         }
-        if (turn != Turn.WORK) {
+        if (result != PollResult.COMMITTED) {
           break;
         }
         mark = turns.wakes();
@@ -126,13 +126,6 @@ final class WorkerScheduler implements Runnable {
       }
       freeWorkers.release();
     }
-  }
-
-  /** What a poll came to. */
-  private enum Turn {
-    WORK,
-    NOTHING,
-    ABANDONED
   }
 
   /**
@@ -147,7 +140,7 @@ final class WorkerScheduler implements Runnable {
   }
 
   /** One poll and its deliveries. */
-  private Turn pollOnce(long wakeMark) {
+  private PollResult pollOnce(long wakeMark) {
     Connection c = null;
     boolean[] released = {false};
     try {
@@ -157,7 +150,7 @@ final class WorkerScheduler implements Runnable {
       // enough for a pause() or a close() to come in between, and a pause must open no new
       // transaction.
       if (turns.paused() || turns.stopped()) {
-        return Turn.NOTHING;
+        return PollResult.NOTHING;
       }
       c.setAutoCommit(false);
       Connection own = c;
@@ -167,17 +160,14 @@ final class WorkerScheduler implements Runnable {
             inFlight.remove(own);
             close(own);
           };
-      switch (poller.poll(c, null, this::foundWork, release)) {
-        case NOTHING:
-          recovered();
-          turns.foundNothing(wakeMark, System.nanoTime());
-          return Turn.NOTHING;
-        case COMMITTED:
-          abandonStreak.set(0);
-          return Turn.WORK;
-        default:
-          return Turn.ABANDONED;
+      PollResult result = poller.poll(c, null, this::foundWork, release);
+      if (result == PollResult.NOTHING) {
+        recovered();
+        turns.foundNothing(wakeMark, System.nanoTime());
+      } else if (result == PollResult.COMMITTED) {
+        abandonStreak.set(0);
       }
+      return result;
     } catch (SQLException | RuntimeException e) {
       if (c != null && !released[0]) {
         Transactions.rollbackQuietly(c);
@@ -185,7 +175,7 @@ final class WorkerScheduler implements Runnable {
       if (!turns.stopped()) {
         pollFailed(e);
       }
-      return Turn.NOTHING;
+      return PollResult.NOTHING;
     } finally {
       if (c != null && !released[0]) {
         inFlight.remove(c);
@@ -220,7 +210,7 @@ final class WorkerScheduler implements Runnable {
     metrics.acquisitionFailed();
     synchronized (health) {
       failures++;
-      lastError = DeliveryRunner.describe(e);
+      lastError = LogText.describe(e);
       if (degradedAt == null) {
         degradedAt = Instant.now();
       }
@@ -236,13 +226,13 @@ final class WorkerScheduler implements Runnable {
           log.warn(
               "{}: acquisition failed, backing off until it works again: {}",
               pumpName,
-              DeliveryRunner.describe(e));
+              LogText.describe(e));
         } else {
-          log.debug("{}: acquisition failed again: {}", pumpName, DeliveryRunner.describe(e));
+          log.debug("{}: acquisition failed again: {}", pumpName, LogText.describe(e));
         }
         log.debug("{}: acquisition failed", pumpName, e);
       } else {
-        log.debug("{}: acquisition still failing: {}", pumpName, DeliveryRunner.describe(e));
+        log.debug("{}: acquisition still failing: {}", pumpName, LogText.describe(e));
       }
     }
   }
