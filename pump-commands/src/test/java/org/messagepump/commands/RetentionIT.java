@@ -25,7 +25,8 @@ class RetentionIT {
   private static final String SCHEMA = "retention";
 
   @RegisterExtension
-  static final FreshTables TABLES = FreshTables.schema(SCHEMA, CommandQueue::migrate);
+  static final FreshTables TABLES =
+      FreshTables.schema(SCHEMA, (ds, s) -> CommandOperations.of(ds, s).migrate());
 
   private CommandQueue queue;
   private SimpleMeterRegistry registry;
@@ -198,10 +199,11 @@ class RetentionIT {
     assertThatThrownBy(() -> b.threadFactory(null))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("threadFactory");
-    assertThatThrownBy(() -> queue.history(null, 0))
+    assertThatThrownBy(() -> queue.operations().history(null, 0))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("limit");
-    assertThatThrownBy(() -> queue.history(null, CommandQueue.MAX_HISTORY_PAGE + 1))
+    assertThatThrownBy(
+            () -> queue.operations().history(null, CommandOperations.MAX_HISTORY_PAGE + 1))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("limit");
   }

@@ -2,6 +2,7 @@ package org.messagepump.commands.testing;
 
 import java.util.Objects;
 import javax.sql.DataSource;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.testkit.FreshTables;
@@ -36,7 +37,7 @@ public final class CommandQueueFixture extends TablesFixture<CommandQueueFixture
   /** Fresh {@code commandqueue} tables, and queues that encode with {@code codec}. */
   public static CommandQueueFixture of(MessageCodec codec) {
     return new CommandQueueFixture(
-        FreshTables.schema("commandqueue", CommandQueue::migrate),
+        FreshTables.schema("commandqueue", (ds, s) -> CommandOperations.of(ds, s).migrate()),
         Objects.requireNonNull(codec, "codec"));
   }
 
