@@ -49,6 +49,7 @@ public final class CommandOperations {
 
   private final DataSource dataSource;
   private final CommandTables tables;
+  private final Meters meters;
   private final DeadLetters deadLetters;
   private final Schedules schedules;
   private final PendingCommands pending;
@@ -61,6 +62,7 @@ public final class CommandOperations {
       IntConsumer enqueued) {
     this.dataSource = dataSource;
     this.tables = tables;
+    this.meters = meters;
     this.deadLetters = new DeadLetters(dataSource, tables, meters);
     this.schedules = new Schedules(dataSource, tables, enqueuer, enqueued);
     this.pending = new PendingCommands(dataSource, tables);
@@ -302,6 +304,18 @@ public final class CommandOperations {
                             Duration.ofNanos(h.handlingMicros() * 1000),
                             h.handledAt()))
                 .toList());
+  }
+
+  DataSource dataSource() {
+    return dataSource;
+  }
+
+  CommandTables tables() {
+    return tables;
+  }
+
+  Meters meters() {
+    return meters;
   }
 
   @Override

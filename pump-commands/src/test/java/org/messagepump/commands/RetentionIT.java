@@ -83,7 +83,11 @@ class RetentionIT {
     assertThat(count(ds, "SELECT count(*) FROM retention.idempotency_keys")).isEqualTo(1525);
 
     CommandRetention.Purged p =
-        CommandRetention.builder(queue).batchSize(700).batchPause(Duration.ZERO).build().purge();
+        CommandRetention.builder(queue.operations())
+            .batchSize(700)
+            .batchPause(Duration.ZERO)
+            .build()
+            .purge();
     assertThat(p).isEqualTo(new CommandRetention.Purged(1500, 0, 0));
     assertThat(count(ds, "SELECT count(*) FROM retention.idempotency_keys")).isEqualTo(25);
     assertThat(
@@ -99,12 +103,12 @@ class RetentionIT {
   @Test
   void deadLettersAndHistoryGoOnlyPastTheirAgesAndOnlyWhenConfigured(DataSource ds) {
     oldRows(ds);
-    CommandRetention keepAll = CommandRetention.builder(queue).build();
+    CommandRetention keepAll = CommandRetention.builder(queue.operations()).build();
     assertThat(keepAll.purge()).isEqualTo(new CommandRetention.Purged(0, 0, 0));
     assertThat(count(ds, "SELECT count(*) FROM retention.dead_letters")).isEqualTo(34);
 
     CommandRetention.Purged p =
-        CommandRetention.builder(queue)
+        CommandRetention.builder(queue.operations())
             .deadLetterAge(Duration.ofDays(1))
             .historyAge(Duration.ofDays(1))
             .batchSize(7)
@@ -130,7 +134,7 @@ class RetentionIT {
     keys(ds);
     oldRows(ds);
     try (CommandRetention r =
-        CommandRetention.builder(queue)
+        CommandRetention.builder(queue.operations())
             .name("test")
             .deadLetterAge(Duration.ofDays(1))
             .historyAge(Duration.ofDays(1))
@@ -159,10 +163,10 @@ class RetentionIT {
 
   @Test
   void everyOptionIsValidatedByName(DataSource ds) {
-    CommandRetention.Builder b = CommandRetention.builder(queue);
+    CommandRetention.Builder b = CommandRetention.builder(queue.operations());
     assertThatThrownBy(() -> CommandRetention.builder(null))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("queue");
+        .hasMessageContaining("operations");
     assertThatThrownBy(() -> b.deadLetterAge(Duration.ZERO))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("deadLetterAge must be positive");
