@@ -87,6 +87,9 @@ public final class CommandOperations {
     if (dataSource == null) {
       throw new IllegalArgumentException("dataSource must not be null");
     }
+    if (schema == null) {
+      throw new IllegalArgumentException("schema must not be null");
+    }
     CommandTables tables = CommandTables.of(Inputs.schema("schema", schema));
     Enqueuer enqueuer =
         new Enqueuer(
