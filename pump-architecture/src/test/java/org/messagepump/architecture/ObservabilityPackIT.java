@@ -27,6 +27,7 @@ import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
@@ -144,7 +145,7 @@ class ObservabilityPackIT {
 
   /** A pump of each driver, each with some work done, all on {@code registry}. */
   private static void work(DataSource ds, PrometheusMeterRegistry registry) {
-    CommandQueue.migrate(ds);
+    CommandOperations.of(ds).migrate();
     EventStore.migrate(ds);
     Balancer.migrate(ds);
     JsonMessageCodec codec =
@@ -214,7 +215,7 @@ class ObservabilityPackIT {
       group.storeMessage("key-1", new byte[] {1});
       await()
           .atMost(Duration.ofSeconds(60))
-          .until(() -> handled.size() == 3 && queue.deadLetters().count() == 1);
+          .until(() -> handled.size() == 3 && queue.operations().deadLetters().count() == 1);
     }
   }
 }

@@ -36,6 +36,7 @@ import org.messagepump.chaos.Hostile.ErrLines;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.MessagePump;
@@ -98,7 +99,7 @@ class HostileDeliveriesIT {
 
   @BeforeAll
   static void schemas(TestDatabase db) {
-    CommandQueue.migrate(db.dataSource());
+    CommandOperations.of(db.dataSource()).migrate();
     EventStore.migrate(db.dataSource());
     Balancer.migrate(db.dataSource());
     Ledger.install(db.dataSource());

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.chaos.kit.ChaosReport;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.commands.NewCommand;
@@ -56,7 +57,7 @@ class HostileInputsIT {
 
   @BeforeAll
   static void schemas(TestDatabase db) {
-    CommandQueue.migrate(db.dataSource());
+    CommandOperations.of(db.dataSource()).migrate();
     EventStore.migrate(db.dataSource());
     Balancer.migrate(db.dataSource());
     db.execute(Hostile.SCHEMA);

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.chaos.kit.ChaosReport;
+import org.messagepump.commands.CommandDriverOptions;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.testing.CommandQueueFixture;
@@ -68,7 +69,7 @@ class LeaseLongHandlerIT {
     try (MessagePump pump =
         MessagePump.builder(ds)
             .name("long")
-            .driver(queue.leasedDriver(handlers, LEASE))
+            .driver(queue.driver(handlers, CommandDriverOptions.defaults().withLease(LEASE)))
             .workers(1)
             .pollInterval(Duration.ofMillis(100))
             .shutdownGrace(Duration.ofSeconds(5))

@@ -18,6 +18,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ThreadLocalRandom;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.chaos.kit.NodeProcess;
+import org.messagepump.commands.CommandDriverOptions;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.MessagePump;
@@ -58,7 +59,7 @@ public final class LeaseNodeMain {
     HikariDataSource ds = NodeMain.pool(args[0], args[1], args[2], node, workers + 4);
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
     CommandQueue queue = CommandQueue.builder(ds).codec(Work.CODEC).meterRegistry(meters).build();
-    queue.depth(); // warm-up: class loading of a cold JVM is not the pump's recovery
+    queue.operations().depth(); // warm-up: class loading of a cold JVM is not the pump's recovery
     CommandHandlers handlers =
         CommandHandlers.builder()
             .on(
@@ -74,7 +75,9 @@ public final class LeaseNodeMain {
                   Thread.sleep(ms);
                 })
             .build();
-    Driver driver = new CompletionLedger(queue.leasedDriver(handlers, lease), node);
+    Driver driver =
+        new CompletionLedger(
+            queue.driver(handlers, CommandDriverOptions.defaults().withLease(lease)), node);
     MessagePump pump =
         MessagePump.builder(ds)
             .name(node)

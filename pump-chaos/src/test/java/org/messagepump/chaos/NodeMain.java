@@ -66,7 +66,7 @@ public final class NodeMain {
   private static void warmUp(String kind, HikariDataSource ds) {
     switch (kind) {
       case "commands":
-        CommandQueue.create(ds, Work.CODEC).depth();
+        CommandQueue.create(ds, Work.CODEC).operations().depth();
         break;
       case "events":
         EventStore.create(ds, Work.CODEC).streams();

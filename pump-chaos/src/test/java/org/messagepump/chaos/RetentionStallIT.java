@@ -13,6 +13,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.CommandRetention;
 import org.messagepump.commands.EnqueueOptions;
@@ -41,7 +42,7 @@ class RetentionStallIT {
 
   @Test
   void purgingAMillionExpiredKeysNeverStallsEnqueueBeyondTheBound(DataSource ds) throws Exception {
-    CommandQueue.migrate(ds, SCHEMA);
+    CommandOperations.of(ds, SCHEMA).migrate();
     CommandQueue queue =
         CommandQueue.builder(ds)
             .codec(JsonMessageCodec.of(MessageTypes.builder().build()))
@@ -121,7 +122,7 @@ class RetentionStallIT {
     Thread.sleep(5_000); // the enqueue's own longest time, without the purge
     purging.set(true);
     long began = System.nanoTime();
-    CommandRetention.Purged p = CommandRetention.builder(queue).build().purge();
+    CommandRetention.Purged p = CommandRetention.builder(queue.operations()).build().purge();
     Duration purge = Duration.ofNanos(System.nanoTime() - began);
     stop.set(true);
     enqueuer.join();

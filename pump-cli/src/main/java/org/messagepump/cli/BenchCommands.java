@@ -11,6 +11,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
+import org.messagepump.commands.CommandDriverOptions;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
@@ -106,7 +107,10 @@ final class BenchCommands {
     try (MessagePump pump =
         MessagePump.builder(ds)
             .name("bench-drain")
-            .driver(lease == null ? queue.driver(handlers) : queue.leasedDriver(handlers, lease))
+            .driver(
+                lease == null
+                    ? queue.driver(handlers)
+                    : queue.driver(handlers, CommandDriverOptions.defaults().withLease(lease)))
             .workers(workers)
             .batchSize(batchSize)
             .pollInterval(Duration.ofMillis(20))
@@ -171,7 +175,7 @@ final class BenchCommands {
     try (MessagePump pump =
         MessagePump.builder(ds)
             .name("bench-lease")
-            .driver(queue.leasedDriver(handlers, lease))
+            .driver(queue.driver(handlers, CommandDriverOptions.defaults().withLease(lease)))
             .workers(running)
             .batchSize(1)
             .pollInterval(Duration.ofMillis(20))

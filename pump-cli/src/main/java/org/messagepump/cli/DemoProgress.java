@@ -41,11 +41,11 @@ final class DemoProgress {
     this.registry = registry;
     this.out = out;
     this.terminal = terminal;
-    this.deadLettersBefore = queue.deadLetters().count(TYPE);
+    this.deadLettersBefore = queue.operations().deadLetters().count(TYPE);
   }
 
   long deadLettersAdded() {
-    return queue.deadLetters().count(TYPE) - deadLettersBefore;
+    return queue.operations().deadLetters().count(TYPE) - deadLettersBefore;
   }
 
   /** Waits until every order is handled or parked and every reader caught up; false on timeout. */
@@ -53,7 +53,7 @@ final class DemoProgress {
     long deadline = System.nanoTime() + timeout.toNanos();
     long lastPrint = 0;
     while (System.nanoTime() < deadline) {
-      QueueDepth depth = queue.depth();
+      QueueDepth depth = queue.operations().depth();
       long pending = depth.of(TYPE).due() + depth.of(TYPE).delayed() + depth.of(TYPE).leased();
       long parked = deadLettersAdded();
       long viewLag = handlers.lag(DemoScenario.VIEW_HANDLER);

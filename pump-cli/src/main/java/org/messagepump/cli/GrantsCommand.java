@@ -1,5 +1,6 @@
 package org.messagepump.cli;
 
+import com.zaxxer.hikari.HikariDataSource;
 import java.io.PrintWriter;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -7,8 +8,9 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import javax.sql.DataSource;
 import org.messagepump.balancer.Balancer;
-import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.eventstream.EventStore;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -50,6 +52,12 @@ final class GrantsCommand implements Callable<Integer> {
 
   @Spec CommandSpec spec;
 
+  /**
+   * The data source of the operators that only render statements: a pool that is never started, as
+   * rendering grants asks for no connection.
+   */
+  private static final DataSource RENDER_ONLY = new HikariDataSource();
+
   @Override
   public Integer call() throws SQLException {
     List<String> statements = new ArrayList<>();
@@ -84,7 +92,7 @@ final class GrantsCommand implements Callable<Integer> {
 
   private List<String> statements(DriverName d, String name) {
     return switch (d) {
-      case commands -> CommandQueue.grantStatements(name, role);
+      case commands -> CommandOperations.of(RENDER_ONLY, name).grantStatements(role);
       case events -> EventStore.grantStatements(name, role);
       case balancer -> Balancer.grantStatements(name, role);
     };

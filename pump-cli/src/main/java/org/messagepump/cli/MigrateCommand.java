@@ -3,7 +3,7 @@ package org.messagepump.cli;
 import java.util.concurrent.Callable;
 import javax.sql.DataSource;
 import org.messagepump.balancer.Balancer;
-import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.eventstream.EventStore;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -43,7 +43,7 @@ final class MigrateCommand implements Callable<Integer> {
 
   static void migrate(DataSource ds, DriverName driver, String schema) {
     switch (driver) {
-      case commands -> CommandQueue.migrate(ds, schema);
+      case commands -> CommandOperations.of(ds, schema).migrate();
       case events -> EventStore.migrate(ds, schema);
       case balancer -> Balancer.migrate(ds, schema);
     }

@@ -12,7 +12,7 @@ import javax.sql.DataSource;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.GroupStats;
 import org.messagepump.balancer.PausedGroup;
-import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.PausedType;
 import org.messagepump.commands.QueueDepth;
 import org.messagepump.eventstream.Checkpoint;
@@ -81,8 +81,8 @@ final class StatusCommand implements Callable<Integer> {
 
   /** The command queue's part of the status, as plain maps and lists (as {@code --json} prints). */
   private static void commands(DataSource ds, String schema, Map<String, Object> status) {
-    CommandQueue queue = Stores.commands(ds, schema);
-    QueueDepth depth = queue.depth();
+    CommandOperations operations = Stores.commands(ds, schema);
+    QueueDepth depth = operations.depth();
     Map<String, Object> byType = new LinkedHashMap<>();
     depth
         .byType()
@@ -106,7 +106,7 @@ final class StatusCommand implements Callable<Integer> {
     commands.put("deadLetters", depth.deadLetters());
     commands.put("byType", byType);
     List<Object> paused = new ArrayList<>();
-    for (PausedType p : queue.pausedTypes()) {
+    for (PausedType p : operations.pausedTypes()) {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("type", p.type());
       m.put("pausedAt", p.pausedAt().toString());

@@ -1,7 +1,7 @@
 package org.messagepump.cli;
 
 import javax.sql.DataSource;
-import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.eventstream.EventStore;
@@ -17,9 +17,9 @@ final class Stores {
 
   private Stores() {}
 
-  static CommandQueue commands(DataSource ds, String schema) {
+  static CommandOperations commands(DataSource ds, String schema) {
     try {
-      return CommandQueue.builder(ds).codec(NO_TYPES).schema(schema).build();
+      return CommandOperations.of(ds, schema);
     } catch (IllegalArgumentException e) {
       throw new CliException(e.getMessage(), 2);
     }

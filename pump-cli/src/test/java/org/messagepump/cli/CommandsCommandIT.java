@@ -13,6 +13,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
@@ -32,7 +33,7 @@ class CommandsCommandIT {
   @BeforeAll
   static void database(TestDatabase database) {
     db = database;
-    CommandQueue.migrate(db.dataSource());
+    CommandOperations.of(db.dataSource()).migrate();
     queue =
         CommandQueue.create(db.dataSource(), JsonMessageCodec.of(MessageTypes.builder().build()));
   }

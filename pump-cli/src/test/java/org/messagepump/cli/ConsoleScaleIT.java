@@ -30,6 +30,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
@@ -59,7 +60,7 @@ class ConsoleScaleIT {
 
   @Test
   void everyPageAnswersAtScale(TestDatabase db, @TempDir Path dir) throws Exception {
-    CommandQueue.migrate(db.dataSource());
+    CommandOperations.of(db.dataSource()).migrate();
     EventStore.migrate(db.dataSource());
     Balancer.migrate(db.dataSource());
     StringBuilder report = new StringBuilder();

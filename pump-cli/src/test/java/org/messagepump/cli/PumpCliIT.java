@@ -17,6 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.commands.NewCommand;
@@ -117,7 +118,7 @@ class PumpCliIT {
                         .build()))
             .build();
     queue.enqueue(new Ping(1));
-    assertThat(queue.depth().of("cli.Ping").due()).isEqualTo(1);
+    assertThat(queue.operations().depth().of("cli.Ping").due()).isEqualTo(1);
     try (Connection c = ds.getConnection();
         var st = c.createStatement()) {
       assertThat(
@@ -147,7 +148,11 @@ class PumpCliIT {
   @Test
   @Order(3)
   void statusJsonMatchesTheDatabase() throws Exception {
-    CommandQueue queue = Stores.commands(db.dataSource(), CommandQueue.DEFAULT_SCHEMA);
+    CommandQueue queue =
+        CommandQueue.create(
+            db.dataSource(),
+            org.messagepump.core.JsonMessageCodec.of(
+                org.messagepump.core.MessageTypes.builder().build()));
     queue.enqueueRaw("ops.Probe", "{}".getBytes(), EnqueueOptions.defaults());
     queue.enqueueRaw(
         "ops.Probe",
@@ -243,7 +248,7 @@ class PumpCliIT {
   @Test
   @Order(4)
   void scheduleOperationsChangeWhatTheySay() {
-    CommandQueue.migrate(db.dataSource(), "cli_sched");
+    CommandOperations.of(db.dataSource(), "cli_sched").migrate();
     CommandQueue queue =
         CommandQueue.builder(db.dataSource())
             .codec(
@@ -251,15 +256,12 @@ class PumpCliIT {
                     org.messagepump.core.MessageTypes.builder().build()))
             .schema("cli_sched")
             .build();
-    queue
-        .schedules()
-        .define(
-            Schedule.cron(
-                "ops-nightly",
-                "0 30 2 * * *",
-                "Europe/Berlin",
-                NewCommand.raw(
-                    "ops.Report", "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8))));
+    queue.defineSchedule(
+        Schedule.cron(
+            "ops-nightly",
+            "0 30 2 * * *",
+            "Europe/Berlin",
+            NewCommand.raw("ops.Report", "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8))));
     Result list = runOnDb("schedules", "list", "--schema", "cli_sched");
     assertThat(list.code()).as(list.err()).isZero();
     assertThat(list.out())
@@ -271,7 +273,7 @@ class PumpCliIT {
     Result pause = runOnDb("schedules", "pause", "ops-nightly", "--schema", "cli_sched");
     assertThat(pause.code()).as(pause.err()).isZero();
     assertThat(pause.out()).contains("paused schedule ops-nightly");
-    assertThat(queue.schedules().find("ops-nightly").orElseThrow().paused()).isTrue();
+    assertThat(queue.operations().schedules().find("ops-nightly").orElseThrow().paused()).isTrue();
     assertThat(runOnDb("schedules", "pause", "ops-nightly", "--schema", "cli_sched").out())
         .contains("already paused");
     assertThat(runOnDb("schedules", "list", "--schema", "cli_sched").out()).contains("paused");
@@ -279,7 +281,7 @@ class PumpCliIT {
     Result resume = runOnDb("schedules", "resume", "ops-nightly", "--schema", "cli_sched");
     assertThat(resume.code()).as(resume.err()).isZero();
     assertThat(resume.out()).contains("resumed schedule ops-nightly");
-    assertThat(queue.schedules().find("ops-nightly").orElseThrow().paused()).isFalse();
+    assertThat(queue.operations().schedules().find("ops-nightly").orElseThrow().paused()).isFalse();
 
     Result trigger = runOnDb("schedules", "trigger", "ops-nightly", "--schema", "cli_sched");
     assertThat(trigger.code()).as(trigger.err()).isZero();

@@ -75,15 +75,6 @@ public final class CommandDriver implements Driver {
    */
   private static final int MAX_TIMED = 10_000;
 
-  /** The shortest lease: the pump beats every third of it. */
-  public static final Duration MIN_LEASE = Duration.ofSeconds(1);
-
-  /**
-   * The longest lease. A lease is extended while its handler runs, so its length bounds only how
-   * late a delivery whose process died comes back, not how long a handler may run.
-   */
-  public static final Duration MAX_LEASE = Duration.ofHours(1);
-
   private CommandDriver(CommandQueue queue, Map<String, Route> routes, Duration lease) {
     this.queue = queue;
     this.lease = lease;
@@ -114,32 +105,17 @@ public final class CommandDriver implements Driver {
   }
 
   /**
-   * A driver for {@code queue} with {@code handlers}. Every typed handler's class must be
-   * registered with the queue's codec, and no type name may be handled twice (a typed and a raw
+   * A driver for {@code queue} with {@code handlers}, run as {@code options} say (made by {@link
+   * CommandQueue#driver(CommandHandlers, CommandDriverOptions)}). Every typed handler's class must
+   * be registered with the queue's codec, and no type name may be handled twice (a typed and a raw
    * handler of one name), else {@link IllegalArgumentException}.
    */
-  public static CommandDriver create(CommandQueue queue, CommandHandlers handlers) {
-    return new CommandDriver(queue, routes(queue, handlers), null);
-  }
-
-  /**
-   * A driver for {@code queue} with {@code handlers} in lease mode (docs/leases.md): each command
-   * is claimed with a lease of {@code lease} in a short transaction, its handler runs with no
-   * transaction open while the pump extends the lease, and its completion is fenced. For handlers
-   * that run for long (seconds to minutes): at-least-once for the handler's effects, exactly once
-   * for the queue's bookkeeping. {@code lease} must be between {@link #MIN_LEASE} and {@link
-   * #MAX_LEASE}, else {@link IllegalArgumentException}; the handlers are checked as by {@link
-   * #create}.
-   */
-  public static CommandDriver leased(CommandQueue queue, CommandHandlers handlers, Duration lease) {
-    if (lease == null) {
-      throw new IllegalArgumentException("lease must not be null");
+  static CommandDriver create(
+      CommandQueue queue, CommandHandlers handlers, CommandDriverOptions options) {
+    if (options == null) {
+      throw new IllegalArgumentException("options must not be null");
     }
-    if (lease.compareTo(MIN_LEASE) < 0 || lease.compareTo(MAX_LEASE) > 0) {
-      throw new IllegalArgumentException(
-          "lease must be at least " + MIN_LEASE + " and at most " + MAX_LEASE + ": " + lease);
-    }
-    return new CommandDriver(queue, routes(queue, handlers), lease);
+    return new CommandDriver(queue, routes(queue, handlers), options.lease().orElse(null));
   }
 
   private static Map<String, Route> routes(CommandQueue queue, CommandHandlers handlers) {
@@ -201,7 +177,9 @@ public final class CommandDriver implements Driver {
     return acquire(tx, max, AcquisitionGate.ALL);
   }
 
-  /** The lease of lease mode ({@link #leased}); empty in transactional mode. */
+  /**
+   * The lease of lease mode ({@link CommandDriverOptions#withLease}); empty in transactional mode.
+   */
   @Override
   public java.util.Optional<Duration> lease() {
     return java.util.Optional.ofNullable(lease);
@@ -242,7 +220,7 @@ public final class CommandDriver implements Driver {
   /**
    * Acquires only commands of the types {@code gate} admits (a circuit breaker's or bulkhead's
    * gate); when it admits none, no statement is sent. Types paused cluster-wide ({@link
-   * CommandQueue#pauseType}) are skipped by the claim statement itself.
+   * CommandOperations#pauseType}) are skipped by the claim statement itself.
    */
   @Override
   public List<Delivery> acquire(Tx tx, int max, AcquisitionGate gate) throws SQLException {

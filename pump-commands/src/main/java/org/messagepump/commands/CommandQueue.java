@@ -2,22 +2,14 @@ package org.messagepump.commands;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import java.sql.Connection;
-import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
-import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
-import org.messagepump.commands.internal.LeaseQueries;
-import org.messagepump.commands.internal.PauseQueries;
-import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Meters;
 import org.messagepump.core.MicrometerMeters;
-import org.messagepump.core.Migrations;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.MessageCodec;
@@ -25,14 +17,17 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The durable command queue in schema {@code commandqueue} (or another one, see {@link
+ * The producer face of the command queue in schema {@code commandqueue} (or another one, see {@link
  * Builder#schema}): enqueue commands inside the caller's transaction or on their own, with delays,
- * idempotency keys, correlation and causation ids and headers; read the depth; operate on dead
- * letters; and make the {@link CommandDriver} that a {@link org.messagepump.core.MessagePump}
- * pumps.
+ * idempotency keys, correlation and causation ids and headers, encoded with the queue's codec;
+ * define schedules; and make the {@link CommandDriver} that a {@link
+ * org.messagepump.core.MessagePump} pumps from a {@link CommandHandlers} registry. What needs no
+ * codec (migrations, grants, depth, paused types, dead letters, pending commands, schedules'
+ * operation, history) is the operator face's, {@link CommandOperations}, which {@link
+ * #operations()} returns.
  *
  * <pre>{@code
- * CommandQueue.migrate(dataSource);
+ * CommandOperations.of(dataSource).migrate();
  * CommandQueue queue = CommandQueue.create(dataSource, JsonMessageCodec.of(types));
  * queue.enqueue(new PlaceOrder("o-1"), EnqueueOptions.defaults().withIdempotencyKey("o-1"));
  * }</pre>
@@ -63,10 +58,8 @@ public final class CommandQueue {
   private final Meters.Counter enqueued;
   private final Meters.Counter duplicates;
   private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
-  private final DeadLetters deadLetters;
   private final QueueGauges gauges;
-  private final Schedules schedules;
-  private final PendingCommands pending;
+  private final CommandOperations operations;
   private final boolean history;
 
   private CommandQueue(Builder b) {
@@ -85,69 +78,8 @@ public final class CommandQueue {
     this.duplicates =
         meters.counter(
             "messagepump.commands.enqueued", "Commands enqueued, by result", "result", "duplicate");
-    this.deadLetters = new DeadLetters(dataSource, tables, meters);
+    this.operations = CommandOperations.of(dataSource, tables, meters, enqueuer, this::enqueued);
     this.gauges = new QueueGauges(dataSource, tables, meters);
-    this.schedules = new Schedules(this, dataSource, tables, enqueuer);
-    this.pending = new PendingCommands(dataSource, tables);
-  }
-
-  /**
-   * Applies the {@code commandqueue} migrations (Flyway, history table {@code
-   * commandqueue_flyway_history}); idempotent, and safe when several processes start together (they
-   * serialize on an advisory lock). Needs two connections from the pool while it runs.
-   *
-   * @return the number of migrations this call applied
-   */
-  public static int migrate(DataSource dataSource) {
-    return migrate(dataSource, DEFAULT_SCHEMA);
-  }
-
-  /**
-   * Applies the migrations to {@code schema} (created if missing; history table {@code
-   * commandqueue_flyway_history} in that schema), as {@link #migrate(DataSource)}. The schema name
-   * must match {@code [a-z_][a-z0-9_]{0,40}}, else {@link IllegalArgumentException}.
-   *
-   * @return the number of migrations this call applied
-   */
-  public static int migrate(DataSource dataSource, String schema) {
-    Objects.requireNonNull(dataSource, "dataSource");
-    String s = CommandTables.of(schema).schema();
-    return Migrations.migrate(
-        dataSource,
-        s,
-        CommandTables.HISTORY_TABLE,
-        "classpath:db/" + CommandTables.SCHEMA,
-        Map.of("schema", s));
-  }
-
-  /**
-   * The statements granting {@code role} what a queue, its pumps and its dead-letter operations
-   * need in {@code schema}, and nothing more: {@code USAGE} on the schema and {@code SELECT,
-   * INSERT, UPDATE, DELETE} on its tables, {@code USAGE} on the sequence of lease mode's fencing
-   * tokens. The owner runs {@link #migrate(DataSource, String)} and these; the role runs the
-   * application. Identifiers are quoted; a bad schema name or a role name that is empty, holds NUL
-   * or is over {@link Limits#MAX_KEY_BYTES} bytes is refused with {@link IllegalArgumentException}.
-   */
-  public static List<String> grantStatements(String schema, String role) {
-    CommandTables t = CommandTables.of(schema);
-    Inputs.key("role", role);
-    org.jooq.DSLContext render = org.jooq.impl.DSL.using(org.jooq.SQLDialect.POSTGRES);
-    String quotedRole = render.render(org.jooq.impl.DSL.name(role));
-    String quotedSchema = render.render(org.jooq.impl.DSL.name(t.schema()));
-    List<String> tables = new java.util.ArrayList<>();
-    for (String table : CommandTables.TABLE_NAMES) {
-      tables.add(render.render(org.jooq.impl.DSL.name(t.schema(), table)));
-    }
-    return List.of(
-        "GRANT USAGE ON SCHEMA " + quotedSchema + " TO " + quotedRole,
-        "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "
-            + String.join(", ", tables)
-            + " TO "
-            + quotedRole,
-        "GRANT USAGE ON SEQUENCE "
-            + render.render(org.jooq.impl.DSL.name(t.schema(), "lease_tokens"))
-            + " TO "
-            + quotedRole);
   }
 
   /** The wake channel of a queue in {@code schema}. */
@@ -265,122 +197,46 @@ public final class CommandQueue {
   }
 
   /**
-   * Per-type counts of due, delayed and leased commands and dead letters (database clock), in one
-   * statement over the pending commands.
+   * The operator face of this queue's schema: migrations, grants, depth, paused types, leased
+   * commands, dead letters, pending commands, schedules and history. Its dead-letter meters are
+   * this queue's, and the commands its schedules enqueue count in this queue's meters and run its
+   * enqueue listeners.
    */
-  public QueueDepth depth() {
-    Map<String, CommandQueries.TypeCounts> counts =
-        Transactions.inNew(
-            dataSource, "reading the queue depth", tx -> CommandQueries.depth(tx.dsl(), tables));
-    Map<String, QueueDepth.TypeDepth> byType = new HashMap<>();
-    counts.forEach(
-        (type, c) ->
-            byType.put(
-                type, new QueueDepth.TypeDepth(c.due(), c.delayed(), c.deadLetters(), c.leased())));
-    return new QueueDepth(byType);
+  public CommandOperations operations() {
+    return operations;
   }
 
   /**
-   * Pauses {@code type} cluster-wide: from the next poll on, no pump of any process acquires
-   * commands of that type (the claim statement skips it; commands already being handled finish).
-   * Enqueueing goes on. Returns true when the type was not paused yet. A type name that is null,
-   * empty, holds NUL or is over {@link Limits#MAX_KEY_BYTES} bytes, or a reason over {@link
-   * Limits#MAX_REASON_CHARS} UTF-8 bytes, is refused with {@link IllegalArgumentException} before
-   * anything is sent.
+   * Stores {@code schedule}, encoding its command with this queue's codec: creates it, or updates
+   * the stored one of that name (docs/commands.md, "Schedules"). Every process may define its
+   * schedules at start-up: a definition that changes nothing writes nothing; one that changes the
+   * command, options or misfire policy keeps the next tick; one that changes when it ticks
+   * (expression, zone or interval) computes the next tick afresh from now. A paused schedule stays
+   * paused. The command's class must be registered with the codec, its payload and headers within
+   * the queue's limits, else {@link IllegalArgumentException}. Returns true when the schedule was
+   * created. {@link CommandOperations#schedules()} lists, pauses, resumes, triggers and removes
+   * schedules.
    */
-  public boolean pauseType(String type, String reason) {
-    Inputs.key("type", type);
-    if (reason != null) {
-      Inputs.text("reason", reason, Limits.MAX_REASON_CHARS);
-    }
-    return Transactions.inNew(
-        dataSource,
-        "pausing a command type",
-        tx -> PauseQueries.pause(tx.dsl(), tables, type, reason));
-  }
-
-  /** Resumes a type paused with {@link #pauseType}; true when it was paused. */
-  public boolean resumeType(String type) {
-    Inputs.key("type", type);
-    return Transactions.inNew(
-        dataSource, "resuming a command type", tx -> PauseQueries.resume(tx.dsl(), tables, type));
-  }
-
-  /** The types paused cluster-wide, by name. */
-  public List<PausedType> pausedTypes() {
-    return Transactions.inNew(
-            dataSource, "listing paused command types", tx -> PauseQueries.list(tx.dsl(), tables))
-        .stream()
-        .map(r -> new PausedType(r.type(), r.pausedAt(), r.reason()))
-        .toList();
-  }
-
-  /** The most leased commands {@link #leasedCommands} lists at once. */
-  public static final int MAX_LEASED_LIST_LIMIT = 10_000;
-
-  /**
-   * Up to {@code limit} commands running under a lease (lease mode), of {@code type} (null: every
-   * type), the lease that runs out first first. A type name that is empty, holds NUL or is too
-   * long, or a limit outside 1..{@value #MAX_LEASED_LIST_LIMIT}, is refused with {@link
-   * IllegalArgumentException} before anything is sent.
-   */
-  public List<LeasedCommand> leasedCommands(String type, int limit) {
-    Inputs.optionalKey("type", type);
-    if (limit < 1 || limit > MAX_LEASED_LIST_LIMIT) {
-      throw new IllegalArgumentException(
-          "limit must be between 1 and " + MAX_LEASED_LIST_LIMIT + ": " + limit);
-    }
-    return Transactions.inNew(
-            dataSource,
-            "listing leased commands",
-            tx -> LeaseQueries.list(tx.dsl(), tables, type, limit))
-        .stream()
-        .map(
-            l ->
-                new LeasedCommand(
-                    l.messageId(),
-                    l.type(),
-                    l.holder(),
-                    l.expiresAt(),
-                    l.failures() + 1,
-                    l.token(),
-                    l.priority()))
-        .toList();
-  }
-
-  /** Operations on parked commands: list, retry, discard. */
-  public DeadLetters deadLetters() {
-    return deadLetters;
+  public boolean defineSchedule(Schedule schedule) {
+    return operations.schedules().define(schedule);
   }
 
   /**
-   * The recurring commands of this queue's schema: define, list, pause, resume, trigger. Their
-   * ticks are enqueued by a {@link CommandScheduler}.
+   * A driver pumping this queue's commands of the handlers' types in transactional mode, as {@link
+   * #driver(CommandHandlers, CommandDriverOptions)} with {@link CommandDriverOptions#defaults()}.
    */
-  public Schedules schedules() {
-    return schedules;
-  }
-
-  /**
-   * One pending command at a time, by message id or idempotency key: find it and see whether it
-   * waits or runs, cancel it, or move it to another time. A command a running handler holds is left
-   * alone and answered {@code HELD}.
-   */
-  public PendingCommands pending() {
-    return pending;
-  }
-
-  /** A driver pumping this queue's commands of the handlers' types. */
   public CommandDriver driver(CommandHandlers handlers) {
-    return CommandDriver.create(this, handlers);
+    return driver(handlers, CommandDriverOptions.defaults());
   }
 
   /**
-   * A driver pumping this queue's commands of the handlers' types in lease mode: no transaction is
-   * held while a handler runs (docs/leases.md). See {@link CommandDriver#leased}.
+   * A driver pumping this queue's commands of the handlers' types, run as {@code options} say (for
+   * example lease mode, docs/leases.md). Every typed handler's class must be registered with this
+   * queue's codec, and no type name may be handled twice, else {@link IllegalArgumentException};
+   * null handlers or options too.
    */
-  public CommandDriver leasedDriver(CommandHandlers handlers, java.time.Duration lease) {
-    return CommandDriver.leased(this, handlers, lease);
+  public CommandDriver driver(CommandHandlers handlers, CommandDriverOptions options) {
+    return CommandDriver.create(this, handlers, options);
   }
 
   /**
@@ -405,47 +261,13 @@ public final class CommandQueue {
     return gauges;
   }
 
-  /** Whether this queue's drivers record handled commands in the history. */
+  /**
+   * Whether this queue's drivers record handled commands in the history ({@link
+   * CommandOperations#history} reads it).
+   */
   public boolean keepsHistory() {
     return history;
   }
-
-  /**
-   * The newest handled commands of the history (docs/commands.md, "History"), newest first: at most
-   * {@code limit} (1 to {@value #MAX_HISTORY_PAGE}) handled before {@code before} (null: the
-   * newest), read on the history's index. Empty when the queue never kept a history.
-   */
-  public List<HandledCommand> history(HandledCommand before, int limit) {
-    if (limit < 1 || limit > MAX_HISTORY_PAGE) {
-      throw new IllegalArgumentException(
-          "limit must be between 1 and " + MAX_HISTORY_PAGE + ": " + limit);
-    }
-    return Transactions.inNew(
-        dataSource,
-        "reading the command history",
-        tx ->
-            org.messagepump.commands.internal.RetentionQueries.history(
-                    tx.dsl(),
-                    tables,
-                    before == null ? null : before.handledAt(),
-                    before == null ? null : before.historyId(),
-                    limit)
-                .stream()
-                .map(
-                    h ->
-                        new HandledCommand(
-                            h.historyId(),
-                            h.messageId(),
-                            h.type(),
-                            h.idempotencyKey(),
-                            h.attempts(),
-                            Duration.ofNanos(h.handlingMicros() * 1000),
-                            h.handledAt()))
-                .toList());
-  }
-
-  /** The largest page {@link #history} reads. */
-  public static final int MAX_HISTORY_PAGE = 1000;
 
   DataSource dataSource() {
     return dataSource;
@@ -536,10 +358,10 @@ public final class CommandQueue {
     }
 
     /**
-     * The schema of the queue's tables, migrated with {@link CommandQueue#migrate(DataSource,
-     * String)}; default {@value CommandQueue#DEFAULT_SCHEMA}. Queues in different schemas of one
-     * database never see each other's commands or dead letters, and signal different wake channels.
-     * Must match {@code [a-z_][a-z0-9_]{0,40}}.
+     * The schema of the queue's tables, migrated with {@link CommandOperations#migrate()} of {@link
+     * CommandOperations#of(DataSource, String)}; default {@value CommandQueue#DEFAULT_SCHEMA}.
+     * Queues in different schemas of one database never see each other's commands or dead letters,
+     * and signal different wake channels. Must match {@code [a-z_][a-z0-9_]{0,40}}.
      */
     public Builder schema(String schema) {
       this.tables = CommandTables.of(schema);

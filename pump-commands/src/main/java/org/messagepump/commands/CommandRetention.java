@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * are kept; without a {@code historyAge} the history is kept.
  *
  * <pre>{@code
- * try (CommandRetention retention = CommandRetention.builder(queue)
+ * try (CommandRetention retention = CommandRetention.builder(queue.operations())
  *     .deadLetterAge(Duration.ofDays(30))
  *     .historyAge(Duration.ofDays(7))
  *     .build()) {
@@ -88,8 +88,8 @@ public final class CommandRetention implements AutoCloseable {
 
   private CommandRetention(Builder b) {
     this.name = b.name;
-    this.dataSource = b.queue.dataSource();
-    this.tables = b.queue.tables();
+    this.dataSource = b.operations.dataSource();
+    this.tables = b.operations.tables();
     this.deadLetterAge = b.deadLetterAge;
     this.historyAge = b.historyAge;
     this.batchSize = b.batchSize;
@@ -98,23 +98,28 @@ public final class CommandRetention implements AutoCloseable {
     this.threadFactory = b.threadFactory;
     this.thread = new JobThread("retention", "retention-" + name, threadFactory);
     this.failureSleep = firstBackoff();
-    this.purgedKeys = counter(b.queue, "keys");
-    this.purgedDeadLetters = counter(b.queue, "dead_letters");
-    this.purgedHistory = counter(b.queue, "history");
+    this.purgedKeys = counter(b.operations, "keys");
+    this.purgedDeadLetters = counter(b.operations, "dead_letters");
+    this.purgedHistory = counter(b.operations, "history");
   }
 
-  private static Meters.Counter counter(CommandQueue queue, String what) {
-    return queue
+  private static Meters.Counter counter(CommandOperations operations, String what) {
+    return operations
         .meters()
         .counter("messagepump.commands.purged", "Rows deleted by the retention job", "what", what);
   }
 
-  /** A builder for the retention of {@code queue}. */
-  public static Builder builder(CommandQueue queue) {
-    if (queue == null) {
-      throw new IllegalArgumentException("queue must not be null");
+  /**
+   * A builder for the retention of the queue {@code operations} works on. Its {@code
+   * messagepump.commands.purged} meters register where the operator's queue registers its meters
+   * ({@link CommandQueue#operations()}); an operator of {@link CommandOperations#of(DataSource)}
+   * has none.
+   */
+  public static Builder builder(CommandOperations operations) {
+    if (operations == null) {
+      throw new IllegalArgumentException("operations must not be null");
     }
-    return new Builder(queue);
+    return new Builder(operations);
   }
 
   /**
@@ -236,7 +241,7 @@ public final class CommandRetention implements AutoCloseable {
    * IllegalArgumentException} naming the option.
    */
   public static final class Builder {
-    private final CommandQueue queue;
+    private final CommandOperations operations;
     private String name = "commands";
     private Duration deadLetterAge;
     private Duration historyAge;
@@ -245,8 +250,8 @@ public final class CommandRetention implements AutoCloseable {
     private Duration batchPause = DEFAULT_BATCH_PAUSE;
     private ThreadFactory threadFactory = Thread::new;
 
-    private Builder(CommandQueue queue) {
-      this.queue = queue;
+    private Builder(CommandOperations operations) {
+      this.operations = operations;
     }
 
     /** The name in the thread's name and in log lines: {@code [A-Za-z0-9_.-]{1,64}}. */

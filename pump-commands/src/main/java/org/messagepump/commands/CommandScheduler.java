@@ -50,7 +50,7 @@ public final class CommandScheduler implements AutoCloseable {
 
   private CommandScheduler(Builder b) {
     this.name = b.name;
-    this.schedules = b.queue.schedules();
+    this.schedules = b.queue.operations().schedules();
     this.pollNanos = b.pollInterval.toNanos();
     this.maxIdleNanos = Math.max(b.maxIdle.toNanos(), pollNanos);
     this.threadFactory = b.threadFactory;

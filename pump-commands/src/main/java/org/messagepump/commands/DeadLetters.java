@@ -13,9 +13,9 @@ import org.messagepump.core.Meters;
 import org.messagepump.core.Transactions;
 
 /**
- * Operations on parked commands (from {@link CommandQueue#deadLetters()}): list, count, retry (back
- * into the queue, due now, failure count reset, same message id) and discard. Each call runs in a
- * transaction of its own.
+ * Operations on parked commands (from {@link CommandOperations#deadLetters()}): list, count, retry
+ * (back into the queue, due now, failure count reset, same message id) and discard. Each call runs
+ * in a transaction of its own.
  */
 public final class DeadLetters {
 

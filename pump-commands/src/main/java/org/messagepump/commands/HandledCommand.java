@@ -8,7 +8,7 @@ import java.util.UUID;
  * One handled command of a queue's history ({@link CommandQueue.Builder#history(boolean)}).
  *
  * @param historyId the history row's id (with {@code handledAt}, the cursor of {@link
- *     CommandQueue#history})
+ *     CommandOperations#history})
  * @param messageId the command's id
  * @param type the command's type
  * @param idempotencyKey the command's idempotency key, null when it had none

@@ -11,8 +11,8 @@ import org.messagepump.core.Inputs;
 import org.messagepump.core.Transactions;
 
 /**
- * One pending command at a time (from {@link CommandQueue#pending()}): find it by message id or
- * idempotency key, cancel it, or move it to another time. Each call is one statement in a
+ * One pending command at a time (from {@link CommandOperations#pending()}): find it by message id
+ * or idempotency key, cancel it, or move it to another time. Each call is one statement in a
  * transaction of its own. A look-up is a plain read (a role with {@code SELECT} only may run it); a
  * write needs {@code UPDATE} and {@code DELETE} on the queue's tables, as pumps do.
  *

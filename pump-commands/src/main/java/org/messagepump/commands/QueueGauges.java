@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * <p>A type gets its gauges when a driver for it is made, or when a snapshot finds it in the tables
  * (its gauges then appear from the next scrape on). At most {@link #MAX_TYPES} types get gauges (a
  * cardinality guard: type names are tag values); past that, one warning names the limit and further
- * types are left out of the gauges (they still count in {@link CommandQueue#depth()}).
+ * types are left out of the gauges (they still count in {@link CommandOperations#depth()}).
  */
 final class QueueGauges {
 

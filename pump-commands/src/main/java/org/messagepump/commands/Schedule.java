@@ -11,14 +11,14 @@ import org.messagepump.core.Inputs;
 /**
  * The definition of a recurring command: a name, when it ticks (a cron expression in a time zone,
  * or a fixed interval), the command enqueued at each tick and a {@link MisfirePolicy}. Defined in
- * code with {@link Schedules#define}, which stores it; every input is checked here, before anything
- * is sent, with {@link IllegalArgumentException}.
+ * code with {@link CommandQueue#defineSchedule}, which stores it; every input is checked here,
+ * before anything is sent, with {@link IllegalArgumentException}.
  *
  * <pre>{@code
- * queue.schedules().define(
+ * queue.defineSchedule(
  *     Schedule.cron("nightly-report", "0 30 2 * * *", ZoneId.of("Europe/Berlin"), new MakeReport())
  *         .withMisfire(MisfirePolicy.catchUp(1)));
- * queue.schedules().define(Schedule.every("heartbeat", Duration.ofMinutes(5), new Heartbeat()));
+ * queue.defineSchedule(Schedule.every("heartbeat", Duration.ofMinutes(5), new Heartbeat()));
  * }</pre>
  *
  * <p>Cron expressions have five fields (minute, hour, day of month, month, day of week) or six

@@ -15,6 +15,7 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.IntConsumer;
 import javax.sql.DataSource;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.Recurrence;
@@ -27,8 +28,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The recurring commands of a queue (table {@code schedules}): define them in code, list, pause,
- * resume and trigger them; a {@link CommandScheduler} (or {@link #fireDue()}) enqueues their ticks.
+ * The recurring commands of a queue (table {@code schedules}), from {@link
+ * CommandOperations#schedules()}: list, pause, resume, trigger and remove them; a {@link
+ * CommandScheduler} (or {@link #fireDue()}) enqueues their ticks. They are defined in code with
+ * {@link CommandQueue#defineSchedule}, which encodes their command with the queue's codec.
  *
  * <p>A check locks the due schedules ({@code FOR UPDATE SKIP LOCKED}), enqueues one command per
  * tick and moves each schedule's next tick on, in one transaction: a tick is enqueued exactly once
@@ -45,18 +48,22 @@ public final class Schedules {
   /** A tick header value as long as any, to check header limits when a schedule is defined. */
   private static final String LONGEST_TICK = "+1000000000-12-31T23:59:59.999999999Z";
 
-  private final CommandQueue queue;
   private final DataSource dataSource;
   private final CommandTables tables;
   private final Enqueuer enqueuer;
+  private final IntConsumer enqueued;
   private final List<Runnable> wakeUps = new CopyOnWriteArrayList<>();
   private final Set<String> unreadable = ConcurrentHashMap.newKeySet();
 
-  Schedules(CommandQueue queue, DataSource dataSource, CommandTables tables, Enqueuer enqueuer) {
-    this.queue = queue;
+  /**
+   * The schedules of {@code tables}, whose ticks {@code enqueuer} inserts; {@code enqueued} is told
+   * how many commands each committed check or trigger enqueued.
+   */
+  Schedules(DataSource dataSource, CommandTables tables, Enqueuer enqueuer, IntConsumer enqueued) {
     this.dataSource = dataSource;
     this.tables = tables;
     this.enqueuer = enqueuer;
+    this.enqueued = enqueued;
   }
 
   /**
@@ -66,8 +73,9 @@ public final class Schedules {
    * ticks (expression, zone or interval) computes the next tick afresh from now. A paused schedule
    * stays paused. The command is encoded here (its class must be registered with the queue's codec,
    * its payload and headers within the queue's limits). Returns true when the schedule was created.
+   * Reached through {@link CommandQueue#defineSchedule}, whose codec encodes the command.
    */
-  public boolean define(Schedule schedule) {
+  boolean define(Schedule schedule) {
     if (schedule == null) {
       throw new IllegalArgumentException("schedule must not be null");
     }
@@ -268,7 +276,7 @@ public final class Schedules {
               ScheduleQueries.triggered(tx.dsl(), tables, name);
               return Optional.of(c.messageId());
             });
-    id.ifPresent(i -> queue.enqueued(1));
+    id.ifPresent(i -> enqueued.accept(1));
     return id;
   }
 
@@ -297,7 +305,7 @@ public final class Schedules {
   Check check() {
     Check c = Transactions.inNew(dataSource, "firing due schedules", this::check);
     if (c.fired() > 0) {
-      queue.enqueued(c.fired());
+      enqueued.accept(c.fired());
     }
     return c;
   }

@@ -18,7 +18,7 @@ class CommandDriverConformanceIT extends DriverConformance {
 
   @Override
   protected void prepare(TestDatabase db) {
-    CommandQueue.migrate(db.dataSource());
+    CommandOperations.of(db.dataSource()).migrate();
     db.execute("TRUNCATE commandqueue.commands, commandqueue.dead_letters");
     queue = CommandQueue.create(db.dataSource(), CODEC);
   }

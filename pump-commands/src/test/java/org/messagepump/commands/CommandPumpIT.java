@@ -105,7 +105,7 @@ class CommandPumpIT {
                     + " GROUP BY message_id HAVING count(*) > 1) d"))
         .isZero();
     assertThat(pending(ds)).isZero();
-    assertThat(queue.deadLetters().count()).isZero();
+    assertThat(queue.operations().deadLetters().count()).isZero();
     // Every pump did a share of the work.
     assertThat(count(ds, "SELECT count(DISTINCT pump) FROM handled")).isEqualTo(3);
   }

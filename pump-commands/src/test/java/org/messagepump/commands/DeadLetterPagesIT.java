@@ -20,7 +20,7 @@ class DeadLetterPagesIT {
 
   @BeforeAll
   static void migrate(DataSource ds) {
-    CommandQueue.migrate(ds);
+    CommandOperations.of(ds).migrate();
   }
 
   private static List<DeadLetter> walk(DeadLetters letters, String type, int limit) {
@@ -52,6 +52,7 @@ class DeadLetterPagesIT {
         CommandQueue.builder(db.dataSource())
             .codec(JsonMessageCodec.of(MessageTypes.builder().build()))
             .build()
+            .operations()
             .deadLetters();
     for (String type : new String[] {null, "pages.Even", "pages.Odd"}) {
       List<DeadLetter> whole = letters.list(type, DeadLetters.MAX_LIST_LIMIT);
@@ -69,6 +70,7 @@ class DeadLetterPagesIT {
         CommandQueue.builder(db.dataSource())
             .codec(JsonMessageCodec.of(MessageTypes.builder().build()))
             .build()
+            .operations()
             .deadLetters();
     java.time.Instant at = java.time.Instant.now();
     java.util.UUID id = java.util.UUID.randomUUID();

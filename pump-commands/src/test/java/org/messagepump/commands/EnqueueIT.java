@@ -63,7 +63,7 @@ class EnqueueIT {
                     + " AND interval '10 min 1 s'",
                 id))
         .isEqualTo(1);
-    QueueDepth depth = queue.depth();
+    QueueDepth depth = queue.operations().depth();
     assertThat(depth.of("orders.PlaceOrder")).isEqualTo(new QueueDepth.TypeDepth(0, 1, 0));
   }
 
@@ -84,7 +84,7 @@ class EnqueueIT {
                 id))
         .isEqualTo(1);
     queue.enqueue(new ShipOrder("s"));
-    QueueDepth depth = queue.depth();
+    QueueDepth depth = queue.operations().depth();
     assertThat(depth.of("external.Ping").delayed()).isEqualTo(1);
     assertThat(depth.of("orders.ShipOrder").due()).isEqualTo(1);
     assertThat(depth.pending()).isEqualTo(2);

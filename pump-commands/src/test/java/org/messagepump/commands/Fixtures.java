@@ -32,7 +32,7 @@ final class Fixtures {
   private Fixtures() {}
 
   static CommandQueue queue(DataSource ds) {
-    CommandQueue.migrate(ds);
+    CommandOperations.of(ds).migrate();
     return CommandQueue.create(ds, CODEC);
   }
 

@@ -106,9 +106,11 @@ class FollowUpIT {
             },
             2)) {
       pump.start();
-      await().atMost(Duration.ofSeconds(60)).until(() -> queue.deadLetters().count() == 1);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> queue.operations().deadLetters().count() == 1);
     }
-    assertThat(queue.deadLetters().find(id)).isPresent();
+    assertThat(queue.operations().deadLetters().find(id)).isPresent();
     assertThat(pending(ds)).isZero();
     assertThat(count(ds, "SELECT count(*) FROM shipped")).isZero();
   }

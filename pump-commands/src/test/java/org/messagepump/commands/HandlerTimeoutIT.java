@@ -98,7 +98,9 @@ class HandlerTimeoutIT {
             .handlerTimeout("orders.ShipOrder", Duration.ofMillis(400))
             .build()) {
       pump.start();
-      await().atMost(Duration.ofSeconds(60)).until(() -> queue.deadLetters().count() == 2);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> queue.operations().deadLetters().count() == 2);
       // Both parked after two timeouts each, with the timeout as their reason.
       assertThat(
               count(

@@ -25,7 +25,8 @@ class HistoryIT {
   private static final String SCHEMA = "history";
 
   @RegisterExtension
-  static final FreshTables TABLES = FreshTables.schema(SCHEMA, CommandQueue::migrate);
+  static final FreshTables TABLES =
+      FreshTables.schema(SCHEMA, (ds, s) -> CommandOperations.of(ds, s).migrate());
 
   private final AtomicInteger handled = new AtomicInteger();
 
@@ -68,7 +69,7 @@ class HistoryIT {
       pump.start();
       await()
           .atMost(Duration.ofSeconds(30))
-          .until(() -> handled.get() == expected && queue.deadLetters().count() == 1);
+          .until(() -> handled.get() == expected && queue.operations().deadLetters().count() == 1);
     }
   }
 
@@ -87,7 +88,7 @@ class HistoryIT {
     enqueueFive(queue);
     drain(ds, queue, 4);
     assertThat(count(ds, "SELECT count(*) FROM history.command_history")).isZero();
-    assertThat(queue.history(null, 10)).isEmpty();
+    assertThat(queue.operations().history(null, 10)).isEmpty();
   }
 
   @Test
@@ -103,7 +104,7 @@ class HistoryIT {
     drain(ds, queue, 4);
     // The parked command is not in the history: only handled ones are.
     assertThat(count(ds, "SELECT count(*) FROM history.command_history")).isEqualTo(4);
-    List<HandledCommand> all = queue.history(null, 10);
+    List<HandledCommand> all = queue.operations().history(null, 10);
     assertThat(all).hasSize(4);
     assertThat(all)
         .isSortedAccordingTo(
@@ -124,8 +125,8 @@ class HistoryIT {
     assertThat(all)
         .anySatisfy(h -> assertThat(h.handling()).isGreaterThanOrEqualTo(Duration.ofMillis(30)));
 
-    List<HandledCommand> page1 = queue.history(null, 3);
-    List<HandledCommand> page2 = queue.history(page1.get(2), 3);
+    List<HandledCommand> page1 = queue.operations().history(null, 3);
+    List<HandledCommand> page2 = queue.operations().history(page1.get(2), 3);
     assertThat(page1).containsExactlyElementsOf(all.subList(0, 3));
     assertThat(page2).containsExactlyElementsOf(all.subList(3, 4));
   }

@@ -144,23 +144,23 @@ class InputValidationIT {
           .as(bad)
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("schema");
-      assertThatThrownBy(() -> CommandQueue.migrate(ds, bad))
+      assertThatThrownBy(() -> CommandOperations.of(ds, bad).migrate())
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("schema");
-      assertThatThrownBy(() -> CommandQueue.grantStatements(bad, "r"))
+      assertThatThrownBy(() -> CommandOperations.of(ds, bad).grantStatements("r"))
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("schema");
     }
     assertThatThrownBy(() -> CommandQueue.builder(ds).schema(null))
         .isInstanceOf(NullPointerException.class)
         .hasMessageContaining("schema");
-    assertThatThrownBy(() -> CommandQueue.grantStatements("commandqueue", NUL))
+    assertThatThrownBy(() -> CommandOperations.of(ds, "commandqueue").grantStatements(NUL))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("role");
-    assertThatThrownBy(() -> CommandQueue.grantStatements("commandqueue", ""))
+    assertThatThrownBy(() -> CommandOperations.of(ds, "commandqueue").grantStatements(""))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("role");
-    assertThat(CommandQueue.grantStatements("commandqueue", "app\"role"))
+    assertThat(CommandOperations.of(ds, "commandqueue").grantStatements("app\"role"))
         .containsExactly(
             "GRANT USAGE ON SCHEMA \"commandqueue\" TO \"app\"\"role\"",
             "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE \"commandqueue\".\"commands\","
@@ -172,7 +172,7 @@ class InputValidationIT {
 
   @Test
   void deadLetterFiltersAreChecked() {
-    DeadLetters dl = queue.deadLetters();
+    DeadLetters dl = queue.operations().deadLetters();
     assertThatThrownBy(() -> dl.list(NUL, 10))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("type");

@@ -32,7 +32,8 @@ class KeyModesIT {
   private static final String SCHEMA = "keymodes";
 
   @RegisterExtension
-  static final FreshTables TABLES = FreshTables.schema(SCHEMA, CommandQueue::migrate);
+  static final FreshTables TABLES =
+      FreshTables.schema(SCHEMA, (ds, s) -> CommandOperations.of(ds, s).migrate());
 
   private CommandQueue queue;
   private final AtomicInteger handled = new AtomicInteger();
@@ -134,10 +135,12 @@ class KeyModesIT {
     EnqueueResult first = whilePending("poison-1", "import-42");
     try (MessagePump pump = pump(ds, 2)) {
       pump.start();
-      await().atMost(Duration.ofSeconds(30)).until(() -> queue.deadLetters().count() == 1);
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> queue.operations().deadLetters().count() == 1);
     }
     assertThat(keys(ds, "import-42")).isZero();
-    assertThat(queue.deadLetters().find(first.messageId())).isPresent();
+    assertThat(queue.operations().deadLetters().find(first.messageId())).isPresent();
     assertThat(whilePending("o-3", "import-42").isDuplicate()).isFalse();
   }
 
@@ -151,7 +154,9 @@ class KeyModesIT {
     try (MessagePump pump =
         MessagePump.builder(ds)
             .name("keymodes-lease")
-            .driver(queue.leasedDriver(handlers, Duration.ofSeconds(5)))
+            .driver(
+                queue.driver(
+                    handlers, CommandDriverOptions.defaults().withLease(Duration.ofSeconds(5))))
             .pollInterval(Duration.ofMillis(50))
             .build()) {
       pump.start();

@@ -44,8 +44,8 @@ class LeaseClaimPlanIT {
     long leased = 0;
     for (CommandDriver driver :
         List.of(
-            queue.leasedDriver(one, Duration.ofMinutes(1)),
-            queue.leasedDriver(two, Duration.ofMinutes(1)))) {
+            queue.driver(one, CommandDriverOptions.defaults().withLease(Duration.ofMinutes(1))),
+            queue.driver(two, CommandDriverOptions.defaults().withLease(Duration.ofMinutes(1))))) {
       for (int max : new int[] {1, 5}) {
         for (int round = 0; round < 20; round++) {
           try (Connection c = ds.getConnection()) {

@@ -57,21 +57,21 @@ class LeaseDepthIT {
     try (MessagePump p =
         MessagePump.builder(ds)
             .name("lease-depth")
-            .driver(queue.leasedDriver(handlers, LEASE))
+            .driver(queue.driver(handlers, CommandDriverOptions.defaults().withLease(LEASE)))
             .workers(1)
             .pollInterval(Duration.ofMillis(50))
             .build()) {
       p.start();
       assertThat(running.await(30, TimeUnit.SECONDS)).isTrue();
 
-      QueueDepth depth = queue.depth();
+      QueueDepth depth = queue.operations().depth();
       assertThat(depth.of("orders.PlaceOrder"))
           .isEqualTo(new QueueDepth.TypeDepth(0, 1, 0, 1)); // the lease's expiry is not "delayed"
       assertThat(depth.of("orders.ShipOrder")).isEqualTo(new QueueDepth.TypeDepth(1, 0, 0, 0));
       assertThat(depth.leased()).isEqualTo(1);
       assertThat(depth.pending()).isEqualTo(3);
 
-      List<LeasedCommand> list = queue.leasedCommands(null, 10);
+      List<LeasedCommand> list = queue.operations().leasedCommands(null, 10);
       assertThat(list).hasSize(1);
       LeasedCommand l = list.get(0);
       assertThat(l.messageId()).isEqualTo(leased);
@@ -85,27 +85,32 @@ class LeaseDepthIT {
       assertThat(l.leaseExpiresAt())
           .isAfter(before.plus(LEASE).minusSeconds(10))
           .isBefore(Instant.now().plus(LEASE).plusSeconds(10));
-      assertThat(queue.leasedCommands("orders.PlaceOrder", 1)).containsExactly(l);
-      assertThat(queue.leasedCommands("orders.ShipOrder", 10)).isEmpty();
+      assertThat(queue.operations().leasedCommands("orders.PlaceOrder", 1)).containsExactly(l);
+      assertThat(queue.operations().leasedCommands("orders.ShipOrder", 10)).isEmpty();
 
       finish.countDown();
       await()
           .atMost(Duration.ofSeconds(30))
-          .until(() -> queue.depth().of("orders.PlaceOrder").leased() == 0);
+          .until(() -> queue.operations().depth().of("orders.PlaceOrder").leased() == 0);
     }
-    assertThat(queue.depth().of("orders.PlaceOrder")).isEqualTo(new QueueDepth.TypeDepth(0, 1, 0));
-    assertThat(queue.leasedCommands(null, 10)).isEmpty();
+    assertThat(queue.operations().depth().of("orders.PlaceOrder"))
+        .isEqualTo(new QueueDepth.TypeDepth(0, 1, 0));
+    assertThat(queue.operations().leasedCommands(null, 10)).isEmpty();
   }
 
   @Test
   void aBadTypeOrLimitIsRefusedBeforeAnythingIsSent() {
-    assertThatThrownBy(() -> queue.leasedCommands(null, 0))
+    assertThatThrownBy(() -> queue.operations().leasedCommands(null, 0))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> queue.leasedCommands(null, CommandQueue.MAX_LEASED_LIST_LIMIT + 1))
+    assertThatThrownBy(
+            () ->
+                queue
+                    .operations()
+                    .leasedCommands(null, CommandOperations.MAX_LEASED_LIST_LIMIT + 1))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> queue.leasedCommands("", 10))
+    assertThatThrownBy(() -> queue.operations().leasedCommands("", 10))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> queue.leasedCommands("a\0b", 10))
+    assertThatThrownBy(() -> queue.operations().leasedCommands("a\0b", 10))
         .isInstanceOf(IllegalArgumentException.class);
   }
 }

@@ -76,7 +76,9 @@ class LeaseModeIT {
                 })
             .build();
     UUID id = queue.enqueue(new PlaceOrder("long")).messageId();
-    try (MessagePump p = pump(ds, queue.leasedDriver(handlers, LEASE)).build()) {
+    try (MessagePump p =
+        pump(ds, queue.driver(handlers, CommandDriverOptions.defaults().withLease(LEASE)))
+            .build()) {
       p.start();
       assertThat(running.await(30, TimeUnit.SECONDS)).isTrue();
       // Three lease lengths: only the heartbeats keep the claim.
@@ -143,7 +145,7 @@ class LeaseModeIT {
         CommandHandlers.builder()
             .on(PlaceOrder.class, (c, ctx) -> attempts.set(ctx.attempt()))
             .build();
-    CommandDriver driver = queue.leasedDriver(handlers, LEASE);
+    CommandDriver driver = queue.driver(handlers, CommandDriverOptions.defaults().withLease(LEASE));
     List<Delivery> orphaned = claimAndDie(ds, driver);
     assertThat(orphaned).hasSize(1);
     long claimedAt = System.nanoTime();
@@ -163,13 +165,15 @@ class LeaseModeIT {
     AtomicInteger runs = new AtomicInteger();
     CommandHandlers handlers =
         CommandHandlers.builder().on(PlaceOrder.class, (c, ctx) -> runs.incrementAndGet()).build();
-    CommandDriver driver = queue.leasedDriver(handlers, LEASE);
+    CommandDriver driver = queue.driver(handlers, CommandDriverOptions.defaults().withLease(LEASE));
     for (int i = 0; i < 3; i++) { // maxFailures claims, each dying with its process
       await().atMost(Duration.ofSeconds(10)).until(() -> claimAndDie(ds, driver).size() == 1);
     }
     try (MessagePump p = pump(ds, driver).build()) {
       p.start();
-      await().atMost(Duration.ofSeconds(30)).until(() -> queue.deadLetters().count() == 1);
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> queue.operations().deadLetters().count() == 1);
     }
     assertThat(runs).hasValue(0);
     assertThat(Fixtures.pending(ds)).isZero();
@@ -228,13 +232,16 @@ class LeaseModeIT {
     queue.enqueue(new PlaceOrder("contested"));
     SimpleMeterRegistry metersA = new SimpleMeterRegistry();
     try (MessagePump a =
-        pump(frozenA, queue.leasedDriver(handlersA, LEASE))
+        pump(frozenA, queue.driver(handlersA, CommandDriverOptions.defaults().withLease(LEASE)))
             .name("a")
             .meterRegistry(metersA)
             .build()) {
       a.start();
       assertThat(aRunning.await(30, TimeUnit.SECONDS)).isTrue();
-      try (MessagePump b = pump(ds, queue.leasedDriver(handlersB, LEASE)).name("b").build()) {
+      try (MessagePump b =
+          pump(ds, queue.driver(handlersB, CommandDriverOptions.defaults().withLease(LEASE)))
+              .name("b")
+              .build()) {
         b.start();
         await().atMost(Duration.ofSeconds(30)).until(() -> bRuns.get() == 1);
         await().atMost(Duration.ofSeconds(10)).until(() -> Fixtures.pending(ds) == 0);
@@ -304,12 +311,14 @@ class LeaseModeIT {
     queue.enqueue(new ChargeCard("c", 1));
     queue.enqueue(new PlaceOrder("p"));
     try (MessagePump p =
-        pump(ds, queue.leasedDriver(handlers, LEASE))
+        pump(ds, queue.driver(handlers, CommandDriverOptions.defaults().withLease(LEASE)))
             .workers(3)
             .handlerTimeout(Duration.ofMillis(500))
             .build()) {
       p.start();
-      await().atMost(Duration.ofSeconds(60)).until(() -> queue.deadLetters().count() == 2);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> queue.operations().deadLetters().count() == 2);
       await().atMost(Duration.ofSeconds(30)).until(() -> Fixtures.pending(ds) == 0);
     }
     assertThat(shipRuns).hasValue(3); // maxFailures runs, then parked
@@ -343,7 +352,9 @@ class LeaseModeIT {
                 })
             .build();
     queue.enqueue(new PlaceOrder("p"));
-    try (MessagePump p = pump(ds, queue.leasedDriver(handlers, LEASE)).build()) {
+    try (MessagePump p =
+        pump(ds, queue.driver(handlers, CommandDriverOptions.defaults().withLease(LEASE)))
+            .build()) {
       p.start();
       await().atMost(Duration.ofSeconds(30)).until(() -> Fixtures.pending(ds) == 0);
     }
@@ -356,18 +367,20 @@ class LeaseModeIT {
     AtomicInteger runs = new AtomicInteger();
     CommandHandlers handlers =
         CommandHandlers.builder().on(PlaceOrder.class, (c, ctx) -> runs.incrementAndGet()).build();
-    queue.pauseType("orders.PlaceOrder", "maintenance");
+    queue.operations().pauseType("orders.PlaceOrder", "maintenance");
     try {
       queue.enqueue(new PlaceOrder("p"));
-      try (MessagePump p = pump(ds, queue.leasedDriver(handlers, LEASE)).build()) {
+      try (MessagePump p =
+          pump(ds, queue.driver(handlers, CommandDriverOptions.defaults().withLease(LEASE)))
+              .build()) {
         p.start();
         Thread.sleep(500);
         assertThat(runs).hasValue(0);
-        queue.resumeType("orders.PlaceOrder");
+        queue.operations().resumeType("orders.PlaceOrder");
         await().atMost(Duration.ofSeconds(30)).until(() -> runs.get() == 1);
       }
     } finally {
-      queue.resumeType("orders.PlaceOrder");
+      queue.operations().resumeType("orders.PlaceOrder");
     }
   }
 
@@ -375,12 +388,19 @@ class LeaseModeIT {
   void aBadLeaseIsRefused() {
     CommandHandlers handlers =
         CommandHandlers.builder().on(PlaceOrder.class, (c, ctx) -> {}).build();
-    assertThatThrownBy(() -> queue.leasedDriver(handlers, null))
+    assertThatThrownBy(
+            () -> queue.driver(handlers, CommandDriverOptions.defaults().withLease(null)))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> queue.leasedDriver(handlers, Duration.ofMillis(999)))
+    assertThatThrownBy(
+            () ->
+                queue.driver(
+                    handlers, CommandDriverOptions.defaults().withLease(Duration.ofMillis(999))))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("at least");
-    assertThatThrownBy(() -> queue.leasedDriver(handlers, Duration.ofHours(2)))
+    assertThatThrownBy(
+            () ->
+                queue.driver(
+                    handlers, CommandDriverOptions.defaults().withLease(Duration.ofHours(2))))
         .isInstanceOf(IllegalArgumentException.class);
   }
 }

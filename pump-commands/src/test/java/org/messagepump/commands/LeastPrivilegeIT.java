@@ -20,8 +20,8 @@ import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
 /**
- * The owner migrates and applies {@link CommandQueue#grantStatements}; the application then runs
- * everything under a DML-only login role.
+ * The owner migrates and applies {@link CommandOperations#grantStatements}; the application then
+ * runs everything under a DML-only login role.
  */
 @ExtendWith(PostgresExtension.class)
 class LeastPrivilegeIT {
@@ -32,11 +32,11 @@ class LeastPrivilegeIT {
   @Test
   void aDmlOnlyRoleRunsTheQueueThePumpAndTheDeadLetters(TestDatabase db) throws Exception {
     for (String schema : List.of("commandqueue", "cq_least")) {
-      CommandQueue.migrate(db.dataSource(), schema);
+      CommandOperations.of(db.dataSource(), schema).migrate();
     }
     db.createLoginRole(ROLE, PASSWORD);
     for (String schema : List.of("commandqueue", "cq_least")) {
-      for (String grant : CommandQueue.grantStatements(schema, ROLE)) {
+      for (String grant : CommandOperations.of(db.dataSource(), schema).grantStatements(ROLE)) {
         db.execute(grant);
       }
     }
@@ -96,18 +96,20 @@ class LeastPrivilegeIT {
       pump.start();
       await()
           .atMost(Duration.ofSeconds(60))
-          .until(() -> handled.size() == 6 && queue.deadLetters().count() == 1);
-      assertThat(queue.deadLetters().list(10))
+          .until(() -> handled.size() == 6 && queue.operations().deadLetters().count() == 1);
+      assertThat(queue.operations().deadLetters().list(10))
           .extracting(DeadLetter::messageId)
           .containsExactly(poison);
-      assertThat(queue.deadLetters().retry(poison)).isTrue();
-      await().atMost(Duration.ofSeconds(60)).until(() -> queue.deadLetters().count() == 1);
+      assertThat(queue.operations().deadLetters().retry(poison)).isTrue();
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> queue.operations().deadLetters().count() == 1);
     }
-    assertThat(queue.depth().byType()).containsKey("poison");
-    assertThat(queue.deadLetters().discardAll("poison")).isEqualTo(1);
-    assertThat(queue.deadLetters().retryAll(null)).isZero();
+    assertThat(queue.operations().depth().byType()).containsKey("poison");
+    assertThat(queue.operations().deadLetters().discardAll("poison")).isEqualTo(1);
+    assertThat(queue.operations().deadLetters().retryAll(null)).isZero();
     // Schedules: define, fire, pause, resume, trigger, list, remove.
-    Schedules schedules = queue.schedules();
+    Schedules schedules = queue.operations().schedules();
     schedules.define(Schedule.every("dml", Duration.ofSeconds(1), new PlaceOrder("tick")));
     await().atMost(Duration.ofSeconds(10)).until(() -> schedules.fireDue() == 1);
     assertThat(schedules.pause("dml")).isTrue();
@@ -120,7 +122,9 @@ class LeastPrivilegeIT {
     try (MessagePump pump =
         MessagePump.builder(app)
             .name("dml-leased-" + schema)
-            .driver(queue.leasedDriver(handlers, Duration.ofSeconds(5)))
+            .driver(
+                queue.driver(
+                    handlers, CommandDriverOptions.defaults().withLease(Duration.ofSeconds(5))))
             .pollInterval(Duration.ofMillis(50))
             .build()) {
       pump.start();

@@ -17,7 +17,7 @@ public class Orders {
 
   public static void run(DataSource dataSource) throws Exception {
     // 1. Schema: idempotent, safe when several processes start together.
-    CommandQueue.migrate(dataSource);
+    CommandOperations.of(dataSource).migrate();
 
     // 2. The queue: stable type names, so classes can move without breaking stored commands.
     MessageTypes types =
@@ -93,17 +93,18 @@ public class Orders {
       }
 
       // 6. Operations: depth and dead letters.
-      QueueDepth depth = queue.depth();
+      CommandOperations operations = queue.operations();
+      QueueDepth depth = operations.depth();
       System.out.println(
           "due ShipOrder: "
               + depth.of("orders.ShipOrder").due()
               + ", delayed: "
               + depth.of("orders.ShipOrder").delayed());
-      for (DeadLetter dead : queue.deadLetters().list(100)) {
+      for (DeadLetter dead : operations.deadLetters().list(100)) {
         System.out.println(
             dead.messageId() + " failed " + dead.failures() + " times: " + dead.lastError());
-        queue.deadLetters().retry(dead.messageId()); // back into the queue, failures reset
-        // or: queue.deadLetters().discard(dead.messageId());
+        operations.deadLetters().retry(dead.messageId()); // back into the queue, failures reset
+        // or: operations.deadLetters().discard(dead.messageId());
       }
     }
   }

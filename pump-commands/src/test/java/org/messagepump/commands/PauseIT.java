@@ -76,9 +76,9 @@ class PauseIT {
     AtomicInteger shipped = new AtomicInteger();
     queue.enqueue(new PlaceOrder("1"));
     queue.enqueue(new ShipOrder("1"));
-    assertThat(queue.pauseType("orders.PlaceOrder", "warehouse migration")).isTrue();
-    assertThat(queue.pauseType("orders.PlaceOrder", "again")).isFalse();
-    assertThat(queue.pausedTypes())
+    assertThat(queue.operations().pauseType("orders.PlaceOrder", "warehouse migration")).isTrue();
+    assertThat(queue.operations().pauseType("orders.PlaceOrder", "again")).isFalse();
+    assertThat(queue.operations().pausedTypes())
         .singleElement()
         .satisfies(
             p -> {
@@ -104,11 +104,11 @@ class PauseIT {
             .build();
     assertThat(placeOnly.runOnce()).isEmpty();
     assertThat(placed).hasValue(0);
-    assertThat(queue.depth().byType().get("orders.PlaceOrder").due()).isEqualTo(1);
+    assertThat(queue.operations().depth().byType().get("orders.PlaceOrder").due()).isEqualTo(1);
 
-    assertThat(queue.resumeType("orders.PlaceOrder")).isTrue();
-    assertThat(queue.resumeType("orders.PlaceOrder")).isFalse();
-    assertThat(queue.pausedTypes()).isEmpty();
+    assertThat(queue.operations().resumeType("orders.PlaceOrder")).isTrue();
+    assertThat(queue.operations().resumeType("orders.PlaceOrder")).isFalse();
+    assertThat(queue.operations().pausedTypes()).isEmpty();
     List<PumpTester.Result> r = placeOnly.runOnce();
     assertThat(r).hasSize(1);
     assertThat(placed).hasValue(1);
@@ -116,15 +116,15 @@ class PauseIT {
 
   @Test
   void badPauseArgumentsAreRefusedBeforeAnythingIsSent() {
-    assertThatThrownBy(() -> queue.pauseType("", null))
+    assertThatThrownBy(() -> queue.operations().pauseType("", null))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("type");
-    assertThatThrownBy(() -> queue.pauseType("a\0b", null))
+    assertThatThrownBy(() -> queue.operations().pauseType("a\0b", null))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> queue.pauseType("t", "x".repeat(5000)))
+    assertThatThrownBy(() -> queue.operations().pauseType("t", "x".repeat(5000)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("reason");
-    assertThatThrownBy(() -> queue.resumeType("x".repeat(600)))
+    assertThatThrownBy(() -> queue.operations().resumeType("x".repeat(600)))
         .isInstanceOf(IllegalArgumentException.class);
   }
 }

@@ -43,7 +43,7 @@ class PendingCommandsIT {
 
   @BeforeEach
   void setUp(DataSource ds) {
-    pending = queue.pending();
+    pending = queue.operations().pending();
   }
 
   private static MessagePump.Builder pump(DataSource ds, CommandDriver driver) {
@@ -191,7 +191,12 @@ class PendingCommandsIT {
                 })
             .build();
     UUID id = queue.enqueue(new PlaceOrder("leased")).messageId();
-    try (MessagePump p = pump(ds, queue.leasedDriver(handlers, Duration.ofSeconds(30))).build()) {
+    try (MessagePump p =
+        pump(
+                ds,
+                queue.driver(
+                    handlers, CommandDriverOptions.defaults().withLease(Duration.ofSeconds(30))))
+            .build()) {
       p.start();
       assertThat(running.await(30, TimeUnit.SECONDS)).isTrue();
       PendingCommand c = pending.find(id).orElseThrow();
@@ -261,7 +266,12 @@ class PendingCommandsIT {
   @Test
   void aLeaseModePumpAndACancellerNeverBothHaveACommand(DataSource ds) throws Exception {
     // Leases far longer than the test: none expires, so a command under a lease is held.
-    race(ds, 5, handlers -> queue.leasedDriver(handlers, Duration.ofSeconds(60)));
+    race(
+        ds,
+        5,
+        handlers ->
+            queue.driver(
+                handlers, CommandDriverOptions.defaults().withLease(Duration.ofSeconds(60))));
   }
 
   /**

@@ -127,12 +127,12 @@ class PoisonIT {
       pump.start();
       await()
           .atMost(Duration.ofSeconds(60))
-          .until(() -> queue.deadLetters().count() == 3 && pending(ds) == 0);
+          .until(() -> queue.operations().deadLetters().count() == 3 && pending(ds) == 0);
     }
     assertThat(handled).hasValue(80);
-    DeadLetter a = queue.deadLetters().find(notJson).orElseThrow();
-    DeadLetter b = queue.deadLetters().find(wrongShape).orElseThrow();
-    DeadLetter c = queue.deadLetters().find(unknown).orElseThrow();
+    DeadLetter a = queue.operations().deadLetters().find(notJson).orElseThrow();
+    DeadLetter b = queue.operations().deadLetters().find(wrongShape).orElseThrow();
+    DeadLetter c = queue.operations().deadLetters().find(unknown).orElseThrow();
     assertThat(a.failures()).isEqualTo(3);
     assertThat(a.lastError()).contains("UndecodableMessageException");
     assertThat(b.lastError()).contains("UndecodableMessageException").contains("extra");
@@ -175,7 +175,7 @@ class PoisonIT {
       }
       await().atMost(Duration.ofSeconds(60)).until(() -> handled.get() == 20);
     }
-    assertThat(queue.deadLetters().count()).isZero();
+    assertThat(queue.operations().deadLetters().count()).isZero();
     assertThat(pending(ds)).isEqualTo(1);
   }
 

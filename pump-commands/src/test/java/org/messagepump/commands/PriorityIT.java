@@ -97,7 +97,12 @@ class PriorityIT {
   @Test
   void leaseModeServesInTheSameOrder(DataSource ds) {
     List<String> expected = backlogThenUrgent();
-    drain(ds, queue.leasedDriver(recording(), Duration.ofSeconds(30)), 5, expected.size());
+    drain(
+        ds,
+        queue.driver(
+            recording(), CommandDriverOptions.defaults().withLease(Duration.ofSeconds(30))),
+        5,
+        expected.size());
     assertThat(handled).containsExactlyElementsOf(expected);
   }
 
@@ -147,7 +152,7 @@ class PriorityIT {
     await().atMost(Duration.ofSeconds(30)).until(() -> !tester.runOnce().isEmpty());
     assertThat(Fixtures.pending(ds)).isZero();
     assertThat(priorityOf(ds, "dead_letters", id)).isEqualTo(7);
-    assertThat(queue.deadLetters().retry(id)).isTrue();
+    assertThat(queue.operations().deadLetters().retry(id)).isTrue();
     assertThat(priorityOf(ds, "commands", id)).isEqualTo(7);
     drain(ds, queue.driver(recording()), 1, 1);
   }
@@ -170,7 +175,9 @@ class PriorityIT {
     try (MessagePump p =
         MessagePump.builder(ds)
             .name("priorities-leased")
-            .driver(queue.leasedDriver(failing, Duration.ofSeconds(30)))
+            .driver(
+                queue.driver(
+                    failing, CommandDriverOptions.defaults().withLease(Duration.ofSeconds(30))))
             .workers(1)
             .pollInterval(Duration.ofMillis(50))
             .backoff(Duration.ofMillis(50), Duration.ofMillis(50))
@@ -249,12 +256,12 @@ class PriorityIT {
     Schedule every =
         Schedule.every("priority-ticks", Duration.ofHours(1), new PlaceOrder("tick"))
             .withOptions(EnqueueOptions.defaults().withPriority(4));
-    queue.schedules().define(every);
-    UUID first = queue.schedules().trigger("priority-ticks").orElseThrow();
+    queue.defineSchedule(every);
+    UUID first = queue.operations().schedules().trigger("priority-ticks").orElseThrow();
     assertThat(priorityOf(ds, "commands", first)).isEqualTo(4);
     // A definition that changes only the priority is stored.
-    queue.schedules().define(every.withOptions(EnqueueOptions.defaults().withPriority(6)));
-    UUID second = queue.schedules().trigger("priority-ticks").orElseThrow();
+    queue.defineSchedule(every.withOptions(EnqueueOptions.defaults().withPriority(6)));
+    UUID second = queue.operations().schedules().trigger("priority-ticks").orElseThrow();
     assertThat(priorityOf(ds, "commands", second)).isEqualTo(6);
   }
 

@@ -71,7 +71,7 @@ class QueueGaugesIT {
     queue.enqueue(new ShipOrder("e"));
     assertThat(gauge("messagepump.commands.queue.due", "orders.PlaceOrder")).isEqualTo(2);
     assertThat(gauge("messagepump.commands.queue.due", "orders.ShipOrder")).isZero();
-    assertThat(queue.depth().of("orders.ShipOrder").due()).isEqualTo(1);
+    assertThat(queue.operations().depth().of("orders.ShipOrder").due()).isEqualTo(1);
   }
 
   @Test

@@ -25,7 +25,8 @@ class RetentionIT {
   private static final String SCHEMA = "retention";
 
   @RegisterExtension
-  static final FreshTables TABLES = FreshTables.schema(SCHEMA, CommandQueue::migrate);
+  static final FreshTables TABLES =
+      FreshTables.schema(SCHEMA, (ds, s) -> CommandOperations.of(ds, s).migrate());
 
   private CommandQueue queue;
   private SimpleMeterRegistry registry;
@@ -82,7 +83,11 @@ class RetentionIT {
     assertThat(count(ds, "SELECT count(*) FROM retention.idempotency_keys")).isEqualTo(1525);
 
     CommandRetention.Purged p =
-        CommandRetention.builder(queue).batchSize(700).batchPause(Duration.ZERO).build().purge();
+        CommandRetention.builder(queue.operations())
+            .batchSize(700)
+            .batchPause(Duration.ZERO)
+            .build()
+            .purge();
     assertThat(p).isEqualTo(new CommandRetention.Purged(1500, 0, 0));
     assertThat(count(ds, "SELECT count(*) FROM retention.idempotency_keys")).isEqualTo(25);
     assertThat(
@@ -98,12 +103,12 @@ class RetentionIT {
   @Test
   void deadLettersAndHistoryGoOnlyPastTheirAgesAndOnlyWhenConfigured(DataSource ds) {
     oldRows(ds);
-    CommandRetention keepAll = CommandRetention.builder(queue).build();
+    CommandRetention keepAll = CommandRetention.builder(queue.operations()).build();
     assertThat(keepAll.purge()).isEqualTo(new CommandRetention.Purged(0, 0, 0));
     assertThat(count(ds, "SELECT count(*) FROM retention.dead_letters")).isEqualTo(34);
 
     CommandRetention.Purged p =
-        CommandRetention.builder(queue)
+        CommandRetention.builder(queue.operations())
             .deadLetterAge(Duration.ofDays(1))
             .historyAge(Duration.ofDays(1))
             .batchSize(7)
@@ -129,7 +134,7 @@ class RetentionIT {
     keys(ds);
     oldRows(ds);
     try (CommandRetention r =
-        CommandRetention.builder(queue)
+        CommandRetention.builder(queue.operations())
             .name("test")
             .deadLetterAge(Duration.ofDays(1))
             .historyAge(Duration.ofDays(1))
@@ -158,10 +163,10 @@ class RetentionIT {
 
   @Test
   void everyOptionIsValidatedByName(DataSource ds) {
-    CommandRetention.Builder b = CommandRetention.builder(queue);
+    CommandRetention.Builder b = CommandRetention.builder(queue.operations());
     assertThatThrownBy(() -> CommandRetention.builder(null))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("queue");
+        .hasMessageContaining("operations");
     assertThatThrownBy(() -> b.deadLetterAge(Duration.ZERO))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("deadLetterAge must be positive");
@@ -198,10 +203,11 @@ class RetentionIT {
     assertThatThrownBy(() -> b.threadFactory(null))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("threadFactory");
-    assertThatThrownBy(() -> queue.history(null, 0))
+    assertThatThrownBy(() -> queue.operations().history(null, 0))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("limit");
-    assertThatThrownBy(() -> queue.history(null, CommandQueue.MAX_HISTORY_PAGE + 1))
+    assertThatThrownBy(
+            () -> queue.operations().history(null, CommandOperations.MAX_HISTORY_PAGE + 1))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("limit");
   }

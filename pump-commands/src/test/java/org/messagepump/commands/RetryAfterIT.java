@@ -61,7 +61,7 @@ class RetryAfterIT {
     List<PumpTester.Result> r = tester(ds, Duration.ofSeconds(30)).runOnce();
     assertThat(r).extracting(PumpTester.Result::kind).containsExactly(PumpTester.Kind.BUSY);
     // maxFailures is 1: a counted failure would have parked it.
-    assertThat(queue.deadLetters().count()).isZero();
+    assertThat(queue.operations().deadLetters().count()).isZero();
     assertThat(count(ds, "SELECT failures FROM commandqueue.commands WHERE message_id = ?", id))
         .isZero();
     assertThat(dueInSeconds(ds, id)).isBetween(28.0, 30.5);

@@ -115,7 +115,7 @@ class RetryIT {
     // Three Busy outcomes with maxFailures 2: never parked, every attempt was the first.
     assertThat(attempts).containsExactly(1, 1, 1, 1);
     assertThat(count(ds, "SELECT count(*) FROM handled_at WHERE message_id = ?", id)).isEqualTo(1);
-    assertThat(queue.deadLetters().count()).isZero();
+    assertThat(queue.operations().deadLetters().count()).isZero();
   }
 
   @Test
@@ -140,7 +140,9 @@ class RetryIT {
         };
     try (MessagePump pump = pump(ds, handler, 3)) {
       pump.start();
-      await().atMost(Duration.ofSeconds(60)).until(() -> queue.deadLetters().count() == 1);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> queue.operations().deadLetters().count() == 1);
       assertThat(attempts).containsExactly(1, 2, 3);
       for (int i = 1; i < times.size(); i++) {
         assertThat(Duration.ofNanos(times.get(i) - times.get(i - 1)))
@@ -150,34 +152,36 @@ class RetryIT {
       assertThat(pending(ds)).isZero();
       assertThat(count(ds, "SELECT count(*) FROM handled_at")).isZero();
 
-      DeadLetter dead = queue.deadLetters().find(id).orElseThrow();
+      DeadLetter dead = queue.operations().deadLetters().find(id).orElseThrow();
       assertThat(dead.failures()).isEqualTo(3);
       assertThat(dead.lastError()).contains("IllegalStateException").contains("boom fails");
       assertThat(dead.type()).isEqualTo("orders.PlaceOrder");
       assertThat(dead.envelope().correlationId()).isEqualTo("conv");
       assertThat(dead.envelope().headers()).containsEntry("h", "v");
       assertThat(dead.parkedAt()).isAfterOrEqualTo(dead.enqueuedAt());
-      assertThat(queue.deadLetters().list(10)).containsExactly(dead);
-      assertThat(queue.deadLetters().list("orders.ShipOrder", 10)).isEmpty();
-      assertThat(queue.depth().of("orders.PlaceOrder").deadLetters()).isEqualTo(1);
+      assertThat(queue.operations().deadLetters().list(10)).containsExactly(dead);
+      assertThat(queue.operations().deadLetters().list("orders.ShipOrder", 10)).isEmpty();
+      assertThat(queue.operations().depth().of("orders.PlaceOrder").deadLetters()).isEqualTo(1);
 
       // Retry: back into the queue with failures reset; it now succeeds on its first attempt.
       attempts.clear();
       fail.set(false);
-      assertThat(queue.deadLetters().retry(id)).isTrue();
-      assertThat(queue.deadLetters().retry(id)).isFalse();
+      assertThat(queue.operations().deadLetters().retry(id)).isTrue();
+      assertThat(queue.operations().deadLetters().retry(id)).isFalse();
       await().atMost(Duration.ofSeconds(60)).until(() -> pending(ds) == 0);
       assertThat(attempts).containsExactly(1);
       assertThat(count(ds, "SELECT count(*) FROM handled_at WHERE message_id = ?", id))
           .isEqualTo(1);
-      assertThat(queue.deadLetters().count()).isZero();
+      assertThat(queue.operations().deadLetters().count()).isZero();
 
       // Discard: park another, then delete it for good.
       fail.set(true);
       UUID other = queue.enqueue(new PlaceOrder("other")).messageId();
-      await().atMost(Duration.ofSeconds(60)).until(() -> queue.deadLetters().count() == 1);
-      assertThat(queue.deadLetters().discard(other)).isTrue();
-      assertThat(queue.deadLetters().find(other)).isEmpty();
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> queue.operations().deadLetters().count() == 1);
+      assertThat(queue.operations().deadLetters().discard(other)).isTrue();
+      assertThat(queue.operations().deadLetters().find(other)).isEmpty();
       assertThat(pending(ds)).isZero();
     }
   }
@@ -195,11 +199,14 @@ class RetryIT {
             },
             1)) {
       pump.start();
-      await().atMost(Duration.ofSeconds(60)).until(() -> queue.deadLetters().count() == 3);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> queue.operations().deadLetters().count() == 3);
     }
-    assertThat(queue.deadLetters().retryAll("orders.ShipOrder")).isZero();
-    assertThat(queue.deadLetters().retryAll("orders.PlaceOrder")).isEqualTo(3);
-    assertThat(queue.depth().of("orders.PlaceOrder")).isEqualTo(new QueueDepth.TypeDepth(3, 0, 0));
+    assertThat(queue.operations().deadLetters().retryAll("orders.ShipOrder")).isZero();
+    assertThat(queue.operations().deadLetters().retryAll("orders.PlaceOrder")).isEqualTo(3);
+    assertThat(queue.operations().depth().of("orders.PlaceOrder"))
+        .isEqualTo(new QueueDepth.TypeDepth(3, 0, 0));
     assertThat(count(ds, "SELECT sum(failures) FROM commandqueue.commands")).isZero();
     try (MessagePump pump =
         pump(
@@ -209,9 +216,11 @@ class RetryIT {
             },
             1)) {
       pump.start();
-      await().atMost(Duration.ofSeconds(60)).until(() -> queue.deadLetters().count() == 3);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> queue.operations().deadLetters().count() == 3);
     }
-    assertThat(queue.deadLetters().discardAll(null)).isEqualTo(3);
-    assertThat(queue.depth().deadLetters()).isZero();
+    assertThat(queue.operations().deadLetters().discardAll(null)).isEqualTo(3);
+    assertThat(queue.operations().depth().deadLetters()).isZero();
   }
 }

@@ -32,7 +32,7 @@ class ScheduleIT {
 
   @BeforeEach
   void setUp(DataSource ds) {
-    schedules = queue.schedules();
+    schedules = queue.operations().schedules();
   }
 
   /** Moves a schedule's time back by {@code seconds}: as if no scheduler had run for that long. */
@@ -244,11 +244,13 @@ class ScheduleIT {
 
   @Test
   void aScheduleInAnotherSchemaIsApart(TestDatabase db) {
-    CommandQueue.migrate(db.dataSource(), "sched_other");
+    CommandOperations.of(db.dataSource(), "sched_other").migrate();
     CommandQueue other =
         CommandQueue.builder(db.dataSource()).codec(Fixtures.CODEC).schema("sched_other").build();
-    other.schedules().define(Schedule.every("apart", Duration.ofMinutes(1), new PlaceOrder("a")));
-    assertThat(other.schedules().list()).extracting(ScheduleInfo::name).containsExactly("apart");
+    other.defineSchedule(Schedule.every("apart", Duration.ofMinutes(1), new PlaceOrder("a")));
+    assertThat(other.operations().schedules().list())
+        .extracting(ScheduleInfo::name)
+        .containsExactly("apart");
     assertThat(schedules.list()).isEmpty();
   }
 
@@ -263,14 +265,14 @@ class ScheduleIT {
             .withOptions(
                 EnqueueOptions.defaults().withCorrelationId(hostile).withHeader(hostile, hostile))
             .withMisfire(MisfirePolicy.catchUp(2));
-    q.schedules().define(s);
-    q.schedules().define(s.withMisfire(MisfirePolicy.skip()));
-    q.schedules().pause(hostile);
-    q.schedules().resume(hostile);
-    q.schedules().trigger(hostile);
-    q.schedules().fireDue();
-    q.schedules().list();
-    q.schedules().remove(hostile);
+    q.defineSchedule(s);
+    q.defineSchedule(s.withMisfire(MisfirePolicy.skip()));
+    q.operations().schedules().pause(hostile);
+    q.operations().schedules().resume(hostile);
+    q.operations().schedules().trigger(hostile);
+    q.operations().schedules().fireDue();
+    q.operations().schedules().list();
+    q.operations().schedules().remove(hostile);
     assertThat(capture.statements()).isNotEmpty();
     assertThat(capture.statementsWithLiteralsOtherThan(SqlSafetyIT.ALLOWED)).isEmpty();
   }

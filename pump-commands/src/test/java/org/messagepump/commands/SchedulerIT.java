@@ -50,7 +50,7 @@ class SchedulerIT {
   @Test
   void threeCompetingSchedulersEnqueueEachTickOnce(TestDatabase db) {
     DataSource ds = db.dataSource();
-    Schedules defining = queueOn(ds).schedules();
+    Schedules defining = queueOn(ds).operations().schedules();
     int count = 12;
     for (int i = 0; i < count; i++) {
       defining.define(
@@ -146,8 +146,7 @@ class SchedulerIT {
   void aRestartWithinTheGraceNeitherDoublesNorLosesTicks(TestDatabase db) throws Exception {
     DataSource ds = db.dataSource();
     queueOn(ds)
-        .schedules()
-        .define(
+        .defineSchedule(
             Schedule.every("r", Duration.ofSeconds(1), new PlaceOrder("r"))
                 .withMisfire(MisfirePolicy.skip().withGrace(Duration.ofSeconds(20))));
     for (int run = 0; run < 3; run++) {
@@ -164,7 +163,7 @@ class SchedulerIT {
       }
       Thread.sleep(1500); // down: ticks come due meanwhile, within the grace
     }
-    queueOn(ds).schedules().fireDue();
+    queueOn(ds).operations().schedules().fireDue();
     // Contiguous across the three restarts: the ticks due while down were fired after each one.
     List<Instant> ticks = assertOncePerTick(ds, "r", Duration.ofSeconds(1));
     // At least two per run, and at least one due during the last 1.5 s down.
@@ -198,7 +197,7 @@ class SchedulerIT {
       // A definition in this process wakes it: the tick, due in 1 s, fires then, not after the
       // seconds of back-off an idle scheduler has reached.
       Thread.sleep(2000);
-      queue.schedules().define(Schedule.every("woken", Duration.ofSeconds(1), new PlaceOrder("w")));
+      queue.defineSchedule(Schedule.every("woken", Duration.ofSeconds(1), new PlaceOrder("w")));
       await().atMost(Duration.ofMillis(3000)).until(() -> ScheduleIT.commandsOf(ds, "woken") >= 1);
     }
   }

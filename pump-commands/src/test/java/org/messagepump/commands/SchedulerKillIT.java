@@ -35,7 +35,7 @@ class SchedulerKillIT {
   @Test
   void killingASchedulerMidTickNeitherDoublesNorLosesTicks(TestDatabase db) throws Exception {
     DataSource ds = db.dataSource();
-    CommandQueue.migrate(ds);
+    CommandOperations.of(ds).migrate();
     // Every scheduled insert takes 300 ms, so that a check spends most of its time mid-tick.
     db.execute(
         "CREATE FUNCTION public.slow_tick() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
@@ -45,11 +45,9 @@ class SchedulerKillIT {
         "CREATE TRIGGER slow_tick BEFORE INSERT ON commandqueue.commands"
             + " FOR EACH ROW EXECUTE FUNCTION public.slow_tick()");
     CommandQueue queue = CommandQueue.create(ds, Fixtures.CODEC);
-    queue
-        .schedules()
-        .define(
-            Schedule.every("k", Duration.ofSeconds(1), new PlaceOrder("k"))
-                .withMisfire(MisfirePolicy.catchUp(100).withGrace(Duration.ofMinutes(5))));
+    queue.defineSchedule(
+        Schedule.every("k", Duration.ofSeconds(1), new PlaceOrder("k"))
+            .withMisfire(MisfirePolicy.catchUp(100).withGrace(Duration.ofMinutes(5))));
 
     Path logs = Files.createTempDirectory("scheduler-kill");
     List<Process> nodes = new ArrayList<>();

@@ -48,7 +48,7 @@ class SchemaIT {
                 } catch (InterruptedException e) {
                   throw new IllegalStateException(e);
                 }
-                return CommandQueue.migrate(ds);
+                return CommandOperations.of(ds).migrate();
               },
               pool));
     }
@@ -65,7 +65,7 @@ class SchemaIT {
             db.queryLong(
                 "SELECT count(*) FROM commandqueue.commandqueue_flyway_history WHERE success AND version = '1'"))
         .isEqualTo(1);
-    assertThat(CommandQueue.migrate(db.dataSource())).isZero();
+    assertThat(CommandOperations.of(db.dataSource()).migrate()).isZero();
     assertThat(
             db.queryLong(
                 "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'commandqueue'"))
@@ -77,7 +77,7 @@ class SchemaIT {
   @Test
   @Order(2)
   void acquireIsOneIndexScanPerTypeAndDoesNotGrowWithTheBacklog(TestDatabase db) throws Exception {
-    CommandQueue.migrate(db.dataSource());
+    CommandOperations.of(db.dataSource()).migrate();
     List<String> one = List.of("orders.PlaceOrder");
     List<String> three = List.of("orders.PlaceOrder", "orders.ShipOrder", "billing.ChargeCard");
     backlog(db, 1_000);

@@ -23,9 +23,9 @@ class SchemasIT {
   @Test
   void twoSchemasAreSeparateQueues(TestDatabase db) {
     DataSource ds = db.dataSource();
-    assertThat(CommandQueue.migrate(ds, "tenant_a")).isEqualTo(6); // V1 to V6
-    assertThat(CommandQueue.migrate(ds, "tenant_b")).isEqualTo(6);
-    assertThat(CommandQueue.migrate(ds, "tenant_a")).isZero();
+    assertThat(CommandOperations.of(ds, "tenant_a").migrate()).isEqualTo(6); // V1 to V6
+    assertThat(CommandOperations.of(ds, "tenant_b").migrate()).isEqualTo(6);
+    assertThat(CommandOperations.of(ds, "tenant_a").migrate()).isZero();
     assertThat(
             db.queryLong(
                 "SELECT count(*) FROM tenant_a.commandqueue_flyway_history WHERE version = '1'"))
@@ -56,7 +56,7 @@ class SchemasIT {
     UUID poisonB =
         b.enqueueRaw("poison", "y".getBytes(StandardCharsets.UTF_8), EnqueueOptions.defaults())
             .messageId();
-    assertThat(a.depth().byType().get("orders.PlaceOrder").due()).isEqualTo(5);
+    assertThat(a.operations().depth().byType().get("orders.PlaceOrder").due()).isEqualTo(5);
 
     List<String> seenA = new CopyOnWriteArrayList<>();
     List<String> seenB = new CopyOnWriteArrayList<>();
@@ -70,27 +70,27 @@ class SchemasIT {
               () ->
                   seenA.size() == 5
                       && seenB.size() == 5
-                      && a.deadLetters().count() == 1
-                      && b.deadLetters().count() == 1);
+                      && a.operations().deadLetters().count() == 1
+                      && b.operations().deadLetters().count() == 1);
     }
     assertThat(seenA).allMatch(s -> s.startsWith("a-")).doesNotHaveDuplicates();
     assertThat(seenB).allMatch(s -> s.startsWith("b-")).doesNotHaveDuplicates();
-    assertThat(a.deadLetters().find(poisonA)).isPresent();
-    assertThat(a.deadLetters().find(poisonB)).isEmpty();
-    assertThat(b.deadLetters().find(poisonB)).isPresent();
-    assertThat(b.deadLetters().find(poisonA)).isEmpty();
-    assertThat(a.deadLetters().list("poison", 10))
+    assertThat(a.operations().deadLetters().find(poisonA)).isPresent();
+    assertThat(a.operations().deadLetters().find(poisonB)).isEmpty();
+    assertThat(b.operations().deadLetters().find(poisonB)).isPresent();
+    assertThat(b.operations().deadLetters().find(poisonA)).isEmpty();
+    assertThat(a.operations().deadLetters().list("poison", 10))
         .extracting(DeadLetter::messageId)
         .containsExactly(poisonA);
 
     // Dead-letter operations on one schema leave the other alone.
-    assertThat(a.deadLetters().retryAll("poison")).isEqualTo(1);
+    assertThat(a.operations().deadLetters().retryAll("poison")).isEqualTo(1);
     assertThat(db.queryLong("SELECT count(*) FROM tenant_a.commands")).isEqualTo(1);
     assertThat(db.queryLong("SELECT count(*) FROM tenant_b.commands")).isZero();
-    assertThat(b.deadLetters().count()).isEqualTo(1);
-    assertThat(b.deadLetters().discard(poisonA)).isFalse();
-    assertThat(b.deadLetters().discardAll(null)).isEqualTo(1);
-    assertThat(a.deadLetters().count()).isZero();
+    assertThat(b.operations().deadLetters().count()).isEqualTo(1);
+    assertThat(b.operations().deadLetters().discard(poisonA)).isFalse();
+    assertThat(b.operations().deadLetters().discardAll(null)).isEqualTo(1);
+    assertThat(a.operations().deadLetters().count()).isZero();
     assertThat(db.queryLong("SELECT count(*) FROM tenant_a.commands")).isEqualTo(1);
   }
 

@@ -31,8 +31,8 @@ class SqlSafetyIT {
 
   @Test
   void aRepresentativeWorkloadSendsNoLiteral(TestDatabase db) throws Exception {
-    CommandQueue.migrate(db.dataSource());
-    CommandQueue.migrate(db.dataSource(), "cq_safety");
+    CommandOperations.of(db.dataSource()).migrate();
+    CommandOperations.of(db.dataSource(), "cq_safety").migrate();
     StatementCapture capture = StatementCapture.of(db.newDataSource("capture", 8));
     DataSource ds = capture.dataSource();
     for (String schema : List.of("commandqueue", "cq_safety")) {
@@ -86,20 +86,24 @@ class SqlSafetyIT {
         pump.start();
         await()
             .atMost(Duration.ofSeconds(60))
-            .until(() -> handled.size() == 5 && queue.deadLetters().count() == 1);
-        DeadLetter d = queue.deadLetters().find(raw).orElseThrow();
+            .until(() -> handled.size() == 5 && queue.operations().deadLetters().count() == 1);
+        DeadLetter d = queue.operations().deadLetters().find(raw).orElseThrow();
         assertThat(d.type()).isEqualTo(QUIRKY);
         assertThat(d.lastError()).contains("bad ' \\ value");
-        assertThat(queue.deadLetters().list(QUIRKY, 10)).hasSize(1);
-        assertThat(queue.deadLetters().count(QUIRKY)).isEqualTo(1);
-        assertThat(queue.deadLetters().retry(raw)).isTrue();
-        await().atMost(Duration.ofSeconds(60)).until(() -> queue.deadLetters().count() == 1);
-        assertThat(queue.deadLetters().retryAll(QUIRKY)).isEqualTo(1);
-        await().atMost(Duration.ofSeconds(60)).until(() -> queue.deadLetters().count() == 1);
+        assertThat(queue.operations().deadLetters().list(QUIRKY, 10)).hasSize(1);
+        assertThat(queue.operations().deadLetters().count(QUIRKY)).isEqualTo(1);
+        assertThat(queue.operations().deadLetters().retry(raw)).isTrue();
+        await()
+            .atMost(Duration.ofSeconds(60))
+            .until(() -> queue.operations().deadLetters().count() == 1);
+        assertThat(queue.operations().deadLetters().retryAll(QUIRKY)).isEqualTo(1);
+        await()
+            .atMost(Duration.ofSeconds(60))
+            .until(() -> queue.operations().deadLetters().count() == 1);
       }
-      assertThat(queue.depth().of(QUIRKY).deadLetters()).isEqualTo(1);
-      assertThat(queue.deadLetters().discardAll(QUIRKY)).isEqualTo(1);
-      assertThat(queue.deadLetters().discard(raw)).isFalse();
+      assertThat(queue.operations().depth().of(QUIRKY).deadLetters()).isEqualTo(1);
+      assertThat(queue.operations().deadLetters().discardAll(QUIRKY)).isEqualTo(1);
+      assertThat(queue.operations().deadLetters().discard(raw)).isFalse();
       assertThat(handled).contains("o'1\\", "b'1", "b'2", "b'3", "in'tx");
     }
     // The claim ran, its type names bound: one text (one type) or one text[] (several).
@@ -115,7 +119,7 @@ class SqlSafetyIT {
 
   @Test
   void oneCallEnqueues100000CommandsWithIdempotencyKeys(TestDatabase db) {
-    CommandQueue.migrate(db.dataSource());
+    CommandOperations.of(db.dataSource()).migrate();
     StatementCapture capture = StatementCapture.of(db.newDataSource("bulk", 2));
     CommandQueue queue = CommandQueue.create(capture.dataSource(), Fixtures.CODEC);
     int n = 100_000;

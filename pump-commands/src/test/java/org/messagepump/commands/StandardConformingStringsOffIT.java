@@ -43,7 +43,7 @@ class StandardConformingStringsOffIT {
       rs.next();
       assertThat(rs.getString(1)).isEqualTo("off");
     }
-    CommandQueue.migrate(ds, "cq_scs");
+    CommandOperations.of(ds, "cq_scs").migrate();
     capture.clear();
     CommandQueue queue = CommandQueue.builder(ds).codec(Fixtures.CODEC).schema("cq_scs").build();
     EnqueueOptions options =
@@ -85,7 +85,7 @@ class StandardConformingStringsOffIT {
       pump.start();
       await()
           .atMost(Duration.ofSeconds(60))
-          .until(() -> orders.size() == 1 && queue.deadLetters().count() == 1);
+          .until(() -> orders.size() == 1 && queue.operations().deadLetters().count() == 1);
     }
     assertThat(orders).containsExactly(EVIL);
     Envelope e = seen.get(0);
@@ -93,7 +93,7 @@ class StandardConformingStringsOffIT {
     assertThat(e.correlationId()).isEqualTo(EVIL + "c");
     assertThat(e.causationId()).isEqualTo("\\\\" + EVIL);
     assertThat(e.headers()).isEqualTo(Map.of(EVIL, EVIL + "\\"));
-    DeadLetter d = queue.deadLetters().find(bad).orElseThrow();
+    DeadLetter d = queue.operations().deadLetters().find(bad).orElseThrow();
     assertThat(d.type()).isEqualTo(badType);
     assertThat(d.envelope().payload()).isEqualTo(badPayload);
     assertThat(d.lastError()).contains(EVIL);

@@ -151,7 +151,9 @@ class TimedOutRunsIT {
         pumps.add(pump);
         pump.start();
       }
-      await().atMost(Duration.ofSeconds(120)).until(() -> queue.deadLetters().count() == rounds);
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .until(() -> queue.operations().deadLetters().count() == rounds);
     } finally {
       pumps.forEach(MessagePump::close);
     }

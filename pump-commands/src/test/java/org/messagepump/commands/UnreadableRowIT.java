@@ -66,14 +66,14 @@ class UnreadableRowIT {
       pump.start();
       await()
           .atMost(Duration.ofSeconds(60))
-          .until(() -> queue.deadLetters().count() == 3 && pending(ds) == 0);
+          .until(() -> queue.operations().deadLetters().count() == 3 && pending(ds) == 0);
     }
     assertThat(handled)
         .hasSize(30)
         .doesNotHaveDuplicates()
         .containsExactlyInAnyOrderElementsOf(good);
     for (UUID bad : List.of(nested, array)) {
-      DeadLetter d = queue.deadLetters().find(bad).orElseThrow();
+      DeadLetter d = queue.operations().deadLetters().find(bad).orElseThrow();
       assertThat(d.failures()).isEqualTo(3);
       assertThat(d.lastError())
           .contains("UndecodableMessageException")
@@ -89,7 +89,7 @@ class UnreadableRowIT {
                     + " AND last_error LIKE '%enqueued_at is not a finite time%'",
                 infinite))
         .isEqualTo(1);
-    assertThat(queue.deadLetters().list(10)).hasSize(3);
+    assertThat(queue.operations().deadLetters().list(10)).hasSize(3);
     // The stored headers are kept as they were, through the postponements and the parking.
     assertThat(
             count(
@@ -106,7 +106,7 @@ class UnreadableRowIT {
                 array))
         .isEqualTo(1);
     // Retry copies the row back unchanged.
-    assertThat(queue.deadLetters().retry(nested)).isTrue();
+    assertThat(queue.operations().deadLetters().retry(nested)).isTrue();
     assertThat(
             count(
                 ds,

@@ -215,7 +215,7 @@ class ConsoleBrowserIT {
     open("commands");
     assertThat(browser.findElement(By.id("dead-letters")).getText())
         .contains("card declined", ConsoleFixture.CHARGE);
-    UUID id = fixture.queue.deadLetters().list(1).get(0).messageId();
+    UUID id = fixture.queue.operations().deadLetters().list(1).get(0).messageId();
     WebElement row = browser.findElement(By.id("dl-" + id));
     assertThat(row.getText()).contains("2", "hidden"); // attempts, payload hidden
     screenshot("commands");
@@ -224,7 +224,7 @@ class ConsoleBrowserIT {
     row.findElement(By.xpath(".//button[text()='Retry']")).click();
     waiting().until(ExpectedConditions.alertIsPresent()).dismiss();
     assertThat(browser.findElements(By.id("dl-" + id))).hasSize(1);
-    assertThat(fixture.queue.deadLetters().find(id)).isPresent();
+    assertThat(fixture.queue.operations().deadLetters().find(id)).isPresent();
 
     // Every failure cures from now on, and no new work arrives (a checkpoint is moved below):
     // retry, and watch the command be handled.
@@ -248,10 +248,10 @@ class ConsoleBrowserIT {
 
     // Discard the selected ones.
     open("commands");
-    UUID other = fixture.queue.deadLetters().list(1).get(0).messageId();
+    UUID other = fixture.queue.operations().deadLetters().list(1).get(0).messageId();
     browser.findElement(By.cssSelector("input[form=bulk][value='" + other + "']")).click();
     assertThat(confirmAndWait(browser.findElement(By.id("bulk-discard")))).contains("discarded 1");
-    assertThat(fixture.queue.deadLetters().find(other)).isEmpty();
+    assertThat(fixture.queue.operations().deadLetters().find(other)).isEmpty();
 
     // Resume the parked stream, then move its checkpoint back one and reset the handler.
     open("events?handler=" + ConsoleFixture.LEDGER);
@@ -266,7 +266,7 @@ class ConsoleBrowserIT {
         .atMost(Duration.ofSeconds(30))
         .until(
             () ->
-                fixture.queue.depth().due() + fixture.queue.depth().delayed() == 0
+                fixture.queue.operations().depth().due() + fixture.queue.operations().depth().delayed() == 0
                     && checkpoint(stream).lag() == 0
                     && !checkpoint(stream).parked());
     long end = checkpoint(stream).offset();
@@ -328,7 +328,7 @@ class ConsoleBrowserIT {
           .contains("resumed");
       assertThat(browser.findElement(By.id("paused")).getText()).contains("Nothing paused.");
     }
-    assertThat(fixture.queue.pausedTypes()).isEmpty();
+    assertThat(fixture.queue.operations().pausedTypes()).isEmpty();
     assertThat(fixture.events.pausedHandlers()).isEmpty();
     assertThat(fixture.mail.isPaused()).isFalse();
 

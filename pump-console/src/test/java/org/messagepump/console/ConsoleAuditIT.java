@@ -128,7 +128,7 @@ class ConsoleAuditIT {
   @Order(1)
   void eachOperatorIsAuditedUnderTheirOwnNameAndAFloodOfStrangersPushesNothingOut()
       throws Exception {
-    DeadLetter letter = fixture.queue.deadLetters().list(1).get(0);
+    DeadLetter letter = fixture.queue.operations().deadLetters().list(1).get(0);
     Http alice = login(tokened, ALICE);
     assertThat(
             post(alice, "dead-letters/discard", "id", letter.messageId().toString()).statusCode())
@@ -203,7 +203,7 @@ class ConsoleAuditIT {
   @Order(4)
   void everyIdOfABulkActionIsRecorded() throws Exception {
     List<String> ids =
-        fixture.queue.deadLetters().list(100).stream()
+        fixture.queue.operations().deadLetters().list(100).stream()
             .map(d -> d.messageId().toString())
             .sorted()
             .toList();

@@ -130,7 +130,7 @@ class ConsoleCommandLookupIT {
         post(h, "commands/cancel", "id", id.toString(), "confirm", "yes");
     assertThat(unconfirmed.statusCode()).isEqualTo(400);
     assertThat(unconfirmed.body()).contains("type the message id");
-    assertThat(fixture.queue.pending().find(id)).isPresent();
+    assertThat(fixture.queue.operations().pending().find(id)).isPresent();
 
     HttpResponse<String> done =
         post(h, "commands/cancel", "id", id.toString(), "confirm", id.toString());
@@ -138,7 +138,7 @@ class ConsoleCommandLookupIT {
     String location = done.headers().firstValue("Location").orElse("");
     assertThat(location).startsWith("/commands?by=id&find=" + id);
     assertThat(h.get(location.substring(1)).body()).contains("cancelled", "id=\"not-found\"");
-    assertThat(fixture.queue.pending().find(id)).isEmpty();
+    assertThat(fixture.queue.operations().pending().find(id)).isEmpty();
     assertThat(audited("commands.cancel", id)).containsExactly(id.toString(), "cancelled");
     // The key is kept: the cancelled command does not come back.
     assertThat(
@@ -169,7 +169,7 @@ class ConsoleCommandLookupIT {
         post(h, "commands/reschedule", "id", id.toString(), "at", "2030-01-31T08:00:00Z");
     assertThat(done.statusCode()).isEqualTo(303);
     assertThat(find(h, "id", id.toString())).contains("data-state=\"scheduled\"");
-    assertThat(fixture.queue.pending().find(id).orElseThrow().dueAt())
+    assertThat(fixture.queue.operations().pending().find(id).orElseThrow().dueAt())
         .isEqualTo(java.time.Instant.parse("2030-01-31T08:00:00Z"));
     assertThat(audited("commands.reschedule", id))
         .containsExactly(id.toString(), "rescheduled to 2030-01-31T08:00:00Z");
@@ -201,7 +201,7 @@ class ConsoleCommandLookupIT {
       assertThat(move.statusCode()).isEqualTo(409);
       handling.rollback();
     }
-    assertThat(fixture.queue.pending().find(id)).isPresent();
+    assertThat(fixture.queue.operations().pending().find(id)).isPresent();
     assertThat(h.get("audit").body()).contains("commands.cancel", "refused 409");
   }
 
@@ -214,6 +214,6 @@ class ConsoleCommandLookupIT {
     HttpResponse<String> r =
         post(h, "commands/cancel", "id", id.toString(), "confirm", id.toString());
     assertThat(r.statusCode()).isEqualTo(403);
-    assertThat(fixture.queue.pending().find(id)).isPresent();
+    assertThat(fixture.queue.operations().pending().find(id)).isPresent();
   }
 }

@@ -15,6 +15,7 @@ import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
@@ -63,7 +64,7 @@ final class ConsoleFixture implements AutoCloseable {
 
   ConsoleFixture(DataSource ds) {
     this.ds = ds;
-    CommandQueue.migrate(ds);
+    CommandOperations.of(ds).migrate();
     EventStore.migrate(ds);
     Balancer.migrate(ds);
     ConsoleAudit.migrate(ds);
@@ -144,7 +145,7 @@ final class ConsoleFixture implements AutoCloseable {
         .atMost(Duration.ofSeconds(60))
         .until(
             () ->
-                queue.deadLetters().count() == expected
+                queue.operations().deadLetters().count() == expected
                     && !events.handlers().parked(LEDGER).isEmpty()
                     && mail.parkedKeys().containsKey(BAD_KEY));
     return this;

@@ -13,6 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
@@ -33,7 +34,7 @@ class ConsoleHistoryIT {
   void handledCommandsArePagedNewestFirstReadOnly(DataSource ds) throws Exception {
     EventStore.migrate(ds);
     Balancer.migrate(ds);
-    CommandQueue.migrate(ds, SCHEMA);
+    CommandOperations.of(ds, SCHEMA).migrate();
     CommandQueue queue =
         CommandQueue.builder(ds)
             .codec(JsonMessageCodec.of(MessageTypes.builder().build()))

@@ -40,7 +40,9 @@ class ConsoleHostileInputIT {
         ConsoleFixture.CHARGE,
         "{\"n\":\u0000\u0001<b>x</b>".getBytes(StandardCharsets.UTF_8),
         EnqueueOptions.defaults());
-    await().atMost(Duration.ofSeconds(30)).until(() -> fixture.queue.deadLetters().count() == 2);
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> fixture.queue.operations().deadLetters().count() == 2);
     // A parked key longer than the balancer accepts, as a direct SQL write could leave one.
     try (Connection c = ds.getConnection();
         PreparedStatement ps =
@@ -108,7 +110,7 @@ class ConsoleHostileInputIT {
     String page = h.get("commands?done=All+dead+letters+were+handled.+Run+curl+evil.sh").body();
     assertThat(page).doesNotContain("All dead letters were handled").doesNotContain("id=\"flash\"");
     // An action's own message is shown once, after its redirect; the URL carries no text.
-    String id = fixture.queue.deadLetters().list(1).get(0).messageId().toString();
+    String id = fixture.queue.operations().deadLetters().list(1).get(0).messageId().toString();
     HttpResponse<String> r =
         h.post("actions/dead-letters/discard", List.of("csrf", h.csrf(), "id", id));
     assertThat(r.statusCode()).isEqualTo(303);

@@ -68,7 +68,7 @@ class ConsoleHttpIT {
   }
 
   private static List<DeadLetter> deadLetters() {
-    return fixture.queue.deadLetters().list(100);
+    return fixture.queue.operations().deadLetters().list(100);
   }
 
   @Test

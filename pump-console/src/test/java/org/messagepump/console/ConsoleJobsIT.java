@@ -310,7 +310,7 @@ class ConsoleJobsIT {
                 "csrf",
                 "0".repeat(64)));
     assertThat(forged.statusCode()).isEqualTo(403);
-    assertThat(fixture.queue.pausedTypes()).isEmpty();
+    assertThat(fixture.queue.operations().pausedTypes()).isEmpty();
 
     HttpResponse<String> paused =
         post(
@@ -323,7 +323,7 @@ class ConsoleJobsIT {
             "reason",
             "maintenance " + HOSTILE);
     assertThat(paused.statusCode()).as(paused.body()).isEqualTo(303);
-    assertThat(fixture.queue.pausedTypes()).hasSize(1);
+    assertThat(fixture.queue.operations().pausedTypes()).hasSize(1);
     String shown = page(h, "jobs?driver=commands");
     assertThat(shown).contains("maintenance &lt;script&gt;", "actions/pauses/resume");
     assertThat(
@@ -334,7 +334,7 @@ class ConsoleJobsIT {
             post(h, "pauses/resume", "driver", "commands", "name64", b64(ConsoleFixture.CHARGE))
                 .statusCode())
         .isEqualTo(303);
-    assertThat(fixture.queue.pausedTypes()).isEmpty();
+    assertThat(fixture.queue.operations().pausedTypes()).isEmpty();
 
     assertThat(
             post(h, "pauses/pause", "driver", "events", "name64", b64(ConsoleFixture.LEDGER))

@@ -12,7 +12,9 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.balancer.Balancer;
+import org.messagepump.commands.CommandDriverOptions;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
@@ -37,7 +39,7 @@ class ConsoleLeasesIT {
   void aLeasedCommandIsShownRunningWithItsHolderAndExpiry(DataSource ds) throws Exception {
     EventStore.migrate(ds);
     Balancer.migrate(ds);
-    CommandQueue.migrate(ds, SCHEMA);
+    CommandOperations.of(ds, SCHEMA).migrate();
     CommandQueue queue =
         CommandQueue.builder(ds)
             .codec(JsonMessageCodec.of(MessageTypes.builder().build()))
@@ -60,7 +62,9 @@ class ConsoleLeasesIT {
     try (MessagePump pump =
             MessagePump.builder(ds)
                 .name("console-lease")
-                .driver(queue.leasedDriver(handlers, Duration.ofMinutes(5)))
+                .driver(
+                    queue.driver(
+                        handlers, CommandDriverOptions.defaults().withLease(Duration.ofMinutes(5))))
                 .workers(1)
                 .pollInterval(Duration.ofMillis(50))
                 .build();
@@ -89,7 +93,7 @@ class ConsoleLeasesIT {
       assertThat(overview).contains("running under a lease");
 
       finish.countDown();
-      await().atMost(Duration.ofSeconds(30)).until(() -> queue.depth().pending() == 0);
+      await().atMost(Duration.ofSeconds(30)).until(() -> queue.operations().depth().pending() == 0);
       assertThat(new Http(console.uri()).get("commands").body())
           .doesNotContain("<table id=\"leased\">");
     }

@@ -19,7 +19,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.balancer.Balancer;
-import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.Transactions;
@@ -74,7 +74,7 @@ class ConsoleSamplingIT {
 
   @Test
   void concurrentClientsShareOneRoundOfQueriesPerInterval(DataSource ds) throws Exception {
-    CommandQueue.migrate(ds);
+    CommandOperations.of(ds).migrate();
     EventStore.migrate(ds);
     Balancer.migrate(ds);
     EventStore store = EventStore.create(ds, JsonMessageCodec.of(MessageTypes.builder().build()));

@@ -8,6 +8,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.balancer.Balancer;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
@@ -21,10 +22,10 @@ class ConsoleSchemasIT {
 
   @Test
   void aConsoleShowsTheSchemasItIsGiven(DataSource ds) throws Exception {
-    CommandQueue.migrate(ds);
+    CommandOperations.of(ds).migrate();
     EventStore.migrate(ds);
     Balancer.migrate(ds);
-    CommandQueue.migrate(ds, "console_cq");
+    CommandOperations.of(ds, "console_cq").migrate();
     EventStore.migrate(ds, "console_es");
     Balancer.migrate(ds, "console_bal");
     CommandQueue.builder(ds)

@@ -32,7 +32,7 @@ class ConsoleSecurityIT {
   static void start(DataSource ds) throws Exception {
     fixture = new ConsoleFixture(ds).start(10);
     server = ConsoleServer.start(ds, ConsoleConfig.defaults(), "127.0.0.1", 0);
-    deadLetter = fixture.queue.deadLetters().list(1).get(0).messageId().toString();
+    deadLetter = fixture.queue.operations().deadLetters().list(1).get(0).messageId().toString();
   }
 
   @AfterAll
@@ -55,7 +55,7 @@ class ConsoleSecurityIT {
   }
 
   private static void nothingChanged() {
-    assertThat(fixture.queue.deadLetters().count()).isEqualTo(1);
+    assertThat(fixture.queue.operations().deadLetters().count()).isEqualTo(1);
   }
 
   @Test
@@ -137,6 +137,6 @@ class ConsoleSecurityIT {
     headers.addAll(List.of("Sec-Fetch-Site", "same-origin"));
     HttpResponse<String> r = discard(h, csrf, headers.toArray(String[]::new));
     assertThat(r.statusCode()).isEqualTo(303);
-    assertThat(fixture.queue.deadLetters().count()).isZero();
+    assertThat(fixture.queue.operations().deadLetters().count()).isZero();
   }
 }

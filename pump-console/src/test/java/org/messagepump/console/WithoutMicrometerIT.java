@@ -21,6 +21,7 @@ import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.CommandRetention;
 import org.messagepump.commands.CommandScheduler;
@@ -74,7 +75,7 @@ class WithoutMicrometerIT {
 
   @Test
   void everyDriverTheJobsAndTheConsoleRunWithoutMicrometer(DataSource ds) throws Exception {
-    CommandQueue.migrate(ds);
+    CommandOperations.of(ds).migrate();
     EventStore.migrate(ds);
     Balancer.migrate(ds);
     ConsoleAudit.migrate(ds);
@@ -127,13 +128,13 @@ class WithoutMicrometerIT {
 
     List<MessagePump> pumps = new ArrayList<>();
     CommandScheduler scheduler = CommandScheduler.builder(queue).build();
-    CommandRetention retention = CommandRetention.builder(queue).build();
+    CommandRetention retention = CommandRetention.builder(queue.operations()).build();
     ConsoleServer console = null;
     try {
       pumps.add(pump(ds, "nomm-orders", guarded));
       pumps.add(pump(ds, "nomm-ledger", ledger));
       pumps.add(pump(ds, "nomm-mail", mailer));
-      queue.schedules().define(Schedule.every("nomm-tick", Duration.ofHours(1), new Order(100)));
+      queue.defineSchedule(Schedule.every("nomm-tick", Duration.ofHours(1), new Order(100)));
       for (int i = 0; i < ORDERS; i++) {
         queue.enqueue(new Order(i));
         mail.storeMessage("key-" + (i % 4), ("mail " + i).getBytes(StandardCharsets.UTF_8));
@@ -142,7 +143,7 @@ class WithoutMicrometerIT {
       pumps.forEach(MessagePump::start);
       scheduler.start();
       retention.start();
-      assertThat(queue.schedules().trigger("nomm-tick")).isPresent();
+      assertThat(queue.operations().schedules().trigger("nomm-tick")).isPresent();
 
       // Every order but one, and the schedule's tick, ship; every shipment but one is booked;
       // every mail but the bad key's is sent. Each failure parks where its driver parks.
@@ -150,7 +151,9 @@ class WithoutMicrometerIT {
           .atMost(Duration.ofSeconds(60))
           .untilAsserted(
               () -> {
-                assertThat(queue.deadLetters().count()).as("dead letters").isEqualTo(1);
+                assertThat(queue.operations().deadLetters().count())
+                    .as("dead letters")
+                    .isEqualTo(1);
                 assertThat(store.handlers().parked(LEDGER)).as("parked streams").hasSize(1);
                 assertThat(mail.parkedKeys()).as("parked keys").containsOnlyKeys(BAD_KEY);
                 assertThat(shipped.get()).as("shipments booked").isEqualTo(ORDERS - 1);
@@ -158,13 +161,13 @@ class WithoutMicrometerIT {
               });
 
       // The operations and readings the gauges are made of.
-      assertThat(queue.deadLetters().list(10)).singleElement();
-      assertThat(queue.depth().of("nomm.Order").deadLetters()).isEqualTo(1);
+      assertThat(queue.operations().deadLetters().list(10)).singleElement();
+      assertThat(queue.operations().depth().of("nomm.Order").deadLetters()).isEqualTo(1);
       assertThat(store.handlers().lag(LEDGER)).isEqualTo(1);
       assertThat(store.handlers().lagSummaries()).isNotEmpty();
       assertThat(mail.stats().parked()).isEqualTo(1);
       assertThat(mail.partitionStats(BAD_KEY)).isPresent();
-      assertThat(queue.schedules().list()).hasSize(1);
+      assertThat(queue.operations().schedules().list()).hasSize(1);
       assertThat(retention.purge()).isNotNull();
       for (MessagePump p : pumps) {
         assertThat(p.isRunning()).isTrue();

@@ -25,6 +25,7 @@ import org.messagepump.chaos.Work;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.MessagePump;
 import org.messagepump.eventstream.EventStore;
@@ -73,7 +74,7 @@ class PgBouncerIT {
     try {
       List<Future<Integer>> runs = new ArrayList<>();
       for (int round = 0; round < 2; round++) {
-        runs.add(pool.submit(() -> CommandQueue.migrate(bouncer, "bq_commands")));
+        runs.add(pool.submit(() -> CommandOperations.of(bouncer, "bq_commands").migrate()));
         runs.add(pool.submit(() -> EventStore.migrate(bouncer, "bq_events")));
         runs.add(pool.submit(() -> Balancer.migrate(bouncer, "bq_balancer")));
       }
@@ -84,7 +85,7 @@ class PgBouncerIT {
       assertThat(applied).as("migrations applied once each").isPositive();
       // Once more, one after the other: a lock left behind on a server connection would hang here.
       assertThat(
-              pool.submit(() -> CommandQueue.migrate(bouncer, "bq_commands"))
+              pool.submit(() -> CommandOperations.of(bouncer, "bq_commands").migrate())
                   .get(30, TimeUnit.SECONDS))
           .isZero();
     } finally {
@@ -140,7 +141,7 @@ class PgBouncerIT {
 
   @Test
   void listenNeedsTheDirectConnectionPollingOtherwise() throws Exception {
-    CommandQueue.migrate(bouncer);
+    CommandOperations.of(bouncer).migrate();
     CommandQueue queue = CommandQueue.create(bouncer, Work.CODEC);
     long throughBouncer = wakeMillis(queue, null);
     long throughDirect = wakeMillis(queue, direct);

@@ -23,6 +23,7 @@ import org.messagepump.chaos.Work;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.chaos.kit.NodeProcess;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueResult;
 import org.messagepump.commands.NewCommand;
@@ -76,7 +77,7 @@ class ScaleOutIT {
     Cluster.run("wait-healthy", "300");
     Cluster.run("sync", "on");
     admin = Cluster.pool(Cluster.multiHostUrl(), "admin-scale", 4);
-    CommandQueue.migrate(admin);
+    CommandOperations.of(admin).migrate();
     EventStore.migrate(admin);
     Balancer.migrate(admin);
   }

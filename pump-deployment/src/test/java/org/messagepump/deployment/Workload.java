@@ -19,6 +19,7 @@ import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.chaos.Work;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.chaos.kit.LedgerDrivers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueResult;
 import org.messagepump.commands.NewCommand;
@@ -62,7 +63,7 @@ final class Workload implements AutoCloseable {
    */
   Workload(DataSource admin) throws SQLException {
     this.admin = admin;
-    CommandQueue.migrate(admin);
+    CommandOperations.of(admin).migrate();
     EventStore.migrate(admin);
     org.messagepump.balancer.Balancer.migrate(admin);
     this.ledger = Ledger.install(admin);

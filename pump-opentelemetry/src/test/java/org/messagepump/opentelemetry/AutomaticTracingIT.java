@@ -23,6 +23,7 @@ import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.NewMessage;
 import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.commands.NewCommand;
@@ -74,7 +75,7 @@ class AutomaticTracingIT {
   @BeforeEach
   void setUp(DataSource ds) {
     this.ds = ds;
-    CommandQueue.migrate(ds);
+    CommandOperations.of(ds).migrate();
     EventStore.migrate(ds);
     tracing = PumpTracing.create(otel.getOpenTelemetry());
     queue = CommandQueue.builder(ds).codec(CODEC).producerHook(tracing.producerHook()).build();
@@ -354,12 +355,10 @@ class AutomaticTracingIT {
                 EnqueueOptions.defaults().withDelay(java.time.Duration.ofHours(1)))
             .messageId()
             .toString();
-    queue
-        .schedules()
-        .define(
-            org.messagepump.commands.Schedule.every(
-                "hourly-charge", java.time.Duration.ofHours(1), new Charge("tick")));
-    String tick = queue.schedules().trigger("hourly-charge").orElseThrow().toString();
+    queue.defineSchedule(
+        org.messagepump.commands.Schedule.every(
+            "hourly-charge", java.time.Duration.ofHours(1), new Charge("tick")));
+    String tick = queue.operations().schedules().trigger("hourly-charge").orElseThrow().toString();
 
     assertThat(span("send billing.Receipt").getAttributes().get(TracingInterceptor.MESSAGE_ID))
         .isEqualTo(raw);

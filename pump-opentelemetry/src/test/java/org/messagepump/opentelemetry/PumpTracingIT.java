@@ -22,7 +22,9 @@ import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.BalancerDriver;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
+import org.messagepump.commands.CommandDriverOptions;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.commands.QueueDepth;
@@ -46,7 +48,7 @@ class PumpTracingIT {
   @BeforeEach
   void setUp(DataSource ds) {
     this.ds = ds;
-    CommandQueue.migrate(ds);
+    CommandOperations.of(ds).migrate();
     queue = CommandQueue.create(ds, JsonMessageCodec.of(MessageTypes.builder().build()));
   }
 
@@ -142,7 +144,10 @@ class PumpTracingIT {
                 })
             .build();
     List<PumpTester.Result> r =
-        PumpTester.builder(ds, queue.leasedDriver(handlers, Duration.ofSeconds(30)))
+        PumpTester.builder(
+                ds,
+                queue.driver(
+                    handlers, CommandDriverOptions.defaults().withLease(Duration.ofSeconds(30))))
             .interceptor(tracing.interceptor())
             .build()
             .runOnce();
@@ -155,7 +160,7 @@ class PumpTracingIT {
     assertThat(consumer.getParentSpanId()).isEqualTo(producer.getSpanContext().getSpanId());
     assertThat(consumer.getAttributes().get(TracingInterceptor.OUTCOME)).isEqualTo("handled");
     assertThat(consumer.getStatus().getStatusCode()).isNotEqualTo(StatusCode.ERROR);
-    QueueDepth.TypeDepth left = queue.depth().of("reports.Export");
+    QueueDepth.TypeDepth left = queue.operations().depth().of("reports.Export");
     assertThat(left.due() + left.delayed() + left.deadLetters())
         .as("completed and deleted")
         .isZero();

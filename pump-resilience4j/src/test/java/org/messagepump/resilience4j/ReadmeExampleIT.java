@@ -11,6 +11,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.BusyException;
@@ -39,7 +40,7 @@ class ReadmeExampleIT {
 
   @Test
   void theReadmeExampleRuns(DataSource dataSource) {
-    CommandQueue.migrate(dataSource);
+    CommandOperations.of(dataSource).migrate();
     CommandQueue queue =
         CommandQueue.create(dataSource, JsonMessageCodec.of(MessageTypes.builder().build()));
     Gateway gateway = new Gateway();
@@ -69,15 +70,15 @@ class ReadmeExampleIT {
             .maxFailures(5)
             .build()) {
       pump.start();
-      queue.pauseType("billing.Charge", "gateway maintenance");   // every process stops taking them
-      queue.resumeType("billing.Charge");
-      pump.pause();                                               // this process only
+      queue.operations().pauseType("billing.Charge", "gateway maintenance");   // every process stops taking them
+      queue.operations().resumeType("billing.Charge");
+      pump.pause();                                                            // this process only
       pump.resume();
       // README:downstream end
       // spotless:on
       pump.wake();
       await().atMost(Duration.ofSeconds(60)).until(() -> gateway.charged.get() == 6);
     }
-    assertThat(queue.deadLetters().count()).isZero();
+    assertThat(queue.operations().deadLetters().count()).isZero();
   }
 }

@@ -23,6 +23,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
@@ -52,7 +53,7 @@ class ResilientDriverIT {
   @BeforeEach
   void setUp(DataSource ds) throws SQLException {
     this.ds = ds;
-    CommandQueue.migrate(ds);
+    CommandOperations.of(ds).migrate();
     queue = CommandQueue.create(ds, CODEC);
     try (Connection c = ds.getConnection()) {
       c.createStatement()
@@ -154,7 +155,7 @@ class ResilientDriverIT {
     // While open: every "ok" handled, no "pay" acquired, nothing parked.
     assertThat(okHandled).hasValue(20);
     assertThat(inner.of("pay")).isEqualTo(payWhenOpened);
-    assertThat(queue.deadLetters().count()).isZero();
+    assertThat(queue.operations().deadLetters().count()).isZero();
 
     down.set(false);
     // After the wait, one probe (half-open permits one call) closes it; the rest drain.
@@ -166,7 +167,7 @@ class ResilientDriverIT {
               return cb.getState() == CircuitBreaker.State.CLOSED;
             });
     tester.drainUntilIdle();
-    assertThat(queue.depth().due() + queue.depth().delayed()).isZero();
+    assertThat(queue.operations().depth().due() + queue.operations().depth().delayed()).isZero();
     assertThat(inner.of("pay")).isEqualTo(payWhenOpened + 5);
   }
 
@@ -291,7 +292,7 @@ class ResilientDriverIT {
       await().atMost(Duration.ofSeconds(30)).until(() -> slowDone.get() == 6);
     }
     assertThat(slowMost).hasValue(1);
-    assertThat(queue.deadLetters().count()).isZero();
+    assertThat(queue.operations().deadLetters().count()).isZero();
     // resilience4j-micrometer wired to the pump's registry.
     assertThat(registry.find("resilience4j.bulkhead.available.concurrent.calls").gauges())
         .isNotEmpty();

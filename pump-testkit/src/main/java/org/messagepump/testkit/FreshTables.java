@@ -25,7 +25,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * class PlaceOrderHandlerIT {
  *   @RegisterExtension
  *   static final FreshTables TABLES =
- *       FreshTables.schema("commandqueue", CommandQueue::migrate)
+ *       FreshTables.schema("commandqueue", (ds, s) -> CommandOperations.of(ds, s).migrate())
  *           .table("orders", "CREATE TABLE orders (order_id text PRIMARY KEY)");
  *
  *   @Test
@@ -54,7 +54,10 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  */
 public final class FreshTables implements BeforeAllCallback, BeforeEachCallback {
 
-  /** Creates a schema's tables: a driver's migration, such as {@code CommandQueue::migrate}. */
+  /**
+   * Creates a schema's tables: a driver's migration, such as {@code (ds, s) ->
+   * CommandOperations.of(ds, s).migrate()}.
+   */
   @FunctionalInterface
   public interface SchemaSetup {
     /**

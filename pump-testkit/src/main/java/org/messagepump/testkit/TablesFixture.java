@@ -14,7 +14,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * <pre>{@code
  * final class OrdersFixture extends TablesFixture<OrdersFixture> {
  *   OrdersFixture() {
- *     this(FreshTables.schema("commandqueue", CommandQueue::migrate));
+ *     this(FreshTables.schema("commandqueue", (ds, s) -> CommandOperations.of(ds, s).migrate()));
  *   }
  *
  *   private OrdersFixture(FreshTables tables) {

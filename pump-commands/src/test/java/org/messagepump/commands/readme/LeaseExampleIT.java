@@ -11,7 +11,9 @@ import java.time.Duration;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.commands.CommandDriverOptions;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
@@ -32,7 +34,7 @@ class LeaseExampleIT {
 
   @Test
   void aLongHandlerWritesItsResultOnceFencedByItsToken(DataSource dataSource) throws Exception {
-    CommandQueue.migrate(dataSource);
+    CommandOperations.of(dataSource).migrate();
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement()) {
       s.execute("DROP TABLE IF EXISTS reports");
@@ -63,7 +65,8 @@ class LeaseExampleIT {
         .build();
     MessagePump pump = MessagePump.builder(dataSource)
         .name("reports")
-        .driver(queue.leasedDriver(handlers, Duration.ofSeconds(30)))
+        .driver(queue.driver(handlers,
+            CommandDriverOptions.defaults().withLease(Duration.ofSeconds(30))))
         .workers(4)
         .handlerTimeout(Duration.ofMinutes(10))
         .build();
@@ -72,7 +75,7 @@ class LeaseExampleIT {
     // README:leaseFencing end
     // spotless:on
     try (pump) {
-      await().atMost(Duration.ofSeconds(30)).until(() -> queue.depth().pending() == 0);
+      await().atMost(Duration.ofSeconds(30)).until(() -> queue.operations().depth().pending() == 0);
     }
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement();

@@ -8,6 +8,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
@@ -38,7 +39,7 @@ class ReadmeSnippetsIT {
     DataSource dataSource = db.dataSource();
     // README:commands begin
     // spotless:off
-    CommandQueue.migrate(dataSource);
+    CommandOperations.of(dataSource).migrate();
     CommandQueue queue = CommandQueue.create(dataSource, JsonMessageCodec.of(
         MessageTypes.builder().register(PlaceOrder.class, "orders.PlaceOrder").build()));
     CommandHandlers handlers = CommandHandlers.builder()
@@ -61,7 +62,7 @@ class ReadmeSnippetsIT {
   @Test
   void thePumpSnippetRuns(TestDatabase db) throws Exception {
     DataSource dataSource = db.dataSource();
-    CommandQueue.migrate(dataSource);
+    CommandOperations.of(dataSource).migrate();
     CommandQueue queue =
         CommandQueue.create(
             dataSource,

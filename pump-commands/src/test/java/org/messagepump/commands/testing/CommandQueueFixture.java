@@ -1,7 +1,7 @@
 package org.messagepump.commands.testing;
 
 import java.util.Objects;
-import javax.sql.DataSource;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.testkit.FreshTables;
@@ -21,8 +21,8 @@ import org.messagepump.testkit.TablesFixture;
  *
  * <p>It reaches the chaos suite through this module's test-jar, which holds this package only. It
  * is internal to the project's tests, not API: an application's tests use {@link FreshTables} with
- * {@link CommandQueue#migrate(DataSource, String)}, or a {@link TablesFixture} of their own
- * (docs/testing.md).
+ * {@link org.messagepump.commands.CommandOperations#migrate()}, or a {@link TablesFixture} of their
+ * own (docs/testing.md).
  */
 public final class CommandQueueFixture extends TablesFixture<CommandQueueFixture> {
 
@@ -36,7 +36,7 @@ public final class CommandQueueFixture extends TablesFixture<CommandQueueFixture
   /** Fresh {@code commandqueue} tables, and queues that encode with {@code codec}. */
   public static CommandQueueFixture of(MessageCodec codec) {
     return new CommandQueueFixture(
-        FreshTables.schema("commandqueue", CommandQueue::migrate),
+        FreshTables.schema("commandqueue", (ds, s) -> CommandOperations.of(ds, s).migrate()),
         Objects.requireNonNull(codec, "codec"));
   }
 

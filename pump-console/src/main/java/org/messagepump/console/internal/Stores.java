@@ -11,7 +11,7 @@ import org.jooq.impl.SQLDataType;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.balancer.GroupStats;
 import org.messagepump.balancer.MessageBalancer;
-import org.messagepump.commands.CommandQueue;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.PendingCommand;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
@@ -52,7 +52,7 @@ public final class Stores {
   public record CommandStatus(CommandState state, String holder, Instant leaseExpiresAt) {}
 
   private final DataSource dataSource;
-  private final CommandQueue commands;
+  private final CommandOperations commands;
   private final EventStore events;
   private final EventHandlers handlers;
   private final String balancerSchema;
@@ -64,7 +64,7 @@ public final class Stores {
   public Stores(
       DataSource dataSource, String commandsSchema, String eventsSchema, String balancerSchema) {
     this.dataSource = dataSource;
-    this.commands = CommandQueue.builder(dataSource).codec(NO_TYPES).schema(commandsSchema).build();
+    this.commands = CommandOperations.of(dataSource, commandsSchema);
     this.events = EventStore.builder(dataSource, NO_TYPES).schema(eventsSchema).build();
     this.handlers = events.handlers();
     // The balancer checks its schema when a MessageBalancer is built: do it now, not at a request.
@@ -72,7 +72,7 @@ public final class Stores {
     this.balancerSchema = balancerSchema;
   }
 
-  CommandQueue commands() {
+  CommandOperations commands() {
     return commands;
   }
 

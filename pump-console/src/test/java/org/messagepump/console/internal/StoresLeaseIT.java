@@ -13,7 +13,9 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.balancer.Balancer;
+import org.messagepump.commands.CommandDriverOptions;
 import org.messagepump.commands.CommandHandlers;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
@@ -36,7 +38,7 @@ class StoresLeaseIT {
   void aCommandIsWaitingThenLeasedWithItsHolderThenDone(DataSource ds) throws Exception {
     EventStore.migrate(ds);
     Balancer.migrate(ds);
-    CommandQueue.migrate(ds, SCHEMA);
+    CommandOperations.of(ds, SCHEMA).migrate();
     Stores stores = new Stores(ds, SCHEMA, "eventstream", "balancer");
     CommandQueue queue =
         CommandQueue.builder(ds)
@@ -62,7 +64,9 @@ class StoresLeaseIT {
     try (MessagePump pump =
         MessagePump.builder(ds)
             .name("stores-lease")
-            .driver(queue.leasedDriver(handlers, Duration.ofMinutes(5)))
+            .driver(
+                queue.driver(
+                    handlers, CommandDriverOptions.defaults().withLease(Duration.ofMinutes(5))))
             .workers(1)
             .pollInterval(Duration.ofMillis(50))
             .build()) {

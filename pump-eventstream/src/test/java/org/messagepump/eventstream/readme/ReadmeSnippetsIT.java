@@ -7,6 +7,7 @@ import java.util.List;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
@@ -91,7 +92,7 @@ class ReadmeSnippetsIT {
     db.execute("INSERT INTO totals VALUES (0)");
     DataSource dataSource = db.dataSource();
     EventStore.migrate(dataSource);
-    CommandQueue.migrate(dataSource);
+    CommandOperations.of(dataSource).migrate();
     EventStore store =
         EventStore.create(
             dataSource,

@@ -2,7 +2,7 @@ package org.messagepump.spring.boot;
 
 import java.time.Duration;
 import java.util.Objects;
-import org.messagepump.commands.CommandDriver;
+import org.messagepump.commands.CommandDriverOptions;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.spi.Driver;
@@ -52,24 +52,24 @@ public final class CommandPump extends PumpDefinition {
   }
 
   /**
-   * This pump in lease mode, with leases of {@code lease} ({@link CommandQueue#leasedDriver}): its
-   * handlers get no delivery transaction bound to Spring ({@code ctx.tx()} throws), so each write
-   * is its own Spring transaction, committed when its {@code @Transactional} method returns; the
-   * command's completion is recorded after the handler, fenced by its lease. {@code lease} must be
-   * between {@link CommandDriver#MIN_LEASE} and {@link CommandDriver#MAX_LEASE}, else {@link
-   * IllegalArgumentException}.
+   * This pump in lease mode, with leases of {@code lease} ({@link CommandDriverOptions#withLease}):
+   * its handlers get no delivery transaction bound to Spring ({@code ctx.tx()} throws), so each
+   * write is its own Spring transaction, committed when its {@code @Transactional} method returns;
+   * the command's completion is recorded after the handler, fenced by its lease. {@code lease} must
+   * be between {@link CommandDriverOptions#MIN_LEASE} and {@link CommandDriverOptions#MAX_LEASE},
+   * else {@link IllegalArgumentException}.
    */
   public CommandPump leased(Duration lease) {
     if (lease == null
-        || lease.compareTo(CommandDriver.MIN_LEASE) < 0
-        || lease.compareTo(CommandDriver.MAX_LEASE) > 0) {
+        || lease.compareTo(CommandDriverOptions.MIN_LEASE) < 0
+        || lease.compareTo(CommandDriverOptions.MAX_LEASE) > 0) {
       throw new IllegalArgumentException(
           "lease of pump '"
               + pumpName()
               + "' must be at least "
-              + CommandDriver.MIN_LEASE
+              + CommandDriverOptions.MIN_LEASE
               + " and at most "
-              + CommandDriver.MAX_LEASE
+              + CommandDriverOptions.MAX_LEASE
               + ": "
               + lease);
     }
@@ -84,6 +84,8 @@ public final class CommandPump extends PumpDefinition {
   @Override
   Driver driver(BeanFactory beans) {
     CommandQueue queue = beans.getBean(CommandQueue.class);
-    return lease == null ? queue.driver(handlers) : queue.leasedDriver(handlers, lease);
+    return lease == null
+        ? queue.driver(handlers)
+        : queue.driver(handlers, CommandDriverOptions.defaults().withLease(lease));
   }
 }

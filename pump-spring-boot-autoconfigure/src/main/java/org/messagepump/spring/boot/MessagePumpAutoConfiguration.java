@@ -290,7 +290,7 @@ public class MessagePumpAutoConfiguration {
     }
   }
 
-  /** The command queue and its transactional producer. */
+  /** The command queue, its operator and its transactional producer. */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(CommandQueue.class)
   @ConditionalOnBean(MessageTypes.class)
@@ -313,6 +313,16 @@ public class MessagePumpAutoConfiguration {
       meterRegistry.ifUnique(m -> m.applyTo(b));
       observations.ifUnique(o -> b.producerHook(o.producerHook()));
       return b.build();
+    }
+
+    /**
+     * The operator face of the command queue bean's schema (dead letters, paused types, pending
+     * commands, schedules, history), sharing the queue's meters.
+     */
+    @Bean
+    @ConditionalOnMissingBean
+    org.messagepump.commands.CommandOperations commandOperations(CommandQueue queue) {
+      return queue.operations();
     }
 
     /**
@@ -349,7 +359,7 @@ public class MessagePumpAutoConfiguration {
                       "messagepump.commands.retention",
                       () -> {
                         CommandRetention.Builder r =
-                            CommandRetention.builder(queue)
+                            CommandRetention.builder(queue.operations())
                                 .batchSize(rp.getBatchSize())
                                 .interval(rp.getInterval())
                                 .batchPause(rp.getBatchPause());

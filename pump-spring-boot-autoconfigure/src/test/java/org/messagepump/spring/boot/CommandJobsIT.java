@@ -105,12 +105,12 @@ class CommandJobsIT {
               assertThat(jobs.runsScheduler()).isTrue();
               assertThat(jobs.runsRetention()).isFalse();
               CommandQueue queue = ctx.getBean(CommandQueue.class);
-              assertThat(queue.schedules().find("every-second")).isPresent();
+              assertThat(queue.operations().schedules().find("every-second")).isPresent();
               await().atMost(Duration.ofSeconds(20)).until(() -> ticks.size() >= 1);
               await()
                   .atMost(Duration.ofSeconds(10))
-                  .until(() -> !queue.history(null, 10).isEmpty());
-              assertThat(queue.history(null, 10))
+                  .until(() -> !queue.operations().history(null, 10).isEmpty());
+              assertThat(queue.operations().history(null, 10))
                   .allSatisfy(h -> assertThat(h.type()).isEqualTo("test.Tick"));
               ctx.stop();
               assertThat(jobs.isRunning()).isFalse();
@@ -141,7 +141,8 @@ class CommandJobsIT {
             ctx -> {
               assertThat(ctx).hasNotFailed();
               // Defined, not fired here.
-              assertThat(ctx.getBean(CommandQueue.class).schedules().find("every-second"))
+              assertThat(
+                      ctx.getBean(CommandQueue.class).operations().schedules().find("every-second"))
                   .isPresent();
               assertThat(ctx.getBean(CommandJobs.class).runsScheduler()).isFalse();
             });

@@ -127,7 +127,7 @@ class WithoutMicrometerIT {
                   .untilAsserted(
                       () -> {
                         assertThat(pinged).containsExactly("a");
-                        assertThat(queue.deadLetters().count()).isEqualTo(1);
+                        assertThat(queue.operations().deadLetters().count()).isEqualTo(1);
                         assertThat(ponged).containsExactly("b");
                         assertThat(mailed).containsExactly("c");
                       });

@@ -76,7 +76,7 @@ public final class CommandJobs implements SmartLifecycle {
     }
     List<String> created = new ArrayList<>();
     for (Schedule s : schedules) {
-      if (queue.schedules().define(s)) {
+      if (queue.defineSchedule(s)) {
         created.add(s.name());
       }
     }

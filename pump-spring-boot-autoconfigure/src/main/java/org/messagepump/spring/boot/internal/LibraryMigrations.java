@@ -116,7 +116,7 @@ public final class LibraryMigrations {
     List<String> done = new ArrayList<>();
     ClassLoader loader = LibraryMigrations.class.getClassLoader();
     if (ClassUtils.isPresent(MODULES.get(0).className(), loader)) {
-      org.messagepump.commands.CommandQueue.migrate(dataSource, schemas.of(0));
+      org.messagepump.commands.CommandOperations.of(dataSource, schemas.of(0)).migrate();
       done.add("commands");
     }
     if (ClassUtils.isPresent(MODULES.get(1).className(), loader)) {
