@@ -9,7 +9,8 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.commands.CommandQueue;
-import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.EventOperations;
+import org.postgresql.ds.PGSimpleDataSource;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -31,6 +32,9 @@ import picocli.CommandLine.Spec;
           + " and producers as this role."
     })
 final class GrantsCommand implements Callable<Integer> {
+
+  /** A data source never connected to: the operators compute the statements without a database. */
+  private static final PGSimpleDataSource UNCONNECTED = new PGSimpleDataSource();
 
   @Mixin DatabaseOptions db;
 
@@ -85,7 +89,7 @@ final class GrantsCommand implements Callable<Integer> {
   private List<String> statements(DriverName d, String name) {
     return switch (d) {
       case commands -> CommandQueue.grantStatements(name, role);
-      case events -> EventStore.grantStatements(name, role);
+      case events -> EventOperations.of(UNCONNECTED, name).grantStatements(role);
       case balancer -> Balancer.grantStatements(name, role);
     };
   }

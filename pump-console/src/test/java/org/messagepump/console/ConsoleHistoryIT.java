@@ -18,7 +18,7 @@ import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.testkit.PostgresExtension;
 
 /** The commands page lists the queue's recent history, newest first, a page at a time. */
@@ -31,7 +31,7 @@ class ConsoleHistoryIT {
 
   @Test
   void handledCommandsArePagedNewestFirstReadOnly(DataSource ds) throws Exception {
-    EventStore.migrate(ds);
+    EventOperations.of(ds).migrate();
     Balancer.migrate(ds);
     CommandQueue.migrate(ds, SCHEMA);
     CommandQueue queue =

@@ -18,7 +18,7 @@ import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.testkit.PostgresExtension;
 
 /**
@@ -35,7 +35,7 @@ class ConsoleLeasesIT {
 
   @Test
   void aLeasedCommandIsShownRunningWithItsHolderAndExpiry(DataSource ds) throws Exception {
-    EventStore.migrate(ds);
+    EventOperations.of(ds).migrate();
     Balancer.migrate(ds);
     CommandQueue.migrate(ds, SCHEMA);
     CommandQueue queue =

@@ -30,6 +30,8 @@ import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.resilience4j.ResilientDriver;
 import org.messagepump.testkit.PostgresExtension;
@@ -75,7 +77,7 @@ class WithoutMicrometerIT {
   @Test
   void everyDriverTheJobsAndTheConsoleRunWithoutMicrometer(DataSource ds) throws Exception {
     CommandQueue.migrate(ds);
-    EventStore.migrate(ds);
+    EventOperations.of(ds).migrate();
     Balancer.migrate(ds);
     ConsoleAudit.migrate(ds);
     CommandQueue queue = CommandQueue.builder(ds).codec(CODEC).build();
@@ -103,17 +105,18 @@ class WithoutMicrometerIT {
             .circuitBreaker("nomm.Order", CircuitBreakerConfig.ofDefaults())
             .build();
     EventDriver ledger =
-        EventDriver.builder(store)
-            .handlerKey(LEDGER)
-            .on(
-                Shipped.class,
-                (e, ctx) -> {
-                  if (e.n() == FAILING_SHIPMENT) {
-                    throw new IllegalStateException("ledger refuses shipment " + e.n());
-                  }
-                  shipped.incrementAndGet();
-                })
-            .build();
+        store.driver(
+            LEDGER,
+            EventHandlers.builder()
+                .on(
+                    Shipped.class,
+                    (e, ctx) -> {
+                      if (e.n() == FAILING_SHIPMENT) {
+                        throw new IllegalStateException("ledger refuses shipment " + e.n());
+                      }
+                      shipped.incrementAndGet();
+                    })
+                .build());
     Driver mailer =
         mail.driver(
                 (m, ctx) -> {
@@ -151,7 +154,7 @@ class WithoutMicrometerIT {
           .untilAsserted(
               () -> {
                 assertThat(queue.deadLetters().count()).as("dead letters").isEqualTo(1);
-                assertThat(store.handlers().parked(LEDGER)).as("parked streams").hasSize(1);
+                assertThat(store.operations().parked(LEDGER)).as("parked streams").hasSize(1);
                 assertThat(mail.parkedKeys()).as("parked keys").containsOnlyKeys(BAD_KEY);
                 assertThat(shipped.get()).as("shipments booked").isEqualTo(ORDERS - 1);
                 assertThat(mailed.get()).as("mails sent").isEqualTo(ORDERS);
@@ -160,8 +163,8 @@ class WithoutMicrometerIT {
       // The operations and readings the gauges are made of.
       assertThat(queue.deadLetters().list(10)).singleElement();
       assertThat(queue.depth().of("nomm.Order").deadLetters()).isEqualTo(1);
-      assertThat(store.handlers().lag(LEDGER)).isEqualTo(1);
-      assertThat(store.handlers().lagSummaries()).isNotEmpty();
+      assertThat(store.operations().lag(LEDGER)).isEqualTo(1);
+      assertThat(store.operations().lagSummaries()).isNotEmpty();
       assertThat(mail.stats().parked()).isEqualTo(1);
       assertThat(mail.partitionStats(BAD_KEY)).isPresent();
       assertThat(queue.schedules().list()).hasSize(1);

@@ -17,8 +17,7 @@ import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
-import org.messagepump.eventstream.EventHandlers;
-import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.EventOperations;
 
 /**
  * The drivers' operator APIs on the console's schemas (the drivers' defaults unless configured).
@@ -53,8 +52,7 @@ public final class Stores {
 
   private final DataSource dataSource;
   private final CommandQueue commands;
-  private final EventStore events;
-  private final EventHandlers handlers;
+  private final EventOperations events;
   private final String balancerSchema;
 
   /**
@@ -65,8 +63,7 @@ public final class Stores {
       DataSource dataSource, String commandsSchema, String eventsSchema, String balancerSchema) {
     this.dataSource = dataSource;
     this.commands = CommandQueue.builder(dataSource).codec(NO_TYPES).schema(commandsSchema).build();
-    this.events = EventStore.builder(dataSource, NO_TYPES).schema(eventsSchema).build();
-    this.handlers = events.handlers();
+    this.events = EventOperations.of(dataSource, eventsSchema);
     // The balancer checks its schema when a MessageBalancer is built: do it now, not at a request.
     MessageBalancer.builder(dataSource, "console").schema(balancerSchema).build();
     this.balancerSchema = balancerSchema;
@@ -76,12 +73,8 @@ public final class Stores {
     return commands;
   }
 
-  EventStore events() {
+  EventOperations events() {
     return events;
-  }
-
-  EventHandlers handlers() {
-    return handlers;
   }
 
   List<GroupStats> groups() {
