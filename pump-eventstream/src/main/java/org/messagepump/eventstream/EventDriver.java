@@ -294,21 +294,24 @@ public final class EventDriver implements Driver {
     StreamRun run = new StreamRun(claim, stored);
     long expected = claim.checkpoint();
     String streamId = Long.toString(claim.streamId());
+    Step previous = null;
     for (EventRows.Row event : events) {
+      Step step = new Step(run, event, expected, previous);
       deliveries.add(
           new Delivery(
               event.envelope(),
               expected == claim.checkpoint() ? claim.failures() : 0,
               new DeliveryStream(streamId, event.offset(), expected),
-              new Step(run, event, expected)));
+              step));
+      previous = step;
       expected = event.offset() + 1;
     }
   }
 
   /**
-   * Decodes the event, runs its handler and advances the checkpoint to offset + 1 (in memory; the
-   * row is written once per stream in {@link #completed}); a projection answering another offset
-   * sets the checkpoint there. An undecodable payload, unreadable stored headers (an {@link
+   * Decodes the event (a raw handler gets the payload bytes) and runs its handler, remembering the
+   * next offset it answered; the checkpoint is moved once the outcome is final, in {@link
+   * #completed}. An undecodable payload, unreadable stored headers (an {@link
    * UndecodableMessageException} naming the event, not its data) or a throwing handler fails the
    * delivery; an event whose predecessor in the same batch was not handled is Busy (it comes again
    * with the next acquisition of its stream).
@@ -316,9 +319,9 @@ public final class EventDriver implements Driver {
   @Override
   public Outcome handle(Tx tx, Delivery delivery) throws Exception {
     Step step = step(delivery);
-    StreamRun run = step.run();
     if (!step.isNext()) {
-      return Outcome.busy("an earlier event of stream " + run.streamId() + " was not handled");
+      return Outcome.busy(
+          "an earlier event of stream " + step.run().streamId() + " was not handled");
     }
     if (concurrency == Concurrency.MINIMAL && !handlerLock.tryLock(tx)) {
       return Outcome.busy("handler '" + handlerKey + "' is handling another event");
@@ -340,45 +343,49 @@ public final class EventDriver implements Driver {
             tx,
             handlerKey,
             EventStore.storedEvent(step.event()),
-            run.checkpoint(),
+            step.expectedCheckpoint(),
             delivery.attempt());
     long next = handler.invocation().invoke(event, context);
-    long expected = step.event().offset() + 1;
-    if (next != expected) {
-      if (next < 0) {
-        return Outcome.failed(
-            new IllegalStateException("projection returned a negative offset: " + next));
-      }
-      conflicts.increment();
-      log.warn(
-          "{}: optimistic concurrency conflict on stream {}: expected checkpoint {}, handler holds"
-              + " {}; setting the checkpoint to {}",
-          handlerKey,
-          run.streamId(),
-          expected,
-          next,
-          next);
+    if (next < 0) {
+      return Outcome.failed(
+          new IllegalStateException("projection returned a negative offset: " + next));
     }
-    // The claim already moved the row past the run; it is written again only when the run ends
-    // elsewhere (at completion, or before a postponement).
-    run.moved(step, next, next == expected);
+    step.handled(next);
     return Outcome.HANDLED;
   }
 
   /**
-   * Writes the checkpoint of each stream whose run did not end where the claim statement put it (a
-   * projection that answered another offset): one update per such stream for the whole batch. A run
-   * whose events were all handled has nothing to write.
+   * The success bookkeeping, once the batch's outcomes are final: each handled event's run moves to
+   * what its handler answered (a projection answering another offset than the next one is an
+   * optimistic-concurrency conflict: counted, logged, and the checkpoint is set there), and each
+   * run whose checkpoint is not where the claim statement put the row is written, one update per
+   * stream for the whole batch. A run whose events were all handled has nothing to write.
    */
   @Override
   public void completed(Tx tx, List<Delivery> handled) throws SQLException {
-    StreamRun last = null;
+    Set<StreamRun> runs = new LinkedHashSet<>();
     for (Delivery d : handled) {
-      StreamRun run = step(d).run();
-      if (run != last && run.unsaved()) {
+      Step step = step(d);
+      StreamRun run = step.run();
+      long expected = step.event().offset() + 1;
+      if (step.answered() != expected) {
+        conflicts.increment();
+        log.warn(
+            "{}: optimistic concurrency conflict on stream {}: expected checkpoint {}, handler"
+                + " holds {}; setting the checkpoint to {}",
+            handlerKey,
+            run.streamId(),
+            expected,
+            step.answered(),
+            step.answered());
+      }
+      run.advance(step.answered());
+      runs.add(run);
+    }
+    for (StreamRun run : runs) {
+      if (run.unsaved()) {
         save(tx, run);
       }
-      last = run;
     }
   }
 
@@ -388,19 +395,15 @@ public final class EventDriver implements Driver {
   }
 
   /**
-   * Postpones the delivery's stream for this handler only; the event is not skipped. A delivery
-   * left over from an interrupted run is not recorded (its predecessor was).
+   * Postpones the delivery's stream for this handler only; the event is not skipped. The run ends
+   * at the event's checkpoint (a Handled outcome the pump turned into a failure included). A
+   * delivery left over from an interrupted run is not recorded (its predecessor was).
    */
   @Override
   public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) throws SQLException {
     Step step = step(delivery);
-    step.run().undo(step); // a Handled outcome the pump turned into a failure: not moved after all
     if (step.isNext()) {
-      StreamRun run = step.run();
-      run.end();
-      if (run.unsaved()) {
-        save(tx, run);
-      }
+      StreamRun run = endAt(tx, step);
       queries.postpone(tx.dsl(), run.streamId(), run.checkpoint(), failures, delay);
     }
   }
@@ -409,16 +412,21 @@ public final class EventDriver implements Driver {
   @Override
   public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
     Step step = step(delivery);
-    step.run().undo(step);
     if (step.isNext()) {
-      StreamRun run = step.run();
-      run.end();
-      if (run.unsaved()) {
-        save(tx, run);
-      }
+      StreamRun run = endAt(tx, step);
       queries.park(tx.dsl(), run.streamId(), run.checkpoint(), failures, reason);
       parked.increment();
     }
+  }
+
+  /** Ends the step's run at its checkpoint and writes it back where the claim moved the row. */
+  private StreamRun endAt(Tx tx, Step step) throws SQLException {
+    StreamRun run = step.run();
+    run.end(step.expectedCheckpoint());
+    if (run.unsaved()) {
+      save(tx, run);
+    }
+    return run;
   }
 
   /**
@@ -453,7 +461,7 @@ public final class EventDriver implements Driver {
             event.envelope(),
             claim.failures(),
             new DeliveryStream(Long.toString(claim.streamId()), event.offset(), claim.checkpoint()),
-            new Step(run, event, claim.checkpoint())));
+            new Step(run, event, claim.checkpoint(), null)));
   }
 
   private Step step(Delivery delivery) {
