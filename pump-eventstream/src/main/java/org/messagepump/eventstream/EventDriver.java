@@ -157,7 +157,7 @@ public final class EventDriver implements Driver {
         throw new IllegalArgumentException("type '" + name + "' has two handlers");
       }
     }
-    return Map.copyOf(routes);
+    return java.util.Collections.unmodifiableMap(routes);
   }
 
   @Override
@@ -179,7 +179,7 @@ public final class EventDriver implements Driver {
     return handlerKey;
   }
 
-  /** The type names this handler reads. */
+  /** The type names this handler reads, in registration order. */
   public Set<String> types() {
     return handlers.keySet();
   }
