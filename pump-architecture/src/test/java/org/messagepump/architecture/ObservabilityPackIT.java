@@ -33,7 +33,8 @@ import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.Transactions;
-import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -146,7 +147,7 @@ class ObservabilityPackIT {
   /** A pump of each driver, each with some work done, all on {@code registry}. */
   private static void work(DataSource ds, PrometheusMeterRegistry registry) {
     CommandOperations.of(ds).migrate();
-    EventStore.migrate(ds);
+    EventOperations.of(ds).migrate();
     Balancer.migrate(ds);
     JsonMessageCodec codec =
         JsonMessageCodec.of(
@@ -181,11 +182,11 @@ class ObservabilityPackIT {
             MessagePump.builder(ds)
                 .name("ops-events")
                 .driver(
-                    EventDriver.builder(store)
-                        .handlerKey("ops-projection")
-                        .on(OrderPlaced.class, (e, ctx) -> handled.add("event " + e.id()))
-                        .meterRegistry(registry)
-                        .build())
+                    store.driver(
+                        "ops-projection",
+                        EventHandlers.builder()
+                            .on(OrderPlaced.class, (e, ctx) -> handled.add("event " + e.id()))
+                            .build()))
                 .pollInterval(Duration.ofMillis(50))
                 .meterRegistry(registry)
                 .build();

@@ -43,7 +43,8 @@ import org.messagepump.core.MessagePump;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.eventstream.AppendResult;
-import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -100,7 +101,7 @@ class HostileDeliveriesIT {
   @BeforeAll
   static void schemas(TestDatabase db) {
     CommandOperations.of(db.dataSource()).migrate();
-    EventStore.migrate(db.dataSource());
+    EventOperations.of(db.dataSource()).migrate();
     Balancer.migrate(db.dataSource());
     Ledger.install(db.dataSource());
     db.execute(Hostile.SCHEMA);
@@ -675,25 +676,26 @@ class HostileDeliveriesIT {
 
     @Override
     Driver driver(AtomicInteger hostileCalls, Case c) {
-      return EventDriver.builder(store)
-          .handlerKey(HANDLER_KEY)
-          .on(
-              Work.class,
-              (w, ctx) -> {
-                if (w.n() == Hostile.HOSTILE_N) {
-                  hostileCalls.incrementAndGet();
-                  c.act(ctx.tx());
-                  return;
-                }
-                Ledger.record(
-                    ctx.tx().connection(),
-                    ctx.messageId(),
-                    ctx.attempt(),
-                    "h",
-                    Long.toString(ctx.streamId()),
-                    ctx.offset());
-              })
-          .build();
+      return store.driver(
+          HANDLER_KEY,
+          EventHandlers.builder()
+              .on(
+                  Work.class,
+                  (w, ctx) -> {
+                    if (w.n() == Hostile.HOSTILE_N) {
+                      hostileCalls.incrementAndGet();
+                      c.act(ctx.tx());
+                      return;
+                    }
+                    Ledger.record(
+                        ctx.tx().connection(),
+                        ctx.messageId(),
+                        ctx.attempt(),
+                        "h",
+                        Long.toString(ctx.streamId()),
+                        ctx.offset());
+                  })
+              .build());
     }
 
     @Override

@@ -26,6 +26,7 @@ import org.messagepump.commands.NewCommand;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.EventMetadata;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.StatementCapture;
@@ -58,7 +59,7 @@ class HostileInputsIT {
   @BeforeAll
   static void schemas(TestDatabase db) {
     CommandOperations.of(db.dataSource()).migrate();
-    EventStore.migrate(db.dataSource());
+    EventOperations.of(db.dataSource()).migrate();
     Balancer.migrate(db.dataSource());
     db.execute(Hostile.SCHEMA);
     Arrays.fill(TWENTY_MB, (byte) '7');

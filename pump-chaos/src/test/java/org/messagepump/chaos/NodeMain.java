@@ -69,7 +69,7 @@ public final class NodeMain {
         CommandQueue.create(ds, Work.CODEC).operations().depth();
         break;
       case "events":
-        EventStore.create(ds, Work.CODEC).streams();
+        EventStore.create(ds, Work.CODEC).operations().streams();
         break;
       default:
         MessageBalancer.create(ds, GROUP).stats();

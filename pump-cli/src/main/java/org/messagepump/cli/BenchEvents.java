@@ -11,6 +11,7 @@ import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.Transactions;
 import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventHandlers;
 import org.messagepump.eventstream.EventStore;
 
 /** Event stream figures: appending with several writers, catching up with one or four handlers. */
@@ -106,10 +107,11 @@ final class BenchEvents {
     try {
       for (int h = 0; h < handlers; h++) {
         EventDriver driver =
-            EventDriver.builder(store)
-                .handlerKey("bench-catchup-" + (++handlerRuns))
-                .on(Happened.class, (e, ctx) -> seen.incrementAndGet())
-                .build();
+            store.driver(
+                "bench-catchup-" + (++handlerRuns),
+                EventHandlers.builder()
+                    .on(Happened.class, (e, ctx) -> seen.incrementAndGet())
+                    .build());
         MessagePump pump =
             MessagePump.builder(ds)
                 .name("bench-catchup-" + h)
@@ -178,10 +180,8 @@ final class BenchEvents {
    */
   double idlePoll(String handlerKey, int polls) throws Exception {
     EventDriver driver =
-        EventDriver.builder(store)
-            .handlerKey(handlerKey)
-            .on(Happened.class, (e, ctx) -> {})
-            .build();
+        store.driver(
+            handlerKey, EventHandlers.builder().on(Happened.class, (e, ctx) -> {}).build());
     double[] ms = new double[polls];
     for (int i = 0; i < polls; i++) {
       long start = System.nanoTime();

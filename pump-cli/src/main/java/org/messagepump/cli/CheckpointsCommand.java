@@ -6,7 +6,7 @@ import java.util.concurrent.Callable;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
 import org.messagepump.eventstream.Checkpoint;
-import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.EventOperations;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -48,7 +48,7 @@ final class CheckpointsCommand implements Runnable {
     @Override
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-        EventHandlers handlers = Stores.events(database.dataSource(), schema.schema).handlers();
+        EventOperations handlers = Stores.events(database.dataSource(), schema.schema);
         List<String> keys = handler == null ? handlers.handlerKeys() : List.of(handler);
         Table t = new Table("handler", "stream", "checkpoint", "end", "lag", "failures", "parked");
         for (String key : keys) {
@@ -104,7 +104,7 @@ final class CheckpointsCommand implements Runnable {
     @Override
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-        EventHandlers handlers = Stores.events(database.dataSource(), schema.schema).handlers();
+        EventOperations handlers = Stores.events(database.dataSource(), schema.schema);
         int n =
             Transactions.inNew(
                 database.dataSource(),
@@ -124,7 +124,7 @@ final class CheckpointsCommand implements Runnable {
       return 0;
     }
 
-    private int reset(EventHandlers handlers, Tx tx) {
+    private int reset(EventOperations handlers, Tx tx) {
       try {
         return handlers.reset(tx, handler);
       } catch (IllegalArgumentException e) {
@@ -167,7 +167,6 @@ final class CheckpointsCommand implements Runnable {
       }
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
         Stores.events(database.dataSource(), schema.schema)
-            .handlers()
             .setCheckpoint(handler, stream, expected, offset);
         spec.commandLine()
             .getOut()
@@ -201,7 +200,7 @@ final class CheckpointsCommand implements Runnable {
     @Override
     public Integer call() {
       try (Database database = Database.open(db, false, 4, spec.commandLine().getErr())) {
-        EventHandlers handlers = Stores.events(database.dataSource(), schema.schema).handlers();
+        EventOperations handlers = Stores.events(database.dataSource(), schema.schema);
         int n =
             stream == null
                 ? handlers.resumeAll(handler)

@@ -10,7 +10,7 @@ import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.QueueDepth;
-import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.EventOperations;
 
 /** Watches the demo: a live progress line, the "all done" test, and the closing summary. */
 final class DemoProgress {
@@ -21,7 +21,7 @@ final class DemoProgress {
 
   private final DemoScenario scenario;
   private final CommandQueue queue;
-  private final EventHandlers handlers;
+  private final EventOperations handlers;
   private final MeterRegistry registry;
   private final PrintWriter out;
   private final boolean terminal;
@@ -37,7 +37,7 @@ final class DemoProgress {
       boolean terminal) {
     this.scenario = scenario;
     this.queue = queue;
-    this.handlers = scenario.events.handlers();
+    this.handlers = scenario.events.operations();
     this.registry = registry;
     this.out = out;
     this.terminal = terminal;

@@ -13,6 +13,8 @@ import org.messagepump.commands.NewCommand;
 import org.messagepump.core.MessagePump;
 import org.messagepump.eventstream.Concurrency;
 import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventDriverOptions;
+import org.messagepump.eventstream.EventHandlers;
 
 /**
  * The demo's moving parts: the four pumps (orders, read model, totals projection, notifications)
@@ -60,22 +62,22 @@ final class DemoWorkload implements AutoCloseable {
             .maxFailures(ORDER_MAX_FAILURES)
             .build());
     EventDriver view =
-        EventDriver.builder(scenario.events)
-            .handlerKey(DemoScenario.VIEW_HANDLER)
-            .on(DemoScenario.OrderPlaced.class, scenario::project)
-            .concurrency(Concurrency.MAXIMAL)
-            .build();
+        scenario.events.driver(
+            DemoScenario.VIEW_HANDLER,
+            EventHandlers.builder().on(DemoScenario.OrderPlaced.class, scenario::project).build(),
+            EventDriverOptions.defaults().withConcurrency(Concurrency.MAXIMAL));
     MessagePump.Builder viewPump = pump(ds, "orders-view", view, 2).batchSize(20);
     if (scenario.operatorFailures) {
       viewPump.maxFailures(VIEW_MAX_FAILURES);
     }
     pumps.add(viewPump.build());
     EventDriver totals =
-        EventDriver.builder(scenario.events)
-            .handlerKey(DemoScenario.TOTALS_HANDLER)
-            .project(DemoScenario.OrderPlaced.class, scenario::total)
-            .concurrency(Concurrency.MINIMAL)
-            .build();
+        scenario.events.driver(
+            DemoScenario.TOTALS_HANDLER,
+            EventHandlers.builder()
+                .project(DemoScenario.OrderPlaced.class, scenario::total)
+                .build(),
+            EventDriverOptions.defaults().withConcurrency(Concurrency.MINIMAL));
     pumps.add(pump(ds, "customer-totals", totals, 1).batchSize(50).build());
     pumps.add(
         pump(

@@ -11,7 +11,8 @@ import java.util.concurrent.Callable;
 import javax.sql.DataSource;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.commands.CommandOperations;
-import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.EventOperations;
+import org.postgresql.ds.PGSimpleDataSource;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -34,6 +35,9 @@ import picocli.CommandLine.Spec;
     })
 final class GrantsCommand implements Callable<Integer> {
 
+  /** A data source never connected to: the operators compute the statements without a database. */
+  private static final PGSimpleDataSource UNCONNECTED = new PGSimpleDataSource();
+
   @Mixin DatabaseOptions db;
 
   @Option(
@@ -51,12 +55,6 @@ final class GrantsCommand implements Callable<Integer> {
   boolean apply;
 
   @Spec CommandSpec spec;
-
-  /**
-   * The data source of the operators that only render statements: a pool that is never started, as
-   * rendering grants asks for no connection.
-   */
-  private static final DataSource RENDER_ONLY = new HikariDataSource();
 
   @Override
   public Integer call() throws SQLException {
@@ -92,8 +90,8 @@ final class GrantsCommand implements Callable<Integer> {
 
   private List<String> statements(DriverName d, String name) {
     return switch (d) {
-      case commands -> CommandOperations.of(RENDER_ONLY, name).grantStatements(role);
-      case events -> EventStore.grantStatements(name, role);
+      case commands -> CommandOperations.of(UNCONNECTED, name).grantStatements(role);
+      case events -> EventOperations.of(UNCONNECTED, name).grantStatements(role);
       case balancer -> Balancer.grantStatements(name, role);
     };
   }

@@ -4,7 +4,7 @@ import java.util.concurrent.Callable;
 import javax.sql.DataSource;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.commands.CommandOperations;
-import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.EventOperations;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -44,7 +44,7 @@ final class MigrateCommand implements Callable<Integer> {
   static void migrate(DataSource ds, DriverName driver, String schema) {
     switch (driver) {
       case commands -> CommandOperations.of(ds, schema).migrate();
-      case events -> EventStore.migrate(ds, schema);
+      case events -> EventOperations.of(ds, schema).migrate();
       case balancer -> Balancer.migrate(ds, schema);
     }
   }

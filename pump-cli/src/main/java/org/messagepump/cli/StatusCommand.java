@@ -16,8 +16,7 @@ import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.PausedType;
 import org.messagepump.commands.QueueDepth;
 import org.messagepump.eventstream.Checkpoint;
-import org.messagepump.eventstream.EventHandlers;
-import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.PausedHandler;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -119,8 +118,7 @@ final class StatusCommand implements Callable<Integer> {
 
   /** The event handlers' part of the status. */
   private static void events(DataSource ds, String schema, Map<String, Object> status) {
-    EventStore store = Stores.events(ds, schema);
-    EventHandlers handlers = store.handlers();
+    EventOperations handlers = Stores.events(ds, schema);
     List<Object> eventHandlers = new ArrayList<>();
     for (String key : handlers.handlerKeys()) {
       List<Object> streams = new ArrayList<>();
@@ -153,7 +151,7 @@ final class StatusCommand implements Callable<Integer> {
     }
     status.put("eventHandlers", eventHandlers);
     List<Object> pausedHandlers = new ArrayList<>();
-    for (PausedHandler p : store.pausedHandlers()) {
+    for (PausedHandler p : handlers.pausedHandlers()) {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("handlerKey", p.handlerKey());
       m.put("pausedAt", p.pausedAt().toString());

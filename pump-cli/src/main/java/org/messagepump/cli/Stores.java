@@ -4,7 +4,7 @@ import javax.sql.DataSource;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.EventOperations;
 
 /**
  * The stores the operational commands read. They never decode payloads, so an empty type registry
@@ -25,9 +25,9 @@ final class Stores {
     }
   }
 
-  static EventStore events(DataSource ds, String schema) {
+  static EventOperations events(DataSource ds, String schema) {
     try {
-      return EventStore.builder(ds, NO_TYPES).schema(schema).build();
+      return EventOperations.of(ds, schema);
     } catch (IllegalArgumentException e) {
       throw new CliException(e.getMessage(), 2);
     }

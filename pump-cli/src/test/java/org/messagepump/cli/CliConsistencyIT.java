@@ -22,7 +22,7 @@ import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.PumpTester;
 import org.messagepump.core.Transactions;
-import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventHandlers;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -166,10 +166,8 @@ class CliConsistencyIT {
     Transactions.inNew(ds, "appending", tx -> store.append(tx, List.of(new Probed(1))));
     PumpTester.builder(
             ds,
-            EventDriver.builder(store)
-                .handlerKey("tenant-view")
-                .on(Probed.class, (e, ctx) -> {})
-                .build())
+            store.driver(
+                "tenant-view", EventHandlers.builder().on(Probed.class, (e, ctx) -> {}).build()))
         .build()
         .drainUntilIdle();
     Result checkpoints = runOnDb("checkpoints", "show", "--schema", "tenant_e");

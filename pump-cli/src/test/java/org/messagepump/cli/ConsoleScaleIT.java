@@ -34,7 +34,8 @@ import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
@@ -61,7 +62,7 @@ class ConsoleScaleIT {
   @Test
   void everyPageAnswersAtScale(TestDatabase db, @TempDir Path dir) throws Exception {
     CommandOperations.of(db.dataSource()).migrate();
-    EventStore.migrate(db.dataSource());
+    EventOperations.of(db.dataSource()).migrate();
     Balancer.migrate(db.dataSource());
     StringBuilder report = new StringBuilder();
     long fillStart = System.nanoTime();
@@ -239,13 +240,9 @@ class ConsoleScaleIT {
     double age = 0;
     for (int round = 0; round < TIMED; round++) {
       SimpleMeterRegistry registry = new SimpleMeterRegistry();
-      EventStore store = EventStore.create(db.dataSource(), codec);
+      EventStore store = EventStore.builder(db.dataSource(), codec).meterRegistry(registry).build();
       for (String key : List.of("projection", "notifier")) {
-        EventDriver.builder(store)
-            .handlerKey(key)
-            .on(OrderPlaced.class, (e, ctx) -> {})
-            .meterRegistry(registry)
-            .build();
+        store.driver(key, EventHandlers.builder().on(OrderPlaced.class, (e, ctx) -> {}).build());
       }
       CommandQueue queue =
           CommandQueue.builder(db.dataSource()).codec(codec).meterRegistry(registry).build();

@@ -180,7 +180,7 @@ class ConsoleBrowserIT {
   }
 
   private static Checkpoint checkpoint(long stream) {
-    return fixture.events.handlers().checkpoints(ConsoleFixture.LEDGER).stream()
+    return fixture.events.operations().checkpoints(ConsoleFixture.LEDGER).stream()
         .filter(c -> c.streamId() == stream)
         .findFirst()
         .orElseThrow();
@@ -329,7 +329,7 @@ class ConsoleBrowserIT {
       assertThat(browser.findElement(By.id("paused")).getText()).contains("Nothing paused.");
     }
     assertThat(fixture.queue.operations().pausedTypes()).isEmpty();
-    assertThat(fixture.events.pausedHandlers()).isEmpty();
+    assertThat(fixture.events.operations().pausedHandlers()).isEmpty();
     assertThat(fixture.mail.isPaused()).isFalse();
 
     open("audit");

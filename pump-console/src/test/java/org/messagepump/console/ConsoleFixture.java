@@ -23,6 +23,8 @@ import org.messagepump.core.MessageTypes;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.EventStore;
 
 /**
@@ -65,7 +67,7 @@ final class ConsoleFixture implements AutoCloseable {
   ConsoleFixture(DataSource ds) {
     this.ds = ds;
     CommandOperations.of(ds).migrate();
-    EventStore.migrate(ds);
+    EventOperations.of(ds).migrate();
     Balancer.migrate(ds);
     ConsoleAudit.migrate(ds);
     this.queue = CommandQueue.builder(ds).codec(CODEC).meterRegistry(registry).build();
@@ -95,16 +97,17 @@ final class ConsoleFixture implements AutoCloseable {
             .build();
     pumps.add(pump("charges", queue.driver(handlers)).maxFailures(2).build());
     EventDriver ledger =
-        EventDriver.builder(events)
-            .handlerKey(LEDGER)
-            .on(
-                Charged.class,
-                (e, ctx) -> {
-                  if (ctx.streamId() == poisonedStream && !healed.get()) {
-                    throw new IllegalStateException("ledger rejects stream " + ctx.streamId());
-                  }
-                })
-            .build();
+        events.driver(
+            LEDGER,
+            EventHandlers.builder()
+                .on(
+                    Charged.class,
+                    (e, ctx) -> {
+                      if (ctx.streamId() == poisonedStream && !healed.get()) {
+                        throw new IllegalStateException("ledger rejects stream " + ctx.streamId());
+                      }
+                    })
+                .build());
     pumps.add(pump("ledger", ledger).maxFailures(2).build());
     pumps.add(
         pump(
@@ -146,7 +149,7 @@ final class ConsoleFixture implements AutoCloseable {
         .until(
             () ->
                 queue.operations().deadLetters().count() == expected
-                    && !events.handlers().parked(LEDGER).isEmpty()
+                    && !events.operations().parked(LEDGER).isEmpty()
                     && mail.parkedKeys().containsKey(BAD_KEY));
     return this;
   }

@@ -19,7 +19,7 @@ import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.testkit.PostgresExtension;
 
 /** The commands page lists the queue's recent history, newest first, a page at a time. */
@@ -32,7 +32,7 @@ class ConsoleHistoryIT {
 
   @Test
   void handledCommandsArePagedNewestFirstReadOnly(DataSource ds) throws Exception {
-    EventStore.migrate(ds);
+    EventOperations.of(ds).migrate();
     Balancer.migrate(ds);
     CommandOperations.of(ds, SCHEMA).migrate();
     CommandQueue queue =

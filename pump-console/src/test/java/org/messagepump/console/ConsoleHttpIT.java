@@ -188,7 +188,7 @@ class ConsoleHttpIT {
     assertThat(post(h, "keys/unpark", "group", ConsoleFixture.MAIL).statusCode()).isEqualTo(400);
     // Nothing moved.
     assertThat(deadLetters()).hasSize(3);
-    assertThat(fixture.events.handlers().parked(ConsoleFixture.LEDGER)).hasSize(1);
+    assertThat(fixture.events.operations().parked(ConsoleFixture.LEDGER)).hasSize(1);
     assertThat(fixture.mail.parkedKeys()).containsKey(ConsoleFixture.BAD_KEY);
     assertThat(h.get("commands").body())
         .contains(before.substring(before.indexOf("<table id=\"dead-letters\"")));
@@ -348,7 +348,7 @@ class ConsoleHttpIT {
   }
 
   private static Checkpoint checkpoint(long stream) {
-    return fixture.events.handlers().checkpoints(ConsoleFixture.LEDGER).stream()
+    return fixture.events.operations().checkpoints(ConsoleFixture.LEDGER).stream()
         .filter(c -> c.streamId() == stream)
         .findFirst()
         .orElseThrow();

@@ -340,7 +340,7 @@ class ConsoleJobsIT {
             post(h, "pauses/pause", "driver", "events", "name64", b64(ConsoleFixture.LEDGER))
                 .statusCode())
         .isEqualTo(303);
-    assertThat(fixture.events.pausedHandlers()).hasSize(1);
+    assertThat(fixture.events.operations().pausedHandlers()).hasSize(1);
     assertThat(page(h, "jobs?driver=events")).contains("actions/pauses/resume");
     assertThat(
             post(h, "pauses/resume", "driver", "events", "name64", b64(ConsoleFixture.LEDGER))

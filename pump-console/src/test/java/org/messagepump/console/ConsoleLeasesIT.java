@@ -20,7 +20,7 @@ import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.testkit.PostgresExtension;
 
 /**
@@ -37,7 +37,7 @@ class ConsoleLeasesIT {
 
   @Test
   void aLeasedCommandIsShownRunningWithItsHolderAndExpiry(DataSource ds) throws Exception {
-    EventStore.migrate(ds);
+    EventOperations.of(ds).migrate();
     Balancer.migrate(ds);
     CommandOperations.of(ds, SCHEMA).migrate();
     CommandQueue queue =

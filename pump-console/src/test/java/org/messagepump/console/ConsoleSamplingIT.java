@@ -23,6 +23,7 @@ import org.messagepump.commands.CommandOperations;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.Transactions;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.testkit.PostgresExtension;
 
@@ -75,11 +76,11 @@ class ConsoleSamplingIT {
   @Test
   void concurrentClientsShareOneRoundOfQueriesPerInterval(DataSource ds) throws Exception {
     CommandOperations.of(ds).migrate();
-    EventStore.migrate(ds);
+    EventOperations.of(ds).migrate();
     Balancer.migrate(ds);
     EventStore store = EventStore.create(ds, JsonMessageCodec.of(MessageTypes.builder().build()));
     long stream = Transactions.inNew(ds, "creating a stream", tx -> store.createStream(tx));
-    store.handlers().setCheckpoint("projection", stream, 0, 0);
+    store.operations().setCheckpoint("projection", stream, 0, 0);
 
     long samplersBefore = samplers();
     AtomicLong statements = new AtomicLong();

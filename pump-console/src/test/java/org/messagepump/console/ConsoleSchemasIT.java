@@ -13,7 +13,7 @@ import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.testkit.PostgresExtension;
 
 /** A console on schemas other than the drivers' defaults shows those schemas, and only them. */
@@ -23,10 +23,10 @@ class ConsoleSchemasIT {
   @Test
   void aConsoleShowsTheSchemasItIsGiven(DataSource ds) throws Exception {
     CommandOperations.of(ds).migrate();
-    EventStore.migrate(ds);
+    EventOperations.of(ds).migrate();
     Balancer.migrate(ds);
     CommandOperations.of(ds, "console_cq").migrate();
-    EventStore.migrate(ds, "console_es");
+    EventOperations.of(ds, "console_es").migrate();
     Balancer.migrate(ds, "console_bal");
     CommandQueue.builder(ds)
         .codec(JsonMessageCodec.of(MessageTypes.builder().build()))

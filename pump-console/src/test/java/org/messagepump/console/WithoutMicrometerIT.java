@@ -31,6 +31,8 @@ import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.resilience4j.ResilientDriver;
 import org.messagepump.testkit.PostgresExtension;
@@ -76,7 +78,7 @@ class WithoutMicrometerIT {
   @Test
   void everyDriverTheJobsAndTheConsoleRunWithoutMicrometer(DataSource ds) throws Exception {
     CommandOperations.of(ds).migrate();
-    EventStore.migrate(ds);
+    EventOperations.of(ds).migrate();
     Balancer.migrate(ds);
     ConsoleAudit.migrate(ds);
     CommandQueue queue = CommandQueue.builder(ds).codec(CODEC).build();
@@ -104,17 +106,18 @@ class WithoutMicrometerIT {
             .circuitBreaker("nomm.Order", CircuitBreakerConfig.ofDefaults())
             .build();
     EventDriver ledger =
-        EventDriver.builder(store)
-            .handlerKey(LEDGER)
-            .on(
-                Shipped.class,
-                (e, ctx) -> {
-                  if (e.n() == FAILING_SHIPMENT) {
-                    throw new IllegalStateException("ledger refuses shipment " + e.n());
-                  }
-                  shipped.incrementAndGet();
-                })
-            .build();
+        store.driver(
+            LEDGER,
+            EventHandlers.builder()
+                .on(
+                    Shipped.class,
+                    (e, ctx) -> {
+                      if (e.n() == FAILING_SHIPMENT) {
+                        throw new IllegalStateException("ledger refuses shipment " + e.n());
+                      }
+                      shipped.incrementAndGet();
+                    })
+                .build());
     Driver mailer =
         mail.driver(
                 (m, ctx) -> {
@@ -154,7 +157,7 @@ class WithoutMicrometerIT {
                 assertThat(queue.operations().deadLetters().count())
                     .as("dead letters")
                     .isEqualTo(1);
-                assertThat(store.handlers().parked(LEDGER)).as("parked streams").hasSize(1);
+                assertThat(store.operations().parked(LEDGER)).as("parked streams").hasSize(1);
                 assertThat(mail.parkedKeys()).as("parked keys").containsOnlyKeys(BAD_KEY);
                 assertThat(shipped.get()).as("shipments booked").isEqualTo(ORDERS - 1);
                 assertThat(mailed.get()).as("mails sent").isEqualTo(ORDERS);
@@ -163,8 +166,8 @@ class WithoutMicrometerIT {
       // The operations and readings the gauges are made of.
       assertThat(queue.operations().deadLetters().list(10)).singleElement();
       assertThat(queue.operations().depth().of("nomm.Order").deadLetters()).isEqualTo(1);
-      assertThat(store.handlers().lag(LEDGER)).isEqualTo(1);
-      assertThat(store.handlers().lagSummaries()).isNotEmpty();
+      assertThat(store.operations().lag(LEDGER)).isEqualTo(1);
+      assertThat(store.operations().lagSummaries()).isNotEmpty();
       assertThat(mail.stats().parked()).isEqualTo(1);
       assertThat(mail.partitionStats(BAD_KEY)).isPresent();
       assertThat(queue.operations().schedules().list()).hasSize(1);

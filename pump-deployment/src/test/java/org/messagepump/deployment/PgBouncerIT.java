@@ -28,7 +28,7 @@ import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.MessagePump;
-import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.EventOperations;
 
 /**
  * Every driver through a real PgBouncer (Debian's 1.18) in transaction pooling mode: migrations (a
@@ -75,7 +75,7 @@ class PgBouncerIT {
       List<Future<Integer>> runs = new ArrayList<>();
       for (int round = 0; round < 2; round++) {
         runs.add(pool.submit(() -> CommandOperations.of(bouncer, "bq_commands").migrate()));
-        runs.add(pool.submit(() -> EventStore.migrate(bouncer, "bq_events")));
+        runs.add(pool.submit(() -> EventOperations.of(bouncer, "bq_events").migrate()));
         runs.add(pool.submit(() -> Balancer.migrate(bouncer, "bq_balancer")));
       }
       int applied = 0;

@@ -28,6 +28,7 @@ import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueResult;
 import org.messagepump.commands.NewCommand;
 import org.messagepump.core.Tx;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.EventStore;
 
 /**
@@ -78,7 +79,7 @@ class ScaleOutIT {
     Cluster.run("sync", "on");
     admin = Cluster.pool(Cluster.multiHostUrl(), "admin-scale", 4);
     CommandOperations.of(admin).migrate();
-    EventStore.migrate(admin);
+    EventOperations.of(admin).migrate();
     Balancer.migrate(admin);
   }
 

@@ -26,6 +26,7 @@ import org.messagepump.commands.NewCommand;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Driver;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.EventStore;
 
 /**
@@ -64,7 +65,7 @@ final class Workload implements AutoCloseable {
   Workload(DataSource admin) throws SQLException {
     this.admin = admin;
     CommandOperations.of(admin).migrate();
-    EventStore.migrate(admin);
+    EventOperations.of(admin).migrate();
     org.messagepump.balancer.Balancer.migrate(admin);
     this.ledger = Ledger.install(admin);
     try (Connection c = admin.getConnection()) {

@@ -1,6 +1,5 @@
 package org.messagepump.eventstream;
 
-import io.micrometer.core.instrument.MeterRegistry;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -8,14 +7,12 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Pattern;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Meters;
-import org.messagepump.core.MicrometerMeters;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.UnknownMessageTypeException;
@@ -36,43 +33,26 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The {@link Driver} of one event handler: acquires the next event of the handler's types from its
- * pending streams in round-robin order, hands it to the registered handler, and advances (or, on
- * the optimistic path, sets) the handler's checkpoint of that stream in the same transaction.
+ * The {@link Driver} of one event handler, made by {@link EventStore#driver(String, EventHandlers,
+ * EventDriverOptions)}: acquires the next event of the handler's types from its pending streams in
+ * round-robin order, hands it to the registered handler, and advances (or, on the optimistic path,
+ * sets) the handler's checkpoint of that stream in the same transaction.
  *
  * <pre>{@code
- * EventDriver driver = EventDriver.builder(store)
- *     .handlerKey("orders-projection")
- *     .on(OrderPlaced.class, (e, ctx) -> insertOrder(ctx.tx(), e))
- *     .concurrency(Concurrency.MAXIMAL)
- *     .build();
+ * EventDriver driver = store.driver("orders-projection",
+ *     EventHandlers.builder()
+ *         .on(OrderPlaced.class, (e, ctx) -> insertOrder(ctx.tx(), e))
+ *         .build(),
+ *     EventDriverOptions.defaults().withConcurrency(Concurrency.MAXIMAL));
  * MessagePump.builder(dataSource).name("orders-projection").driver(driver).build().start();
  * }</pre>
  */
 public final class EventDriver implements Driver {
 
-  /** Default concurrency: streams in parallel. */
-  public static final Concurrency DEFAULT_CONCURRENCY = Concurrency.MAXIMAL;
-
-  /** Default time acquisition waits for the handler lock under {@link Concurrency#MINIMAL}. */
-  public static final Duration DEFAULT_HANDLER_LOCK_WAIT = Duration.ofSeconds(1);
-
-  /**
-   * Default time an acquisition that found every stream with a backlog held waits for one of them
-   * (typically the handler's own delivery about to commit) before the pump idles.
-   */
-  public static final Duration DEFAULT_HELD_STREAM_WAIT = Duration.ofMillis(500);
-
-  /** Default number of streams one acquisition may look at before it gives up for this poll. */
-  public static final int DEFAULT_STREAMS_PER_POLL = 64;
-
   /** Longest handler key. */
   public static final int MAX_HANDLER_KEY_LENGTH = 200;
 
   private static final Pattern HANDLER_KEY = Pattern.compile("[A-Za-z0-9_.:/-]+");
-
-  /** Default start position of a handler key that has never run: the beginning of every stream. */
-  public static final StartPosition DEFAULT_START_POSITION = StartPosition.BEGINNING;
 
   /**
    * Every this many acquisitions of one driver (and whenever an acquisition finds nothing pending)
@@ -84,16 +64,14 @@ public final class EventDriver implements Driver {
 
   private static final Logger log = LoggerFactory.getLogger(EventDriver.class);
 
-  /** A registered handler, either kind, answering the projection's next offset. */
-  private interface Invocation {
-    long invoke(Object event, EventContext ctx) throws Exception;
-  }
+  /** The handler of one type name: decoded by the codec ({@code typed}) or given the bytes. */
+  private record Route(boolean typed, EventHandlers.Invocation invocation) {}
 
   private final EventStore store;
   private final String handlerKey;
   private final String wakeChannel;
   private final MessageCodec codec;
-  private final Map<String, Invocation> handlers;
+  private final Map<String, Route> handlers;
   private final Concurrency concurrency;
   private final Duration handlerLockWait;
   private final int streamsPerPoll;
@@ -117,33 +95,69 @@ public final class EventDriver implements Driver {
   private final Meters.Counter conflicts;
   private final Meters.Counter parked;
 
-  private EventDriver(Builder b) {
-    this.store = b.store;
-    this.handlerKey = b.handlerKey;
-    this.wakeChannel = b.store.wakeChannel();
-    this.codec = b.store.codec();
-    this.handlers = Map.copyOf(b.handlers);
-    this.concurrency = b.concurrency;
-    this.handlerLockWait = b.handlerLockWait;
-    this.streamsPerPoll = b.streamsPerPoll;
-    this.heldStreamWait = b.heldStreamWait;
-    this.queries = new CheckpointQueries(b.store.tables(), handlerKey, b.handlers.keySet());
-    this.handlerLock = new HandlerLock(b.store.schema(), handlerKey);
-    this.registry = new HandlerRegistry(b.store.tables(), handlerKey);
-    this.pending = new PendingClaim(b.store.tables(), handlerKey, b.handlers.keySet());
-    this.startPosition = b.startPosition;
-    Meters meters = b.meters != null ? b.meters : Meters.none();
+  EventDriver(
+      EventStore store, String handlerKey, EventHandlers handlers, EventDriverOptions options) {
+    if (handlers == null) {
+      throw new IllegalArgumentException("handlers must not be null");
+    }
+    if (options == null) {
+      throw new IllegalArgumentException("options must not be null");
+    }
+    this.store = store;
+    this.handlerKey = checkedKey(handlerKey);
+    this.wakeChannel = store.wakeChannel();
+    this.codec = store.codec();
+    this.handlers = routes(store.codec(), handlers);
+    this.concurrency = options.concurrency();
+    this.handlerLockWait = options.handlerLockWait();
+    this.streamsPerPoll = options.streamsPerPoll();
+    this.heldStreamWait = options.heldStreamWait();
+    this.queries = new CheckpointQueries(store.tables(), handlerKey, this.handlers.keySet());
+    this.handlerLock = new HandlerLock(store.schema(), handlerKey);
+    this.registry = new HandlerRegistry(store.tables(), handlerKey);
+    this.pending = new PendingClaim(store.tables(), handlerKey, this.handlers.keySet());
+    this.startPosition = options.startAt();
+    Meters meters = store.meters() != null ? store.meters() : Meters.none();
     this.conflicts =
         meters.counter("messagepump.eventstream.checkpoint.conflicts", null, "handler", handlerKey);
     this.parked = meters.counter("messagepump.eventstream.parked", null, "handler", handlerKey);
-    if (b.meters != null) {
-      b.store.handlers().gauges().track(handlerKey, b.meters);
+    if (store.meters() != null) {
+      store.operations().gauges().track(handlerKey, store.meters());
     }
   }
 
-  /** A builder for the driver of one handler reading from {@code store}. */
-  public static Builder builder(EventStore store) {
-    return new Builder(Objects.requireNonNull(store, "store"));
+  private static String checkedKey(String handlerKey) {
+    if (handlerKey == null
+        || handlerKey.length() > MAX_HANDLER_KEY_LENGTH
+        || !HANDLER_KEY.matcher(handlerKey).matches()) {
+      throw new IllegalArgumentException(
+          "handlerKey must be 1-200 letters, digits, '_', '.', ':', '/' or '-': " + handlerKey);
+    }
+    return handlerKey;
+  }
+
+  /** The handlers by type name: a typed handler's class must be known to the codec. */
+  private static Map<String, Route> routes(MessageCodec codec, EventHandlers handlers) {
+    Map<String, Route> routes = new LinkedHashMap<>();
+    for (EventHandlers.Registration r : handlers.registrations()) {
+      String name;
+      if (r.eventClass() != null) {
+        try {
+          name = codec.typeOf(r.eventClass());
+        } catch (UnknownMessageTypeException e) {
+          throw new IllegalArgumentException(
+              "event class " + r.eventClass().getName() + " is not registered with the codec", e);
+        }
+        // A type name no event can be stored under (NUL, over the key limit) would fail every poll.
+        Inputs.key("type name of " + r.eventClass().getName(), name);
+      } else {
+        name = r.rawType();
+      }
+      if (routes.putIfAbsent(name, new Route(r.eventClass() != null, r.invocation())) != null) {
+        throw new IllegalArgumentException("type '" + name + "' has two handlers");
+      }
+    }
+    return java.util.Collections.unmodifiableMap(routes);
   }
 
   @Override
@@ -165,7 +179,7 @@ public final class EventDriver implements Driver {
     return handlerKey;
   }
 
-  /** The type names this handler reads. */
+  /** The type names this handler reads, in registration order. */
   public Set<String> types() {
     return handlers.keySet();
   }
@@ -280,21 +294,24 @@ public final class EventDriver implements Driver {
     StreamRun run = new StreamRun(claim, stored);
     long expected = claim.checkpoint();
     String streamId = Long.toString(claim.streamId());
+    Step previous = null;
     for (EventRows.Row event : events) {
+      Step step = new Step(run, event, expected, previous);
       deliveries.add(
           new Delivery(
               event.envelope(),
               expected == claim.checkpoint() ? claim.failures() : 0,
               new DeliveryStream(streamId, event.offset(), expected),
-              new Step(run, event, expected)));
+              step));
+      previous = step;
       expected = event.offset() + 1;
     }
   }
 
   /**
-   * Decodes the event, runs its handler and advances the checkpoint to offset + 1 (in memory; the
-   * row is written once per stream in {@link #completed}); a projection answering another offset
-   * sets the checkpoint there. An undecodable payload, unreadable stored headers (an {@link
+   * Decodes the event (a raw handler gets the payload bytes) and runs its handler, remembering the
+   * next offset it answered; the checkpoint is moved once the outcome is final, in {@link
+   * #completed}. An undecodable payload, unreadable stored headers (an {@link
    * UndecodableMessageException} naming the event, not its data) or a throwing handler fails the
    * delivery; an event whose predecessor in the same batch was not handled is Busy (it comes again
    * with the next acquisition of its stream).
@@ -302,9 +319,9 @@ public final class EventDriver implements Driver {
   @Override
   public Outcome handle(Tx tx, Delivery delivery) throws Exception {
     Step step = step(delivery);
-    StreamRun run = step.run();
     if (!step.isNext()) {
-      return Outcome.busy("an earlier event of stream " + run.streamId() + " was not handled");
+      return Outcome.busy(
+          "an earlier event of stream " + step.run().streamId() + " was not handled");
     }
     if (concurrency == Concurrency.MINIMAL && !handlerLock.tryLock(tx)) {
       return Outcome.busy("handler '" + handlerKey + "' is handling another event");
@@ -312,58 +329,63 @@ public final class EventDriver implements Driver {
     if (step.event().problem() != null) {
       throw new UndecodableMessageException(step.event().problem(), null);
     }
-    Invocation handler = handlers.get(delivery.messageType());
+    Route handler = handlers.get(delivery.messageType());
     if (handler == null) {
       return Outcome.failed(
           new IllegalStateException(
               "handler '" + handlerKey + "' has no handler for type " + delivery.messageType()));
     }
-    Object event = codec.decode(delivery.messageType(), delivery.envelope().payload());
+    byte[] payload = delivery.envelope().payload();
+    Object event = handler.typed() ? codec.decode(delivery.messageType(), payload) : payload;
     EventContext context =
         new EventContext(
             store,
             tx,
             handlerKey,
             EventStore.storedEvent(step.event()),
-            run.checkpoint(),
+            step.expectedCheckpoint(),
             delivery.attempt());
-    long next = handler.invoke(event, context);
-    long expected = step.event().offset() + 1;
-    if (next != expected) {
-      if (next < 0) {
-        return Outcome.failed(
-            new IllegalStateException("projection returned a negative offset: " + next));
-      }
-      conflicts.increment();
-      log.warn(
-          "{}: optimistic concurrency conflict on stream {}: expected checkpoint {}, handler holds"
-              + " {}; setting the checkpoint to {}",
-          handlerKey,
-          run.streamId(),
-          expected,
-          next,
-          next);
+    long next = handler.invocation().invoke(event, context);
+    if (next < 0) {
+      return Outcome.failed(
+          new IllegalStateException("projection returned a negative offset: " + next));
     }
-    // The claim already moved the row past the run; it is written again only when the run ends
-    // elsewhere (at completion, or before a postponement).
-    run.moved(step, next, next == expected);
+    step.handled(next);
     return Outcome.HANDLED;
   }
 
   /**
-   * Writes the checkpoint of each stream whose run did not end where the claim statement put it (a
-   * projection that answered another offset): one update per such stream for the whole batch. A run
-   * whose events were all handled has nothing to write.
+   * The success bookkeeping, once the batch's outcomes are final: each handled event's run moves to
+   * what its handler answered (a projection answering another offset than the next one is an
+   * optimistic-concurrency conflict: counted, logged, and the checkpoint is set there), and each
+   * run whose checkpoint is not where the claim statement put the row is written, one update per
+   * stream for the whole batch. A run whose events were all handled has nothing to write.
    */
   @Override
   public void completed(Tx tx, List<Delivery> handled) throws SQLException {
-    StreamRun last = null;
+    Set<StreamRun> runs = new LinkedHashSet<>();
     for (Delivery d : handled) {
-      StreamRun run = step(d).run();
-      if (run != last && run.unsaved()) {
+      Step step = step(d);
+      StreamRun run = step.run();
+      long expected = step.event().offset() + 1;
+      if (step.answered() != expected) {
+        conflicts.increment();
+        log.warn(
+            "{}: optimistic concurrency conflict on stream {}: expected checkpoint {}, handler"
+                + " holds {}; setting the checkpoint to {}",
+            handlerKey,
+            run.streamId(),
+            expected,
+            step.answered(),
+            step.answered());
+      }
+      run.advance(step.answered());
+      runs.add(run);
+    }
+    for (StreamRun run : runs) {
+      if (run.unsaved()) {
         save(tx, run);
       }
-      last = run;
     }
   }
 
@@ -373,37 +395,38 @@ public final class EventDriver implements Driver {
   }
 
   /**
-   * Postpones the delivery's stream for this handler only; the event is not skipped. A delivery
-   * left over from an interrupted run is not recorded (its predecessor was).
+   * Postpones the delivery's stream for this handler only; the event is not skipped. The run ends
+   * at the event's checkpoint (a Handled outcome the pump turned into a failure included). A
+   * delivery left over from an interrupted run is not recorded (its predecessor was).
    */
   @Override
   public void postpone(Tx tx, Delivery delivery, int failures, Duration delay) throws SQLException {
     Step step = step(delivery);
-    step.run().undo(step); // a Handled outcome the pump turned into a failure: not moved after all
     if (step.isNext()) {
-      StreamRun run = step.run();
-      run.end();
-      if (run.unsaved()) {
-        save(tx, run);
-      }
+      StreamRun run = endAt(tx, step);
       queries.postpone(tx.dsl(), run.streamId(), run.checkpoint(), failures, delay);
     }
   }
 
-  /** Parks the delivery's stream for this handler only (see {@link EventHandlers#resume}). */
+  /** Parks the delivery's stream for this handler only (see {@link EventOperations#resume}). */
   @Override
   public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
     Step step = step(delivery);
-    step.run().undo(step);
     if (step.isNext()) {
-      StreamRun run = step.run();
-      run.end();
-      if (run.unsaved()) {
-        save(tx, run);
-      }
+      StreamRun run = endAt(tx, step);
       queries.park(tx.dsl(), run.streamId(), run.checkpoint(), failures, reason);
       parked.increment();
     }
+  }
+
+  /** Ends the step's run at its checkpoint and writes it back where the claim moved the row. */
+  private StreamRun endAt(Tx tx, Step step) throws SQLException {
+    StreamRun run = step.run();
+    run.end(step.expectedCheckpoint());
+    if (run.unsaved()) {
+      save(tx, run);
+    }
+    return run;
   }
 
   /**
@@ -438,7 +461,7 @@ public final class EventDriver implements Driver {
             event.envelope(),
             claim.failures(),
             new DeliveryStream(Long.toString(claim.streamId()), event.offset(), claim.checkpoint()),
-            new Step(run, event, claim.checkpoint())));
+            new Step(run, event, claim.checkpoint(), null)));
   }
 
   private Step step(Delivery delivery) {
@@ -446,141 +469,5 @@ public final class EventDriver implements Driver {
       throw new IllegalArgumentException("delivery was not acquired by this driver: " + delivery);
     }
     return s;
-  }
-
-  /**
-   * Builds an {@link EventDriver}. Setters reject bad values with an {@link
-   * IllegalArgumentException} naming the option; {@link #build()} rejects a missing handler key or
-   * handler with an {@link IllegalStateException}.
-   */
-  public static final class Builder {
-    private final EventStore store;
-    private final Map<String, Invocation> handlers = new LinkedHashMap<>();
-    private String handlerKey;
-    private Concurrency concurrency = DEFAULT_CONCURRENCY;
-    private Duration handlerLockWait = DEFAULT_HANDLER_LOCK_WAIT;
-    private int streamsPerPoll = DEFAULT_STREAMS_PER_POLL;
-    private Duration heldStreamWait = DEFAULT_HELD_STREAM_WAIT;
-    private StartPosition startPosition = DEFAULT_START_POSITION;
-    private Meters meters;
-
-    private Builder(EventStore store) {
-      this.store = store;
-    }
-
-    /**
-     * The handler's stable name (required): 1–200 letters, digits, {@code _ . : / -}. Null is a
-     * {@link NullPointerException}, anything else outside the rule an {@link
-     * IllegalArgumentException}.
-     */
-    public Builder handlerKey(String handlerKey) {
-      Objects.requireNonNull(handlerKey, "handlerKey must not be null");
-      if (handlerKey.length() > MAX_HANDLER_KEY_LENGTH
-          || !HANDLER_KEY.matcher(handlerKey).matches()) {
-        throw new IllegalArgumentException(
-            "handlerKey must be 1-200 letters, digits, '_', '.', ':', '/' or '-': " + handlerKey);
-      }
-      this.handlerKey = handlerKey;
-      return this;
-    }
-
-    /** Handles events of {@code type}; the checkpoint advances after each. */
-    public <E> Builder on(Class<E> type, EventHandler<? super E> handler) {
-      Objects.requireNonNull(handler, "handler must not be null");
-      register(
-          type,
-          (e, ctx) -> {
-            handler.handle(type.cast(e), ctx);
-            return ctx.nextOffset();
-          });
-      return this;
-    }
-
-    /** Handles events of {@code type} with a handler that reports its own checkpoint. */
-    public <E> Builder project(Class<E> type, ProjectionHandler<? super E> handler) {
-      Objects.requireNonNull(handler, "handler must not be null");
-      register(type, (e, ctx) -> handler.handle(type.cast(e), ctx));
-      return this;
-    }
-
-    private void register(Class<?> type, Invocation invocation) {
-      Objects.requireNonNull(type, "type must not be null");
-      String name;
-      try {
-        name = store.codec().typeOf(type);
-      } catch (UnknownMessageTypeException e) {
-        throw new IllegalArgumentException(
-            "event class " + type.getName() + " is not registered with the codec", e);
-      }
-      // A type name no event can be stored under (NUL, over the key limit) would fail every poll.
-      Inputs.key("type name of " + type.getName(), name);
-      if (handlers.putIfAbsent(name, invocation) != null) {
-        throw new IllegalArgumentException("a handler for " + type.getName() + " is already set");
-      }
-    }
-
-    /** Minimal (one delivery at a time, cluster-wide) or maximal (default). */
-    public Builder concurrency(Concurrency concurrency) {
-      this.concurrency = Objects.requireNonNull(concurrency, "concurrency");
-      return this;
-    }
-
-    /** How long acquisition waits for the handler lock under minimal concurrency; positive. */
-    public Builder handlerLockWait(Duration handlerLockWait) {
-      if (handlerLockWait == null || handlerLockWait.isNegative() || handlerLockWait.isZero()) {
-        throw new IllegalArgumentException("handlerLockWait must be positive: " + handlerLockWait);
-      }
-      this.handlerLockWait = handlerLockWait;
-      return this;
-    }
-
-    /**
-     * How long an acquisition that finds every stream with a backlog held waits for one (zero: do
-     * not wait, let the pump idle for its poll interval). Default 500 ms.
-     */
-    public Builder heldStreamWait(Duration heldStreamWait) {
-      if (heldStreamWait == null || heldStreamWait.isNegative()) {
-        throw new IllegalArgumentException(
-            "heldStreamWait must not be negative: " + heldStreamWait);
-      }
-      this.heldStreamWait = heldStreamWait;
-      return this;
-    }
-
-    /** Streams one acquisition may look at (and advance) before giving up; at least 1. */
-    public Builder streamsPerPoll(int streamsPerPoll) {
-      if (streamsPerPoll < 1) {
-        throw new IllegalArgumentException("streamsPerPoll must be >= 1: " + streamsPerPoll);
-      }
-      this.streamsPerPoll = streamsPerPoll;
-      return this;
-    }
-
-    /**
-     * Where the handler starts when its key has never run: {@link StartPosition#BEGINNING}
-     * (default, every past event) or {@link StartPosition#END} (only events appended after its
-     * first poll). Ignored once the key has run; {@link EventHandlers#reset} replays from 0.
-     */
-    public Builder startAt(StartPosition startPosition) {
-      this.startPosition = Objects.requireNonNull(startPosition, "startPosition must not be null");
-      return this;
-    }
-
-    /** Where to register the driver's {@code messagepump.eventstream.*} meters; none by default. */
-    public Builder meterRegistry(MeterRegistry meterRegistry) {
-      this.meters = MicrometerMeters.of(Objects.requireNonNull(meterRegistry, "meterRegistry"));
-      return this;
-    }
-
-    /** The driver. */
-    public EventDriver build() {
-      if (handlerKey == null) {
-        throw new IllegalStateException("handlerKey is required");
-      }
-      if (handlers.isEmpty()) {
-        throw new IllegalStateException("at least one handler (on or project) is required");
-      }
-      return new EventDriver(this);
-    }
   }
 }

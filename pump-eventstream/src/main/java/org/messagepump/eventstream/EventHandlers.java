@@ -1,450 +1,145 @@
 package org.messagepump.eventstream;
 
-import java.sql.SQLException;
-import java.time.Instant;
-import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
-import java.util.Objects;
-import javax.sql.DataSource;
-import org.jooq.Condition;
-import org.jooq.Record;
-import org.messagepump.core.DatabaseException;
+import java.util.Set;
 import org.messagepump.core.Inputs;
-import org.messagepump.core.Transactions;
-import org.messagepump.core.Tx;
-import org.messagepump.eventstream.internal.CheckpointOperations;
-import org.messagepump.eventstream.internal.LagQueries;
-import org.messagepump.eventstream.internal.Tables;
 
 /**
- * Operations on the handlers' checkpoints: lag per stream, parked streams and resuming them,
- * replaying a handler from offset 0, moving one checkpoint. Obtained from {@link
- * EventStore#handlers()}. Reads run in a transaction of their own.
+ * An immutable registry of one handler's event handlers, one per event class (typed handlers and
+ * projections, decoded by the store's codec) or per type name (raw handlers, given the payload
+ * bytes). {@link EventStore#driver(String, EventHandlers)} turns it into the driver of a handler
+ * key, which reads exactly the types registered here.
  *
- * <p>The operations that change checkpoints ({@link #reset}, {@link #setCheckpoint}, {@link
- * #resume}, {@link #resumeAll}) come in two forms with one code path: in the caller's transaction
- * ({@code reset(tx, key)}, as {@link EventStore#append(Tx, List)} is), or in a transaction of their
- * own ({@code reset(key)}). Either way they are linearizable with deliveries: each first takes the
- * handler's lock (its row in {@code handlers}, which every transaction creating a checkpoint row of
- * the handler holds until it ends, including a delivery that created the row of the stream it is
- * handling), then updates the checkpoint rows, waiting for any a delivery holds. So they take
- * effect after every delivery that overlapped them and never miss a row; and they hold those locks
- * until the transaction ends, so no delivery of the handler on a changed row commits before it.
- * That is what makes a rebuild exact: {@code reset(tx, key)}, then empty the read model, in one
- * transaction (docs/eventstream.md, "Rebuilding a read model").
- *
- * <p>The transaction must be READ COMMITTED (PostgreSQL's default): each statement must see what
- * the deliveries it waited for committed. Bad input is an {@link IllegalArgumentException} (a
- * {@link NullPointerException} for a required null) before anything is written, and the caller's
- * transaction survives it.
+ * <pre>{@code
+ * EventHandlers handlers = EventHandlers.builder()
+ *     .on(OrderPlaced.class, (e, ctx) -> insertOrder(ctx.tx(), e))
+ *     .project(OrderShipped.class, (e, ctx) -> view.apply(e, ctx.streamId(), ctx.nextOffset()))
+ *     .onRaw("audit.Recorded", (bytes, ctx) -> audit.write(ctx.tx(), bytes))
+ *     .build();
+ * }</pre>
  */
 public final class EventHandlers {
 
-  /** The largest page of {@link #behind} and {@link #parkedStreams}. */
-  public static final int MAX_PAGE = 10_000;
-
-  private final DataSource dataSource;
-  private final CheckpointOperations operations;
-  private final Tables.Checkpoints cp;
-  private final Tables.Streams streams;
-  private final LagQueries lagQueries;
-  private final LagGauges gauges;
-
-  EventHandlers(DataSource dataSource, Tables tables) {
-    this.dataSource = dataSource;
-    this.operations = new CheckpointOperations(tables);
-    this.lagQueries = new LagQueries(tables);
-    this.gauges = new LagGauges(tables.schema, this::summaries);
-    this.cp = tables.checkpoints;
-    this.streams = tables.streams;
+  /** A registered handler, any kind, answering the projection's next offset. */
+  interface Invocation {
+    long invoke(Object event, EventContext ctx) throws Exception;
   }
 
   /**
-   * Every handler key that has started reading at least one stream, sorted. One index probe per
-   * key, however many streams there are.
+   * One registration: a typed one ({@code eventClass} set: the event is decoded) or a raw one
+   * ({@code rawType} set: the event is its payload bytes).
    */
-  public List<String> handlerKeys() {
-    return Transactions.inNew(
-        dataSource, "listing handler keys", tx -> jdbc(() -> lagQueries.handlerKeys(conn(tx))));
+  record Registration(Class<?> eventClass, String rawType, Invocation invocation) {}
+
+  private final List<Registration> registrations;
+
+  private EventHandlers(List<Registration> registrations) {
+    this.registrations = List.copyOf(registrations);
+  }
+
+  /** A new builder. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Every registration, in registration order. */
+  List<Registration> registrations() {
+    return registrations;
   }
 
   /**
-   * Per handler (sorted by key): how many streams lag and are parked, the total lag and failures.
-   * Unlike summing {@link #checkpoints}, its cost grows with the streams that may lag (rows behind
-   * their stream's end, parked rows, streams changed since the handler last looked), found through
-   * the pollers' indexes, not with every stream times every handler.
+   * Builds {@link EventHandlers}. Setters reject nulls and blank type names with an {@link
+   * IllegalArgumentException}; {@link #build()} rejects an empty registry and a class or type name
+   * registered twice with an {@link IllegalStateException}.
    */
-  public List<HandlerLag> lagSummaries() {
-    return summaries().stream()
-        .map(
-            s ->
-                new HandlerLag(
-                    s.handlerKey(), s.laggingStreams(), s.parkedStreams(), s.lag(), s.failures()))
-        .toList();
-  }
+  public static final class Builder {
+    private final List<Registration> registrations = new ArrayList<>();
 
-  private List<LagQueries.Summary> summaries() {
-    return Transactions.inNew(
-        dataSource, "summing the handlers' lag", tx -> jdbc(() -> lagQueries.summaries(conn(tx))));
-  }
+    private Builder() {}
 
-  LagGauges gauges() {
-    return gauges;
-  }
-
-  /**
-   * A page of the streams {@code handlerKey} lags on, fails on or has parked, with their keys:
-   * parked first, then the largest lag, then by stream id. Pass the {@link StreamLag#cursor()} of
-   * the last entry of a page as {@code after} for the next one ({@code null} for the first). Its
-   * cost grows with the streams that may lag (see {@link #lagSummaries()}), not with every stream.
-   *
-   * @throws IllegalArgumentException for a bad key, a limit outside 1..{@value #MAX_PAGE}, or a
-   *     cursor of another handler; nothing is sent
-   */
-  public List<StreamLag> behind(String handlerKey, StreamLag.Cursor after, int limit) {
-    requireKey(handlerKey);
-    requireLimit(limit);
-    if (after != null && !after.handlerKey().equals(handlerKey)) {
-      throw new IllegalArgumentException(
-          "the cursor is of handler '" + after.handlerKey() + "', not '" + handlerKey + "'");
+    /**
+     * Handles events of {@code eventClass}, decoded by the store's codec; on return the checkpoint
+     * advances past the event.
+     */
+    public <E> Builder on(Class<E> eventClass, EventHandler<? super E> handler) {
+      checked(eventClass, handler);
+      registrations.add(
+          new Registration(
+              eventClass,
+              null,
+              (e, ctx) -> {
+                handler.handle(eventClass.cast(e), ctx);
+                return ctx.nextOffset();
+              }));
+      return this;
     }
-    return Transactions.inNew(
-        dataSource,
-        "listing the streams handler '" + handlerKey + "' lags on",
-        tx ->
-            jdbc(
-                () ->
-                    lagQueries
-                        .behind(
-                            conn(tx),
-                            handlerKey,
-                            after != null && after.parked(),
-                            after == null ? null : after.lag(),
-                            after == null ? 0 : after.streamId(),
-                            limit)
-                        .stream()
-                        .map(EventHandlers::streamLag)
-                        .toList()));
-  }
 
-  /**
-   * A page of the streams parked for any handler, with their keys: the largest lag first, then by
-   * handler key and stream id. Pass the {@link StreamLag#cursor()} of the last entry of a page as
-   * {@code after} for the next one ({@code null} for the first).
-   *
-   * @throws IllegalArgumentException for a limit outside 1..{@value #MAX_PAGE}; nothing is sent
-   */
-  public List<StreamLag> parkedStreams(StreamLag.Cursor after, int limit) {
-    requireLimit(limit);
-    return Transactions.inNew(
-        dataSource,
-        "listing parked streams",
-        tx ->
-            jdbc(
-                () ->
-                    lagQueries
-                        .parked(
-                            conn(tx),
-                            after == null ? null : after.lag(),
-                            after == null ? null : after.handlerKey(),
-                            after == null ? 0 : after.streamId(),
-                            limit)
-                        .stream()
-                        .map(EventHandlers::streamLag)
-                        .toList()));
-  }
-
-  private static void requireLimit(int limit) {
-    if (limit < 1 || limit > MAX_PAGE) {
-      throw new IllegalArgumentException("limit must be 1.." + MAX_PAGE + ": " + limit);
+    /**
+     * Handles events of {@code eventClass}, decoded by the store's codec, with a handler that
+     * reports its own checkpoint (the optimistic path, see {@link ProjectionHandler}).
+     */
+    public <E> Builder project(Class<E> eventClass, ProjectionHandler<? super E> handler) {
+      checked(eventClass, handler);
+      registrations.add(
+          new Registration(eventClass, null, (e, ctx) -> handler.handle(eventClass.cast(e), ctx)));
+      return this;
     }
-  }
 
-  private static StreamLag streamLag(LagQueries.Row r) {
-    return new StreamLag(
-        new Checkpoint(
-            r.handlerKey(),
-            r.streamId(),
-            r.offset(),
-            r.nextOffset(),
-            r.failures(),
-            instant(r.resumeAt()),
-            instant(r.parkedAt()),
-            r.parkedReason(),
-            r.tracked()),
-        r.streamKey());
-  }
-
-  private static java.sql.Connection conn(Tx tx) {
-    return tx.connection();
-  }
-
-  /** A JDBC read whose {@link SQLException} becomes the drivers' {@link DatabaseException}. */
-  private interface JdbcRead<T> {
-    T read() throws SQLException;
-  }
-
-  private static <T> T jdbc(JdbcRead<T> read) {
-    try {
-      return read.read();
-    } catch (SQLException e) {
-      throw new DatabaseException("reading the handlers' lag", e);
+    /**
+     * Handles events stored under the type name {@code type} without decoding them: the handler
+     * gets the payload bytes (for events appended by another service, or a type this codec does not
+     * know). On return the checkpoint advances past the event.
+     */
+    public Builder onRaw(String type, EventHandler<byte[]> handler) {
+      if (type == null || type.isBlank()) {
+        throw new IllegalArgumentException("raw handler type must not be blank");
+      }
+      // A type name no event can be stored under (NUL, over the key limit) would fail every poll.
+      Inputs.key("raw handler type", type);
+      if (handler == null) {
+        throw new IllegalArgumentException("handler of '" + type + "' must not be null");
+      }
+      registrations.add(
+          new Registration(
+              null,
+              type,
+              (e, ctx) -> {
+                handler.handle((byte[]) e, ctx);
+                return ctx.nextOffset();
+              }));
+      return this;
     }
-  }
 
-  /**
-   * The handler's checkpoint of every stream, by stream id; streams it has not started reading are
-   * listed with offset 0 and {@code tracked = false}.
-   */
-  public List<Checkpoint> checkpoints(String handlerKey) {
-    requireKey(handlerKey);
-    return Transactions.inNew(
-        dataSource,
-        "reading the checkpoints of handler '" + handlerKey + "'",
-        tx ->
-            tx.dsl()
-                .select(streams.id, streams.nextOffset)
-                .select(checkpointColumns())
-                .from(streams.table)
-                .leftJoin(cp.table)
-                .on(cp.streamId.eq(streams.id))
-                .and(cp.handlerKey.eq(handlerKey))
-                .orderBy(streams.id)
-                .fetch(r -> checkpoint(handlerKey, r)));
-  }
-
-  /** The handler's total lag: events at or after its checkpoints, over every stream. */
-  public long lag(String handlerKey) {
-    return checkpoints(handlerKey).stream().mapToLong(Checkpoint::lag).sum();
-  }
-
-  /** The streams parked for {@code handlerKey}, by stream id. */
-  public List<Checkpoint> parked(String handlerKey) {
-    requireKey(handlerKey);
-    return parkedWhere(cp.handlerKey.eq(handlerKey));
-  }
-
-  /** The streams parked for any handler, by handler key and stream id. */
-  public List<Checkpoint> parked() {
-    return parkedWhere(cp.parkedAt.isNotNull());
-  }
-
-  private List<Checkpoint> parkedWhere(Condition condition) {
-    return Transactions.inNew(
-        dataSource,
-        "listing parked streams",
-        tx ->
-            tx.dsl()
-                .select(streams.id, streams.nextOffset)
-                .select(checkpointColumns())
-                .from(cp.table)
-                .join(streams.table)
-                .on(streams.id.eq(cp.streamId))
-                .where(condition)
-                .and(cp.parkedAt.isNotNull())
-                .orderBy(cp.handlerKey, cp.streamId)
-                .fetch(r -> checkpoint(r.get(cp.handlerKey), r)));
-  }
-
-  /**
-   * Resumes a parked stream for a handler, in a transaction of its own: failures reset, due now,
-   * from the same checkpoint (the event that failed comes first). Returns false when it was not
-   * parked. See {@link #resume(Tx, String, long)}.
-   */
-  public boolean resume(String handlerKey, long streamId) {
-    requireKey(handlerKey);
-    return Transactions.inNew(
-        dataSource, resuming(handlerKey), tx -> resume(tx, handlerKey, streamId));
-  }
-
-  /**
-   * Resumes a parked stream for a handler in the caller's transaction {@code tx} (not committed
-   * here), holding the handler's lock until it ends (see the class doc). Returns false when it was
-   * not parked.
-   *
-   * @throws NullPointerException when {@code tx} or the key is null; nothing is sent
-   * @throws IllegalArgumentException for a bad key, or a {@code tx} with autocommit on or not in a
-   *     READ COMMITTED transaction; nothing is written and the transaction stays usable
-   */
-  public boolean resume(Tx tx, String handlerKey, long streamId) {
-    joinable(tx, handlerKey);
-    return Transactions.inCaller(
-            tx, resuming(handlerKey), t -> operations.resume(t.dsl(), handlerKey, streamId))
-        == 1;
-  }
-
-  /** Resumes every stream parked for {@code handlerKey} in a transaction of its own; how many. */
-  public int resumeAll(String handlerKey) {
-    requireKey(handlerKey);
-    return Transactions.inNew(dataSource, resuming(handlerKey), tx -> resumeAll(tx, handlerKey));
-  }
-
-  /**
-   * Resumes every stream parked for {@code handlerKey} in the caller's transaction {@code tx} (not
-   * committed here), holding the handler's lock until it ends; returns how many.
-   *
-   * @throws NullPointerException when {@code tx} or the key is null; nothing is sent
-   * @throws IllegalArgumentException as {@link #resume(Tx, String, long)}
-   */
-  public int resumeAll(Tx tx, String handlerKey) {
-    joinable(tx, handlerKey);
-    return Transactions.inCaller(
-        tx, resuming(handlerKey), t -> operations.resume(t.dsl(), handlerKey, null));
-  }
-
-  private static String resuming(String handlerKey) {
-    return "resuming parked streams of handler '" + handlerKey + "'";
-  }
-
-  /**
-   * Replays every stream for {@code handlerKey} from offset 0, in a transaction of its own:
-   * checkpoints to 0, failures reset, parked streams resumed. Returns how many checkpoints were
-   * reset. To clear a read model in the same transaction, use {@link #reset(Tx, String)}.
-   */
-  public int reset(String handlerKey) {
-    requireKey(handlerKey);
-    return Transactions.inNew(dataSource, resetting(handlerKey), tx -> reset(tx, handlerKey));
-  }
-
-  /**
-   * Replays every stream for {@code handlerKey} from offset 0 in the caller's transaction {@code
-   * tx} (not committed here): checkpoints to 0, failures reset, parked streams resumed. Returns how
-   * many checkpoints were reset.
-   *
-   * <p>It waits for every delivery of the handler in flight, and from then until {@code tx} ends no
-   * delivery of the handler commits: so the caller's writes after it in {@code tx} (emptying the
-   * read model the handler writes) and the reset take effect together, and every event is applied
-   * once to the emptied read model. Write the read model after this call, not before: a delivery in
-   * flight holds its checkpoint while it waits for rows the caller would already hold.
-   *
-   * @throws NullPointerException when {@code tx} or the key is null; nothing is sent
-   * @throws IllegalArgumentException for a bad key, or a {@code tx} with autocommit on or not in a
-   *     READ COMMITTED transaction; nothing is written and the transaction stays usable
-   */
-  public int reset(Tx tx, String handlerKey) {
-    joinable(tx, handlerKey);
-    return Transactions.inCaller(
-        tx, resetting(handlerKey), t -> operations.reset(t.dsl(), handlerKey));
-  }
-
-  private static String resetting(String handlerKey) {
-    return "resetting handler '" + handlerKey + "'";
-  }
-
-  /**
-   * Moves one checkpoint to {@code newOffset} (backwards replays, forwards skips) if it is at
-   * {@code expectedOffset} (an untracked stream counts as 0), in a transaction of its own. Failures
-   * are reset. See {@link #setCheckpoint(Tx, String, long, long, long)}.
-   *
-   * @throws CheckpointConflictException when the checkpoint is elsewhere; nothing is changed
-   * @throws IllegalArgumentException for a negative offset or an unknown stream
-   */
-  public void setCheckpoint(String handlerKey, long streamId, long expectedOffset, long newOffset) {
-    requireKey(handlerKey);
-    requireOffsets(expectedOffset, newOffset);
-    Transactions.inNew(
-        dataSource,
-        setting(handlerKey, streamId),
-        tx -> {
-          setCheckpoint(tx, handlerKey, streamId, expectedOffset, newOffset);
-          return null;
-        });
-  }
-
-  /**
-   * Moves one checkpoint to {@code newOffset} if it is at {@code expectedOffset} (an untracked
-   * stream counts as 0), in the caller's transaction {@code tx} (not committed here), holding the
-   * handler's lock until it ends: the delivery in flight on the stream is waited for, and none
-   * commits on it until {@code tx} ends. Failures are reset.
-   *
-   * @throws CheckpointConflictException when the checkpoint is elsewhere; nothing is written and
-   *     the transaction stays usable (the handler's lock stays held until it ends)
-   * @throws NullPointerException when {@code tx} or the key is null; nothing is sent
-   * @throws IllegalArgumentException for a bad key or a negative offset (nothing is sent), an
-   *     unknown stream, or a {@code tx} with autocommit on or not in a READ COMMITTED transaction;
-   *     nothing is written and the transaction stays usable
-   */
-  public void setCheckpoint(
-      Tx tx, String handlerKey, long streamId, long expectedOffset, long newOffset) {
-    joinable(tx, handlerKey);
-    requireOffsets(expectedOffset, newOffset);
-    long found =
-        Transactions.inCaller(
-            tx,
-            setting(handlerKey, streamId),
-            t -> {
-              // Streams are never deleted: checked once, before the handler is locked.
-              if (!operations.streamExists(t.dsl(), streamId)) {
-                throw new IllegalArgumentException("stream " + streamId + " does not exist");
-              }
-              return operations.setCheckpoint(
-                  t.dsl(), handlerKey, streamId, expectedOffset, newOffset);
-            });
-    if (found != expectedOffset) {
-      throw new CheckpointConflictException(handlerKey, streamId, expectedOffset, found);
+    private static void checked(Class<?> eventClass, Object handler) {
+      if (eventClass == null) {
+        throw new IllegalArgumentException("event class must not be null");
+      }
+      if (handler == null) {
+        throw new IllegalArgumentException(
+            "handler of " + eventClass.getName() + " must not be null");
+      }
     }
-  }
 
-  private static String setting(String handlerKey, long streamId) {
-    return "setting the checkpoint of handler '" + handlerKey + "' on stream " + streamId;
-  }
-
-  private static void requireOffsets(long expectedOffset, long newOffset) {
-    if (expectedOffset < 0 || newOffset < 0) {
-      throw new IllegalArgumentException(
-          "offsets must not be negative: expected " + expectedOffset + ", new " + newOffset);
+    /** The registry; rejects a class or type name registered twice, and an empty registry. */
+    public EventHandlers build() {
+      if (registrations.isEmpty()) {
+        throw new IllegalStateException(
+            "at least one event handler (on, project or onRaw) is required");
+      }
+      Set<Object> seen = new HashSet<>();
+      for (Registration r : registrations) {
+        Object key = r.eventClass() != null ? r.eventClass() : r.rawType();
+        if (!seen.add(key)) {
+          throw new IllegalStateException(
+              "duplicate event handler for "
+                  + (r.eventClass() != null
+                      ? "class " + r.eventClass().getName()
+                      : "type '" + r.rawType() + "'"));
+        }
+      }
+      return new EventHandlers(registrations);
     }
-  }
-
-  /**
-   * Checks what can be checked without the database before an operation joins {@code tx}: the
-   * transaction is one (autocommit off: the handler's lock must outlive the statement), the key is
-   * valid.
-   */
-  private static void joinable(Tx tx, String handlerKey) {
-    Objects.requireNonNull(tx, "tx must not be null");
-    requireKey(handlerKey);
-    boolean autoCommit;
-    try {
-      autoCommit = tx.connection().getAutoCommit();
-    } catch (SQLException e) {
-      throw new DatabaseException("reading the connection's autocommit mode", e);
-    }
-    if (autoCommit) {
-      throw new IllegalArgumentException(
-          "tx must be an open transaction (autocommit off): the handler's lock is held until it"
-              + " ends");
-    }
-  }
-
-  private List<org.jooq.Field<?>> checkpointColumns() {
-    return List.of(
-        cp.handlerKey, cp.offset, cp.failures, cp.resumeAt, cp.parkedAt, cp.parkedReason);
-  }
-
-  private Checkpoint checkpoint(String handlerKey, Record r) {
-    boolean tracked = r.get(cp.handlerKey) != null;
-    return new Checkpoint(
-        handlerKey,
-        r.get(streams.id),
-        tracked ? r.get(cp.offset) : 0,
-        r.get(streams.nextOffset),
-        tracked ? r.get(cp.failures) : 0,
-        instant(r.get(cp.resumeAt)),
-        instant(r.get(cp.parkedAt)),
-        r.get(cp.parkedReason),
-        tracked);
-  }
-
-  private static Instant instant(OffsetDateTime t) {
-    // 'epoch' is the default of a never postponed checkpoint: report it as null.
-    if (t == null || t.toEpochSecond() <= 0) {
-      return null;
-    }
-    return t.toInstant();
-  }
-
-  private static void requireKey(String handlerKey) {
-    Inputs.key("handlerKey", handlerKey);
   }
 }

@@ -5,12 +5,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import javax.sql.DataSource;
-import org.jooq.impl.DSL;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Meters;
 import org.messagepump.core.MicrometerMeters;
-import org.messagepump.core.Migrations;
 import org.messagepump.core.ProducerHook;
 import org.messagepump.core.ProducerHooks;
 import org.messagepump.core.Transactions;
@@ -18,17 +16,18 @@ import org.messagepump.core.Tx;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.internal.EventRows;
 import org.messagepump.eventstream.internal.KeyedStreams;
-import org.messagepump.eventstream.internal.PauseQueries;
 import org.messagepump.eventstream.internal.StreamWriter;
 import org.messagepump.eventstream.internal.Tables;
 
 /**
- * The event store: appends events to streams inside the caller's transaction, reads them back, and
- * gives access to the handlers' checkpoints through {@link #handlers()}.
+ * The producer face of the event store: appends events to streams inside the caller's transaction,
+ * decodes stored events with its codec, and makes the drivers of event handlers ({@link
+ * #driver(String, EventHandlers)}). What needs no codec (migrating, reading streams, pausing
+ * handlers, lag and checkpoints) is on its operator face, {@link #operations()}.
  *
  * <pre>{@code
- * EventStore.migrate(dataSource);
  * EventStore store = EventStore.create(dataSource, codec);
+ * store.operations().migrate();
  * AppendResult r = store.append(Tx.of(connection), List.of(new OrderPlaced("o-1")));
  * }</pre>
  *
@@ -40,13 +39,8 @@ import org.messagepump.eventstream.internal.Tables;
  */
 public final class EventStore {
 
-  /** The largest number of events {@link #read} returns at once. */
-  public static final int MAX_READ_LIMIT = 10_000;
-
   /** The schema a store uses unless {@link Builder#schema} says otherwise. */
   public static final String DEFAULT_SCHEMA = Tables.DEFAULT_SCHEMA;
-
-  private static final int MAX_ROLE_BYTES = 63;
 
   private final DataSource dataSource;
   private final MessageCodec codec;
@@ -54,8 +48,8 @@ public final class EventStore {
   private final Limits limits;
   private final StreamWriter writer;
   private final KeyedStreams keyed;
-  private final EventRows rows;
-  private final EventHandlers handlers;
+  private final EventOperations operations;
+  private final Meters meters;
   private final Meters.Counter appended;
   private final ProducerHook producerHook;
 
@@ -66,9 +60,9 @@ public final class EventStore {
     this.limits = b.limits;
     this.writer = new StreamWriter(codec, tables, limits);
     this.keyed = new KeyedStreams(tables, writer);
-    this.rows = new EventRows(tables);
-    this.handlers = new EventHandlers(dataSource, tables);
+    this.operations = new EventOperations(dataSource, tables);
     this.producerHook = b.producerHook;
+    this.meters = b.meters;
     this.appended =
         (b.meters != null ? b.meters : Meters.none())
             .counter("messagepump.eventstream.appended", "Events appended to streams");
@@ -82,69 +76,6 @@ public final class EventStore {
   /** A builder for a store on {@code dataSource} encoding events with {@code codec}. */
   public static Builder builder(DataSource dataSource, MessageCodec codec) {
     return new Builder(dataSource, codec);
-  }
-
-  /**
-   * Creates or upgrades the {@value #DEFAULT_SCHEMA} schema with its own Flyway history table
-   * ({@code eventstream.eventstream_flyway_history}).
-   */
-  public static int migrate(DataSource dataSource) {
-    return migrate(dataSource, DEFAULT_SCHEMA);
-  }
-
-  /**
-   * Creates or upgrades the event store tables in {@code schema} (created if missing), with the
-   * schema's own Flyway history table ({@code <schema>.eventstream_flyway_history}).
-   *
-   * @throws IllegalArgumentException when {@code schema} is not 1-40 lower-case letters, digits or
-   *     {@code _} (not starting with a digit)
-   */
-  public static int migrate(DataSource dataSource, String schema) {
-    Objects.requireNonNull(dataSource, "dataSource must not be null");
-    Tables.schemaName("schema", schema);
-    // The one migration path of every driver: Flyway into the schema with its own history
-    // table, serialized across processes by an advisory lock (core's Migrations).
-    return Migrations.migrate(
-        dataSource,
-        schema,
-        "eventstream_flyway_history",
-        "classpath:db/eventstream",
-        java.util.Map.of());
-  }
-
-  /**
-   * The statements that give {@code role} exactly what a store in {@code schema} needs at run time
-   * (after {@link #migrate(DataSource, String)} ran as the schema's owner): USAGE on the schema;
-   * SELECT, INSERT, UPDATE and DELETE on its seven tables; USAGE and SELECT on the stream id and
-   * checkpoint turn sequences. Identifiers are quoted.
-   *
-   * @throws IllegalArgumentException for a bad schema name, or a role name that is empty, holds NUL
-   *     or is longer than 63 UTF-8 bytes (PostgreSQL would truncate it)
-   */
-  public static List<String> grantStatements(String schema, String role) {
-    Tables.schemaName("schema", schema);
-    Inputs.text("role", Inputs.key("role", role), MAX_ROLE_BYTES);
-    Tables t = new Tables(schema);
-    String r = Tables.quoted(DSL.name(role));
-    String tableList =
-        String.join(
-            ", ",
-            t.quoted("streams"),
-            t.quoted("events"),
-            t.quoted("stream_types"),
-            t.quoted("handler_checkpoints"),
-            t.quoted("handlers"),
-            t.quoted("stream_keys"),
-            t.quoted("paused_handlers"));
-    return List.of(
-        "GRANT USAGE ON SCHEMA " + Tables.quoted(DSL.name(schema)) + " TO " + r,
-        "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE " + tableList + " TO " + r,
-        "GRANT USAGE, SELECT ON SEQUENCE "
-            + t.quoted("streams_id_seq")
-            + ", "
-            + t.quoted("checkpoint_turns")
-            + " TO "
-            + r);
   }
 
   /** The schema this store's tables live in. */
@@ -177,60 +108,40 @@ public final class EventStore {
     return dataSource;
   }
 
-  /** Checkpoint operations: lag, parked streams, reset, set a checkpoint. */
-  public EventHandlers handlers() {
-    return handlers;
+  /**
+   * The operator face of this store (same data source and schema): migrating, grants, pausing
+   * handlers, reading streams, lag and checkpoints.
+   */
+  public EventOperations operations() {
+    return operations;
+  }
+
+  /** Where the store and its drivers register meters, or null for none. */
+  Meters meters() {
+    return meters;
   }
 
   /**
-   * Pauses the handler {@code handlerKey} cluster-wide: from the next poll on, no pump of any
-   * process acquires events for it (its claim statement finds nothing; deliveries already being
-   * handled finish). Appends go on, and the handler's checkpoints stay where they are, so it
-   * resumes where it stopped. A key not registered yet may be paused. Returns true when the key was
-   * not paused yet (a second pause keeps the first reason).
+   * The driver of the handler {@code handlerKey} with {@code handlers}, with {@link
+   * EventDriverOptions#defaults()}: give it to a {@code MessagePump}.
    *
-   * @throws IllegalArgumentException when the key is null, blank, holds NUL or is over {@link
-   *     Limits#MAX_KEY_BYTES} UTF-8 bytes, or the reason is over {@link Limits#MAX_REASON_CHARS}
-   *     bytes or holds NUL; nothing is sent
+   * @throws IllegalArgumentException as {@link #driver(String, EventHandlers, EventDriverOptions)}
    */
-  public boolean pauseHandler(String handlerKey, String reason) {
-    pausedKey(handlerKey);
-    if (reason != null) {
-      Inputs.text("reason", reason, Limits.MAX_REASON_CHARS);
-    }
-    return Transactions.inNew(
-        dataSource,
-        "pausing an event handler",
-        tx -> PauseQueries.pause(tx.dsl(), tables, handlerKey, reason));
+  public EventDriver driver(String handlerKey, EventHandlers handlers) {
+    return driver(handlerKey, handlers, EventDriverOptions.defaults());
   }
 
   /**
-   * Resumes a handler paused with {@link #pauseHandler}; true when it was paused.
+   * The driver of the handler {@code handlerKey} (its stable name, under which its checkpoints are
+   * kept: 1-{@value EventDriver#MAX_HANDLER_KEY_LENGTH} letters, digits, {@code _ . : / -}) with
+   * {@code handlers} and {@code options}. Its meters go to this store's meter registry, if any.
    *
-   * @throws IllegalArgumentException for a bad key, as {@link #pauseHandler}
+   * @throws IllegalArgumentException when the key breaks that rule, {@code handlers} or {@code
+   *     options} is null, a typed handler's class is not registered with the codec, or one type
+   *     name has two handlers (a typed and a raw one)
    */
-  public boolean resumeHandler(String handlerKey) {
-    pausedKey(handlerKey);
-    return Transactions.inNew(
-        dataSource,
-        "resuming an event handler",
-        tx -> PauseQueries.resume(tx.dsl(), tables, handlerKey));
-  }
-
-  /** The handler keys paused cluster-wide, by key. */
-  public List<PausedHandler> pausedHandlers() {
-    return Transactions.inNew(
-            dataSource, "listing paused event handlers", tx -> PauseQueries.list(tx.dsl(), tables))
-        .stream()
-        .map(r -> new PausedHandler(r.handlerKey(), r.pausedAt(), r.reason()))
-        .toList();
-  }
-
-  private static void pausedKey(String handlerKey) {
-    if (handlerKey == null || handlerKey.isBlank()) {
-      throw new IllegalArgumentException("handlerKey must not be null or blank");
-    }
-    Inputs.key("handlerKey", handlerKey);
+  public EventDriver driver(String handlerKey, EventHandlers handlers, EventDriverOptions options) {
+    return new EventDriver(this, handlerKey, handlers, options);
   }
 
   /**
@@ -397,105 +308,15 @@ public final class EventStore {
     return appendToKey(tx, streamKey, expectedNextOffset, events, EventMetadata.NONE);
   }
 
-  /** The stream of an application key, empty when nothing was appended to the key yet. */
-  public java.util.OptionalLong streamOf(String streamKey) {
-    Inputs.key("streamKey", streamKey);
-    Long id =
-        Transactions.inNew(
-            dataSource, "looking up a stream key", tx -> keyed.streamOf(tx.dsl(), streamKey));
-    return id == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(id);
-  }
-
-  /**
-   * Reads up to {@code limit} committed events of an application key's stream from {@code
-   * fromOffset}, in order (none when the key has no stream): to rebuild an aggregate.
-   */
-  public List<StoredEvent> readKey(String streamKey, long fromOffset, int limit) {
-    java.util.OptionalLong id = streamOf(streamKey);
-    if (id.isEmpty()) {
-      checkRead(fromOffset, limit);
-      return List.of();
-    }
-    return read(id.getAsLong(), fromOffset, limit);
-  }
-
   /** Creates an empty stream in the caller's transaction and returns its id. */
   public long createStream(Tx tx) {
     Objects.requireNonNull(tx, "tx must not be null");
     return Transactions.inCaller(tx, "creating a stream", t -> writer.createStream(tx.dsl()));
   }
 
-  /**
-   * Reads up to {@code limit} committed events of a stream from {@code fromOffset}, in order.
-   *
-   * @throws org.messagepump.core.UndecodableMessageException when a stored event's headers are not
-   *     a JSON object of strings (the message names the event, not its data)
-   */
-  public List<StoredEvent> read(long streamId, long fromOffset, int limit) {
-    checkRead(fromOffset, limit);
-    return Transactions.inNew(
-        dataSource,
-        "reading stream " + streamId,
-        tx ->
-            tx.dsl()
-                .select(rows.columns())
-                .from(tables.events.table)
-                .where(tables.events.streamId.eq(streamId))
-                .and(tables.events.offset.ge(fromOffset))
-                .orderBy(tables.events.offset)
-                .limit(limit)
-                .fetch(r -> storedEvent(rows.toReadableRow(r))));
-  }
-
-  private static void checkRead(long fromOffset, int limit) {
-    if (fromOffset < 0) {
-      throw new IllegalArgumentException("fromOffset must not be negative: " + fromOffset);
-    }
-    if (limit < 1 || limit > MAX_READ_LIMIT) {
-      throw new IllegalArgumentException(
-          "limit must be between 1 and " + MAX_READ_LIMIT + ": " + limit);
-    }
-  }
-
   /** Decodes a stored event's payload into its registered class. */
   public Object decode(StoredEvent event) {
     return codec.decode(event.envelope().type(), event.envelope().payload());
-  }
-
-  /** Every stream with its committed next offset, by id. */
-  public List<StreamInfo> streams() {
-    return Transactions.inNew(
-        dataSource,
-        "listing streams",
-        tx ->
-            tx.dsl()
-                .select(tables.streams.id, tables.streams.nextOffset, tables.streams.createdAt)
-                .from(tables.streams.table)
-                .orderBy(tables.streams.id)
-                .fetch(
-                    r ->
-                        new StreamInfo(
-                            r.value1(),
-                            r.value2(),
-                            r.value3() == null ? null : r.value3().toInstant())));
-  }
-
-  /**
-   * How many events every stream holds together (the sum of the streams' committed next offsets):
-   * one aggregate over the streams, whatever the number of handlers. Operators take differences of
-   * it for the rate of appends.
-   */
-  public long eventCount() {
-    return Transactions.inNew(
-        dataSource,
-        "counting events",
-        tx ->
-            tx.dsl()
-                .select(DSL.coalesce(DSL.sum(tables.streams.nextOffset), java.math.BigDecimal.ZERO))
-                .from(tables.streams.table)
-                .fetchOne()
-                .value1()
-                .longValue());
   }
 
   /** The public event of an internal event row. */
@@ -568,8 +389,8 @@ public final class EventStore {
 
     /**
      * The schema holding the store's tables ({@value EventStore#DEFAULT_SCHEMA} by default; create
-     * it with {@link EventStore#migrate(DataSource, String)}): 1-40 lower-case letters, digits or
-     * {@code _}, not starting with a digit.
+     * it with {@link EventOperations#migrate()}): 1-40 lower-case letters, digits or {@code _}, not
+     * starting with a digit.
      */
     public Builder schema(String schema) {
       this.schema = Tables.schemaName("schema", schema);
@@ -582,7 +403,11 @@ public final class EventStore {
       return this;
     }
 
-    /** Where to register {@code messagepump.eventstream.appended}; none by default. */
+    /**
+     * Where to register {@code messagepump.eventstream.appended}, and the meters of the drivers
+     * made by the store ({@code messagepump.eventstream.*}, the handlers' lag gauges); none by
+     * default.
+     */
     public Builder meterRegistry(MeterRegistry meterRegistry) {
       this.meters = MicrometerMeters.of(Objects.requireNonNull(meterRegistry, "meterRegistry"));
       return this;

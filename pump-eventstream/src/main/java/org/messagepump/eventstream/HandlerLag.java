@@ -2,7 +2,7 @@ package org.messagepump.eventstream;
 
 /**
  * One handler's figures over the streams it has to catch up on, as operators see them: read by
- * {@link EventHandlers#lagSummaries()} from the rows that may lag, not from every checkpoint.
+ * {@link EventOperations#lagSummaries()} from the rows that may lag, not from every checkpoint.
  *
  * @param handlerKey the handler
  * @param laggingStreams streams with events at or after the handler's checkpoint

@@ -13,7 +13,7 @@ import org.messagepump.eventstream.internal.LagQueries;
  * The {@code messagepump.eventstream.lag*} gauges of a store's handlers: per handler, the events it
  * has not read, the streams it lags on, the streams parked for it, and the age of the oldest event
  * it has not read. Every gauge of every handler reads one snapshot of {@link
- * EventHandlers#lagSummaries() the lag summaries} (one round of queries for all handlers, whose
+ * EventOperations#lagSummaries() the lag summaries} (one round of queries for all handlers, whose
  * cost grows with the streams that may lag, not with every stream), taken at most once per {@link
  * #REFRESH} when a gauge is read: none while nobody reads the meters.
  *

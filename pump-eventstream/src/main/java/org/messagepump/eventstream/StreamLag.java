@@ -4,7 +4,7 @@ import java.util.Objects;
 
 /**
  * A stream a handler lags on, fails on or has parked, with the stream's key when it has one: an
- * entry of {@link EventHandlers#behind} and {@link EventHandlers#parkedStreams}.
+ * entry of {@link EventOperations#behind} and {@link EventOperations#parkedStreams}.
  *
  * @param checkpoint the handler's checkpoint of the stream
  * @param streamKey the stream's application key ({@link EventStore#appendToKey}), or {@code null}
@@ -24,9 +24,9 @@ public record StreamLag(Checkpoint checkpoint, String streamKey) {
   }
 
   /**
-   * A position in the order of {@link EventHandlers#behind} and {@link
-   * EventHandlers#parkedStreams}: parked streams first, then the largest lag first, then by handler
-   * key and stream id. A page starts after it (keyset paging).
+   * A position in the order of {@link EventOperations#behind} and {@link
+   * EventOperations#parkedStreams}: parked streams first, then the largest lag first, then by
+   * handler key and stream id. A page starts after it (keyset paging).
    *
    * @param parked whether the last entry seen was parked
    * @param lag its lag (not negative)

@@ -34,7 +34,7 @@ class EventCheckpointWritesIT {
   @Test
   void checkpointUpdatesWithinABacklogAreHot(TestDatabase db) {
     DataSource ds = db.dataSource();
-    EventStore.migrate(ds);
+    EventOperations.of(ds).migrate();
     EventStore store = EventStore.create(ds, CODEC);
     for (int s = 0; s < STREAMS; s++) {
       int stream = s;
@@ -54,10 +54,11 @@ class EventCheckpointWritesIT {
     // idle).
     HikariDataSource pumpPool = db.newDataSource("hot-pump", 4);
     EventDriver driver =
-        EventDriver.builder(store)
-            .handlerKey("hot")
-            .on(OrderPlaced.class, (e, ctx) -> seen.incrementAndGet())
-            .build();
+        store.driver(
+            "hot",
+            EventHandlers.builder()
+                .on(OrderPlaced.class, (e, ctx) -> seen.incrementAndGet())
+                .build());
     try (MessagePump pump =
         MessagePump.builder(pumpPool)
             .name("hot")

@@ -34,8 +34,8 @@ class EventContextIT {
   /** Every stored event of a type, over all streams. */
   private List<StoredEvent> stored(String type) {
     List<StoredEvent> out = new ArrayList<>();
-    for (StreamInfo s : store.streams()) {
-      for (StoredEvent e : store.read(s.id(), 0, EventStore.MAX_READ_LIMIT)) {
+    for (StreamInfo s : store.operations().streams()) {
+      for (StoredEvent e : store.operations().read(s.id(), 0, EventOperations.MAX_READ_LIMIT)) {
         if (e.envelope().type().equals(type)) {
           out.add(e);
         }
@@ -63,10 +63,9 @@ class EventContextIT {
                     new EventMetadata("corr-1", "cmd-9", Map.of("tenant", "t1"))));
     List<DeliveryContext> contexts = new ArrayList<>();
     EventDriver driver =
-        EventDriver.builder(store)
-            .handlerKey("ctx")
-            .on(OrderPlaced.class, (e, ctx) -> contexts.add(ctx))
-            .build();
+        store.driver(
+            "ctx",
+            EventHandlers.builder().on(OrderPlaced.class, (e, ctx) -> contexts.add(ctx)).build());
 
     assertThat(PumpTester.builder(ds, driver).build().runOnce())
         .extracting(Result::kind)
@@ -103,24 +102,25 @@ class EventContextIT {
                 store.append(tx, List.of(new OrderPlaced("plain", 2), new OrderPlaced("own", 3))));
     inTx(ds, tx -> store.append(tx, List.of(new OrderPlaced("fails", 4))));
     EventDriver driver =
-        EventDriver.builder(store)
-            .handlerKey("follow-ups")
-            .on(
-                OrderPlaced.class,
-                (e, ctx) -> {
-                  switch (e.orderId()) {
-                    case "own" ->
-                        ctx.append(
-                            List.of(new OrderShipped("own")),
-                            new EventMetadata("mine", "ignored", Map.of("by", "test")));
-                    case "fails" -> {
-                      ctx.append(List.of(new OrderShipped("fails")));
-                      throw new IllegalStateException("after appending");
-                    }
-                    default -> ctx.append(List.of(new OrderShipped(e.orderId())));
-                  }
-                })
-            .build();
+        store.driver(
+            "follow-ups",
+            EventHandlers.builder()
+                .on(
+                    OrderPlaced.class,
+                    (e, ctx) -> {
+                      switch (e.orderId()) {
+                        case "own" ->
+                            ctx.append(
+                                List.of(new OrderShipped("own")),
+                                new EventMetadata("mine", "ignored", Map.of("by", "test")));
+                        case "fails" -> {
+                          ctx.append(List.of(new OrderShipped("fails")));
+                          throw new IllegalStateException("after appending");
+                        }
+                        default -> ctx.append(List.of(new OrderShipped(e.orderId())));
+                      }
+                    })
+                .build());
 
     List<Result> results = PumpTester.builder(ds, driver).batchSize(10).build().drainUntilIdle();
 

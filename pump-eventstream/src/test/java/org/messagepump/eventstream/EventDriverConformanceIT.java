@@ -31,7 +31,7 @@ class EventDriverConformanceIT extends DriverConformance {
   @Override
   protected void prepare(TestDatabase db) {
     String schema = "conformance_events_" + SCHEMAS.incrementAndGet();
-    EventStore.migrate(db.dataSource(), schema);
+    EventOperations.of(db.dataSource(), schema).migrate();
     store = EventStore.builder(db.dataSource(), CODEC).schema(schema).build();
     streams.clear();
   }
@@ -39,15 +39,16 @@ class EventDriverConformanceIT extends DriverConformance {
   @Override
   protected Driver driver(TestDatabase db, Behaviour behaviour) {
     // (event, context) whatever their order: find the context among the two arguments.
-    return EventDriver.builder(store)
-        .handlerKey(HANDLER)
-        .on(
-            Item.class,
-            (a, b) -> {
-              EventContext ctx = context(a, b);
-              behaviour.run(ctx.messageId(), ctx.attempt());
-            })
-        .build();
+    return store.driver(
+        HANDLER,
+        EventHandlers.builder()
+            .on(
+                Item.class,
+                (a, b) -> {
+                  EventContext ctx = context(a, b);
+                  behaviour.run(ctx.messageId(), ctx.attempt());
+                })
+            .build());
   }
 
   private static EventContext context(Object a, Object b) {
@@ -71,12 +72,12 @@ class EventDriverConformanceIT extends DriverConformance {
 
   @Override
   protected long remaining(TestDatabase db) {
-    return store.handlers().lag(HANDLER) - parked(db);
+    return store.operations().lag(HANDLER) - parked(db);
   }
 
   @Override
   protected long parked(TestDatabase db) {
-    return store.handlers().parked(HANDLER).stream().mapToLong(Checkpoint::lag).sum();
+    return store.operations().parked(HANDLER).stream().mapToLong(Checkpoint::lag).sum();
   }
 
   @Override

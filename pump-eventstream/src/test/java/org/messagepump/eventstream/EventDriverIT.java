@@ -1,5 +1,6 @@
 package org.messagepump.eventstream;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.messagepump.eventstream.Fixtures.CODEC;
@@ -17,11 +18,14 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.core.JsonMessageCodec;
+import org.messagepump.core.MessageTypes;
 import org.messagepump.core.PumpTester;
 import org.messagepump.core.PumpTester.Kind;
 import org.messagepump.core.PumpTester.Result;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.spi.Delivery;
+import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.Fixtures.Noise;
 import org.messagepump.eventstream.Fixtures.OpenTx;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
@@ -54,12 +58,13 @@ class EventDriverIT {
   }
 
   private EventDriver recording(String key) {
-    return EventDriver.builder(store)
-        .handlerKey(key)
-        .on(
-            OrderPlaced.class,
-            (e, ctx) -> seen.add(ctx.streamId() + ":" + ctx.offset() + ":" + e.orderId()))
-        .build();
+    return store.driver(
+        key,
+        EventHandlers.builder()
+            .on(
+                OrderPlaced.class,
+                (e, ctx) -> seen.add(ctx.streamId() + ":" + ctx.offset() + ":" + e.orderId()))
+            .build());
   }
 
   /** A tester of the real runner taking up to {@code max} deliveries per poll. */
@@ -81,7 +86,7 @@ class EventDriverIT {
   }
 
   private Checkpoint checkpointOf(String key, long stream) {
-    return store.handlers().checkpoints(key).stream()
+    return store.operations().checkpoints(key).stream()
         .filter(c -> c.streamId() == stream)
         .findFirst()
         .orElseThrow();
@@ -108,7 +113,39 @@ class EventDriverIT {
     assertThat(tester.runOnce()).isEmpty();
     assertThat(seen).containsExactly(r.streamId() + ":0:a", r.streamId() + ":1:b");
     assertThat(checkpoint("h1", r.streamId())).isEqualTo(2);
-    assertThat(store.handlers().lag("h1")).isZero();
+    assertThat(store.operations().lag("h1")).isZero();
+  }
+
+  @Test
+  void aRawHandlerGetsThePayloadBytesOfItsTypeNameEvenOneTheCodecDoesNotKnow(DataSource ds) {
+    MessageCodec otherCodec =
+        JsonMessageCodec.of(
+            MessageTypes.builder().register(Fixtures.Unregistered.class, "other.Thing").build());
+    EventStore other = EventStore.create(ds, otherCodec);
+    AppendResult placed = inTx(ds, tx -> store.append(tx, List.of(new OrderPlaced("a", 1))));
+    AppendResult thing = inTx(ds, tx -> other.append(tx, List.of(new Fixtures.Unregistered(7))));
+    List<String> raw = new ArrayList<>();
+    EventDriver driver =
+        store.driver(
+            "raw",
+            EventHandlers.builder()
+                .onRaw(
+                    "other.Thing",
+                    (bytes, ctx) -> raw.add(ctx.messageType() + ":" + new String(bytes, UTF_8)))
+                .onRaw(
+                    "test.OrderPlaced",
+                    (bytes, ctx) -> raw.add(ctx.messageType() + ":" + new String(bytes, UTF_8)))
+                .build());
+
+    PumpTester tester = tester(ds, driver, 1);
+    assertThat(kinds(tester.runOnce())).containsExactly(Kind.HANDLED);
+    assertThat(kinds(tester.runOnce())).containsExactly(Kind.HANDLED);
+    assertThat(tester.runOnce()).isEmpty();
+    assertThat(raw)
+        .containsExactlyInAnyOrder(
+            "other.Thing:" + new String(otherCodec.encode(new Fixtures.Unregistered(7)), UTF_8),
+            "test.OrderPlaced:" + new String(CODEC.encode(new OrderPlaced("a", 1)), UTF_8));
+    assertThat(store.operations().lag("raw")).isZero();
   }
 
   @Test
@@ -125,17 +162,18 @@ class EventDriverIT {
                         new OrderPlaced("fail", 2),
                         new OrderPlaced("c", 3))));
     EventDriver driver =
-        EventDriver.builder(store)
-            .handlerKey("batch")
-            .on(
-                OrderPlaced.class,
-                (e, ctx) -> {
-                  if (e.orderId().equals("fail")) {
-                    throw new IllegalStateException("boom");
-                  }
-                  seen.add(e.orderId());
-                })
-            .build();
+        store.driver(
+            "batch",
+            EventHandlers.builder()
+                .on(
+                    OrderPlaced.class,
+                    (e, ctx) -> {
+                      if (e.orderId().equals("fail")) {
+                        throw new IllegalStateException("boom");
+                      }
+                      seen.add(e.orderId());
+                    })
+                .build());
 
     List<Result> batch = tester(ds, driver, 10).runOnce();
 
@@ -151,7 +189,7 @@ class EventDriverIT {
     assertThat(kinds(batch)).containsExactly(Kind.HANDLED, Kind.FAILED, Kind.BUSY);
     assertThat(batch.get(1).cause()).hasMessageContaining("boom");
     assertThat(seen).containsExactly("a");
-    Checkpoint c = store.handlers().checkpoints("batch").get(0);
+    Checkpoint c = store.operations().checkpoints("batch").get(0);
     assertThat(c.offset()).isEqualTo(1);
     assertThat(c.failures()).isEqualTo(1);
     assertThat(c.resumeAt()).isBefore(Instant.now().plusSeconds(60));
@@ -195,7 +233,7 @@ class EventDriverIT {
     for (long s : noiseStreams) {
       assertThat(checkpoint("filtered", s)).isEqualTo(3);
     }
-    assertThat(store.handlers().lag("filtered")).isZero();
+    assertThat(store.operations().lag("filtered")).isZero();
     // A new stream is picked up.
     inTx(ds, tx -> store.appendTo(tx, store.createStream(tx), List.of(new OrderPlaced("new", 1))));
     assertThat(poll(ds, driver, 4)).containsExactly(Kind.HANDLED);
@@ -219,16 +257,17 @@ class EventDriverIT {
     AtomicLong answer = new AtomicLong(-1);
     List<Long> offsets = new ArrayList<>();
     EventDriver driver =
-        EventDriver.builder(store)
-            .handlerKey("projection")
-            .project(
-                OrderPlaced.class,
-                (e, ctx) -> {
-                  offsets.add(ctx.offset());
-                  long a = answer.getAndSet(-1);
-                  return a >= 0 ? a : ctx.nextOffset();
-                })
-            .build();
+        store.driver(
+            "projection",
+            EventHandlers.builder()
+                .project(
+                    OrderPlaced.class,
+                    (e, ctx) -> {
+                      offsets.add(ctx.offset());
+                      long a = answer.getAndSet(-1);
+                      return a >= 0 ? a : ctx.nextOffset();
+                    })
+                .build());
     PumpTester tester = tester(ds, driver, 1);
 
     tester.runOnce(); // 0 -> checkpoint 1
@@ -250,17 +289,18 @@ class EventDriverIT {
     long good = inTx(ds, tx -> store.createStream(tx));
     inTx(ds, tx -> store.appendTo(tx, good, List.of(new OrderPlaced("good", 0))));
     EventDriver failing =
-        EventDriver.builder(store)
-            .handlerKey("failing")
-            .on(
-                OrderPlaced.class,
-                (e, ctx) -> {
-                  if (e.orderId().equals("bad")) {
-                    throw new IllegalStateException("boom");
-                  }
-                  seen.add("failing:" + e.orderId());
-                })
-            .build();
+        store.driver(
+            "failing",
+            EventHandlers.builder()
+                .on(
+                    OrderPlaced.class,
+                    (e, ctx) -> {
+                      if (e.orderId().equals("bad")) {
+                        throw new IllegalStateException("boom");
+                      }
+                      seen.add("failing:" + e.orderId());
+                    })
+                .build());
     PumpTester postponing =
         PumpTester.builder(ds, failing)
             .batchSize(2)
@@ -281,7 +321,7 @@ class EventDriverIT {
     assertThat(seen).contains(bad + ":0:bad");
 
     // Park the bad stream for "failing" only (at its first failure), then resume it.
-    store.handlers().setCheckpoint("failing", bad, 0, 0); // unchanged, resets failures
+    store.operations().setCheckpoint("failing", bad, 0, 0); // unchanged, resets failures
     inTx(
         ds,
         tx -> tx.dsl().execute("UPDATE eventstream.handler_checkpoints SET resume_at = 'epoch'"));
@@ -293,7 +333,7 @@ class EventDriverIT {
               assertThat(res.kind()).isEqualTo(Kind.PARKED);
               assertThat(res.cause()).hasMessage("boom");
             });
-    assertThat(store.handlers().parked("failing"))
+    assertThat(store.operations().parked("failing"))
         .singleElement()
         .satisfies(
             c -> {
@@ -302,12 +342,12 @@ class EventDriverIT {
               assertThat(c.failures()).isEqualTo(1);
               assertThat(c.lag()).isEqualTo(1);
             });
-    assertThat(store.handlers().parked()).hasSize(1);
-    assertThat(store.handlers().parked("other")).isEmpty();
+    assertThat(store.operations().parked()).hasSize(1);
+    assertThat(store.operations().parked("other")).isEmpty();
     assertThat(parking.runOnce()).isEmpty();
-    assertThat(store.handlers().resume("failing", bad)).isTrue();
-    assertThat(store.handlers().resume("failing", bad)).isFalse();
-    assertThat(store.handlers().parked("failing")).isEmpty();
+    assertThat(store.operations().resume("failing", bad)).isTrue();
+    assertThat(store.operations().resume("failing", bad)).isFalse();
+    assertThat(store.operations().parked("failing")).isEmpty();
     // The resumed stream starts again from the event that failed, its failures reset.
     assertThat(parking.runOnce())
         .singleElement()
@@ -324,37 +364,37 @@ class EventDriverIT {
         inTx(ds, tx -> store.append(tx, List.of(new OrderPlaced("a", 1), new OrderPlaced("b", 2))));
     PumpTester tester = tester(ds, recording("h1"), 1);
     assertThat(kinds(tester.drainUntilIdle())).containsExactly(Kind.HANDLED, Kind.HANDLED);
-    assertThat(store.handlers().handlerKeys()).containsExactly("h1");
+    assertThat(store.operations().handlerKeys()).containsExactly("h1");
 
-    assertThat(store.handlers().reset("h1")).isEqualTo(1);
-    assertThat(store.handlers().lag("h1")).isEqualTo(2);
+    assertThat(store.operations().reset("h1")).isEqualTo(1);
+    assertThat(store.operations().lag("h1")).isEqualTo(2);
     assertThat(kinds(tester.drainUntilIdle())).containsExactly(Kind.HANDLED, Kind.HANDLED);
     assertThat(seen).hasSize(4);
 
-    assertThatThrownBy(() -> store.handlers().setCheckpoint("h1", r.streamId(), 1, 0))
+    assertThatThrownBy(() -> store.operations().setCheckpoint("h1", r.streamId(), 1, 0))
         .isInstanceOf(CheckpointConflictException.class)
         .hasMessageContaining("expected checkpoint 1 but it is 2");
-    store.handlers().setCheckpoint("h1", r.streamId(), 2, 1);
+    store.operations().setCheckpoint("h1", r.streamId(), 2, 1);
     assertThat(checkpoint("h1", r.streamId())).isEqualTo(1);
     // An untracked stream counts as 0.
-    store.handlers().setCheckpoint("h2", r.streamId(), 0, 2);
-    assertThat(store.handlers().checkpoints("h2"))
+    store.operations().setCheckpoint("h2", r.streamId(), 0, 2);
+    assertThat(store.operations().checkpoints("h2"))
         .singleElement()
         .satisfies(
             c -> {
               assertThat(c.tracked()).isTrue();
               assertThat(c.offset()).isEqualTo(2);
             });
-    assertThat(store.handlers().checkpoints("h3"))
+    assertThat(store.operations().checkpoints("h3"))
         .singleElement()
         .satisfies(
             c -> {
               assertThat(c.tracked()).isFalse();
               assertThat(c.lag()).isEqualTo(2);
             });
-    assertThatThrownBy(() -> store.handlers().setCheckpoint("h1", r.streamId(), -1, 0))
+    assertThatThrownBy(() -> store.operations().setCheckpoint("h1", r.streamId(), -1, 0))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> store.handlers().setCheckpoint("h1", 424242, 0, 1))
+    assertThatThrownBy(() -> store.operations().setCheckpoint("h1", 424242, 0, 1))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("does not exist");
   }
@@ -373,7 +413,7 @@ class EventDriverIT {
               assertThat(res.cause()).isInstanceOf(UndecodableMessageException.class);
             });
     assertThat(seen).isEmpty();
-    assertThat(store.handlers().checkpoints("h1").get(0).failures()).isEqualTo(1);
+    assertThat(store.operations().checkpoints("h1").get(0).failures()).isEqualTo(1);
   }
 
   @Test
@@ -381,12 +421,14 @@ class EventDriverIT {
     inTx(ds, tx -> store.append(tx, List.of(new OrderPlaced("a", 1))));
     inTx(ds, tx -> store.appendTo(tx, store.createStream(tx), List.of(new OrderPlaced("b", 1))));
     EventDriver minimal =
-        EventDriver.builder(store)
-            .handlerKey("serial")
-            .on(OrderPlaced.class, (e, ctx) -> seen.add(e.orderId()))
-            .concurrency(Concurrency.MINIMAL)
-            .handlerLockWait(Duration.ofMillis(200))
-            .build();
+        store.driver(
+            "serial",
+            EventHandlers.builder()
+                .on(OrderPlaced.class, (e, ctx) -> seen.add(e.orderId()))
+                .build(),
+            EventDriverOptions.defaults()
+                .withConcurrency(Concurrency.MINIMAL)
+                .withHandlerLockWait(Duration.ofMillis(200)));
     PumpTester tester = tester(ds, minimal, 1);
     try (OpenTx holder = new OpenTx(ds)) {
       // Another pump's transaction has acquired an event and holds the handler lock meanwhile.
@@ -419,31 +461,32 @@ class EventDriverIT {
    * twice for "bad": only the commit fails, never the handler.
    */
   private EventDriver violatingAtCommit(String key, Map<String, Integer> calls) {
-    return EventDriver.builder(store)
-        .handlerKey(key)
-        .on(
-            OrderPlaced.class,
-            (e, ctx) -> {
-              calls.merge(e.orderId(), 1, Integer::sum);
-              try (var ps =
-                  ctx.tx()
-                      .connection()
-                      .prepareStatement("INSERT INTO deferred_unique VALUES (?)")) {
-                ps.setString(1, key + ":" + e.orderId());
-                ps.executeUpdate();
-                if (e.orderId().equals("bad")) {
-                  ps.executeUpdate();
-                }
-              }
-            })
-        .build();
+    return store.driver(
+        key,
+        EventHandlers.builder()
+            .on(
+                OrderPlaced.class,
+                (e, ctx) -> {
+                  calls.merge(e.orderId(), 1, Integer::sum);
+                  try (var ps =
+                      ctx.tx()
+                          .connection()
+                          .prepareStatement("INSERT INTO deferred_unique VALUES (?)")) {
+                    ps.setString(1, key + ":" + e.orderId());
+                    ps.executeUpdate();
+                    if (e.orderId().equals("bad")) {
+                      ps.executeUpdate();
+                    }
+                  }
+                })
+            .build());
   }
 
   /** Polls until {@code key} has a parked stream and then nothing is due (bounded). */
   private static List<Result> runUntilParkedAndIdle(PumpTester tester, EventStore store, String key)
       throws InterruptedException {
     List<Result> all = new ArrayList<>();
-    for (int i = 0; i < 500 && store.handlers().parked(key).isEmpty(); i++) {
+    for (int i = 0; i < 500 && store.operations().parked(key).isEmpty(); i++) {
       List<Result> r = tester.runOnce();
       if (r.isEmpty()) {
         Thread.sleep(5); // a postponed stream is due again after its (1 ms) backoff
@@ -481,7 +524,7 @@ class EventDriverIT {
     assertThat(badFates).containsExactly(Kind.ABANDONED, Kind.FAILED, Kind.PARKED);
     // Three attempts park at maxFailures 3: the abandoned one was counted.
     assertThat(calls).containsEntry("bad", 3);
-    assertThat(store.handlers().parked("deferred"))
+    assertThat(store.operations().parked("deferred"))
         .singleElement()
         .satisfies(
             c -> {
@@ -497,7 +540,7 @@ class EventDriverIT {
     }
     assertThat(Fixtures.queryStrings(ds, "SELECT k FROM deferred_unique WHERE k LIKE 'deferred:%'"))
         .containsExactlyInAnyOrder("deferred:good0", "deferred:good1", "deferred:good2");
-    assertThat(store.handlers().lag("deferred")).isEqualTo(1);
+    assertThat(store.operations().lag("deferred")).isEqualTo(1);
 
     // At maxFailures 1 the stream is parked by the fresh transaction itself.
     Map<String, Integer> once = new ConcurrentHashMap<>();
@@ -512,7 +555,7 @@ class EventDriverIT {
         .extracting(Result::kind)
         .containsExactly(Kind.ABANDONED);
     assertThat(once).containsEntry("bad", 1);
-    assertThat(store.handlers().parked("at-once"))
+    assertThat(store.operations().parked("at-once"))
         .singleElement()
         .satisfies(
             c -> {
@@ -526,7 +569,9 @@ class EventDriverIT {
   void reacquireLocksTheCheckpointOnlyWhenFreeAndStillWhereTheDeliveryExpectedIt(DataSource ds)
       throws Exception {
     long s = stream(ds, "a", "b");
-    store.handlers().setCheckpoint("re", s, 0, 0); // tracked, so the rolled-back poll keeps the row
+    store
+        .operations()
+        .setCheckpoint("re", s, 0, 0); // tracked, so the rolled-back poll keeps the row
     EventDriver driver = recording("re");
     List<Delivery> stale;
     try (OpenTx t = new OpenTx(ds)) {
@@ -555,7 +600,7 @@ class EventDriverIT {
     assertThat(c.offset()).isZero();
     assertThat(c.resumeAt()).isAfter(Instant.now());
 
-    store.handlers().setCheckpoint("re", s, 0, 1); // moved on meanwhile
+    store.operations().setCheckpoint("re", s, 0, 1); // moved on meanwhile
     try (OpenTx t = new OpenTx(ds)) {
       assertThat(driver.reacquire(t.tx, stale.get(0))).isEmpty();
     }
@@ -566,43 +611,58 @@ class EventDriverIT {
     try (OpenTx t = new OpenTx(ds)) {
       first = fresh.acquire(t.tx, 1).get(0);
     }
-    assertThat(store.handlers().handlerKeys()).doesNotContain("fresh");
+    assertThat(store.operations().handlerKeys()).doesNotContain("fresh");
     try (OpenTx t = new OpenTx(ds)) {
       Delivery again = fresh.reacquire(t.tx, first).orElseThrow();
       assertThat(again.failures()).isZero();
       fresh.park(t.tx, again, 1, "commit failed");
       t.commit();
     }
-    assertThat(store.handlers().parked("fresh"))
+    assertThat(store.operations().parked("fresh"))
         .singleElement()
         .satisfies(p -> assertThat(p.parkedReason()).isEqualTo("commit failed"));
   }
 
   @Test
   void builderRejectsBadOptions() {
-    assertThatThrownBy(() -> EventDriver.builder(store).handlerKey(" "))
+    EventHandlers noise = EventHandlers.builder().on(Noise.class, (e, c) -> {}).build();
+    assertThatThrownBy(() -> store.driver(" ", noise))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("handlerKey");
-    assertThatThrownBy(
-            () -> EventDriver.builder(store).on(Fixtures.Unregistered.class, (e, c) -> {}))
+    EventHandlers unregistered =
+        EventHandlers.builder().on(Fixtures.Unregistered.class, (e, c) -> {}).build();
+    assertThatThrownBy(() -> store.driver("k", unregistered))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("not registered");
     assertThatThrownBy(
             () ->
-                EventDriver.builder(store)
+                EventHandlers.builder()
                     .on(Noise.class, (e, c) -> {})
-                    .on(Noise.class, (e, c) -> {}))
-        .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> EventDriver.builder(store).streamsPerPoll(0))
+                    .on(Noise.class, (e, c) -> {})
+                    .build())
+        .isInstanceOf(IllegalStateException.class);
+    assertThatThrownBy(() -> EventDriverOptions.defaults().withStreamsPerPoll(0))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("streamsPerPoll");
-    assertThatThrownBy(() -> EventDriver.builder(store).handlerLockWait(Duration.ZERO))
+    assertThatThrownBy(() -> EventDriverOptions.defaults().withHandlerLockWait(Duration.ZERO))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("handlerLockWait");
-    assertThatThrownBy(() -> EventDriver.builder(store).on(Noise.class, (e, c) -> {}).build())
-        .isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining("handlerKey");
-    assertThatThrownBy(() -> EventDriver.builder(store).handlerKey("k").build())
+    assertThatThrownBy(() -> store.driver("k", noise, null))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("options");
+    assertThatThrownBy(() -> EventHandlers.builder().build())
         .isInstanceOf(IllegalStateException.class);
+    EventHandlers twice =
+        EventHandlers.builder()
+            .on(OrderPlaced.class, (e, c) -> {})
+            .onRaw("test.OrderPlaced", (b, c) -> {})
+            .build();
+    assertThatThrownBy(() -> store.driver("k", twice))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("test.OrderPlaced");
+    assertThatThrownBy(
+            () -> EventHandlers.builder().onRaw("x", (b, c) -> {}).onRaw("x", (b, c) -> {}).build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("'x'");
   }
 }

@@ -56,20 +56,21 @@ class EventFairnessIT {
           });
     }
     EventDriver driver =
-        EventDriver.builder(store)
-            .handlerKey("fair")
-            .on(
-                OrderPlaced.class,
-                (e, ctx) -> {
-                  try (var ps =
-                      ctx.tx()
-                          .connection()
-                          .prepareStatement("INSERT INTO served (order_id) VALUES (?)")) {
-                    ps.setString(1, e.orderId());
-                    ps.executeUpdate();
-                  }
-                })
-            .build();
+        store.driver(
+            "fair",
+            EventHandlers.builder()
+                .on(
+                    OrderPlaced.class,
+                    (e, ctx) -> {
+                      try (var ps =
+                          ctx.tx()
+                              .connection()
+                              .prepareStatement("INSERT INTO served (order_id) VALUES (?)")) {
+                        ps.setString(1, e.orderId());
+                        ps.executeUpdate();
+                      }
+                    })
+                .build());
     try (MessagePump pump =
         MessagePump.builder(ds)
             .name("fair")

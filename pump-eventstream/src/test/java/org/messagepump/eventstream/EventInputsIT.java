@@ -186,28 +186,36 @@ class EventInputsIT {
   @Test
   void aHandlerForATypeNameNoEventCanHaveIsRefusedAtRegistration(DataSource ds) {
     EventStore nulTyped = EventStore.create(ds, codecNaming("bad\0type"));
-    assertThatThrownBy(() -> EventDriver.builder(nulTyped).on(Noise.class, (e, ctx) -> {}))
+    EventHandlers noise = EventHandlers.builder().on(Noise.class, (e, ctx) -> {}).build();
+    assertThatThrownBy(() -> nulTyped.driver("k", noise))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("type name of " + Noise.class.getName())
         .hasMessageContaining("NUL");
     EventStore longTyped = EventStore.create(ds, codecNaming(LONG_KEY));
-    assertThatThrownBy(() -> EventDriver.builder(longTyped).project(Noise.class, (e, ctx) -> 0))
+    EventHandlers projected = EventHandlers.builder().project(Noise.class, (e, ctx) -> 0).build();
+    assertThatThrownBy(() -> longTyped.driver("k", projected))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("longer than 512");
-    assertThatThrownBy(() -> EventDriver.builder(store).handlerKey(null))
-        .isInstanceOf(NullPointerException.class)
-        .hasMessageContaining("handlerKey");
-    assertThatThrownBy(() -> EventDriver.builder(store).handlerKey("a\0b"))
+    assertThatThrownBy(() -> store.driver(null, noise))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("handlerKey");
-    assertThatThrownBy(() -> EventDriver.builder(store).on(null, (e, ctx) -> {}))
-        .isInstanceOf(NullPointerException.class)
+    assertThatThrownBy(() -> store.driver("a\0b", noise))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("handlerKey");
+    assertThatThrownBy(() -> EventHandlers.builder().on(null, (e, ctx) -> {}))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("class");
+    assertThatThrownBy(() -> EventHandlers.builder().onRaw("a\0b", (e, ctx) -> {}))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("NUL");
+    assertThatThrownBy(() -> EventHandlers.builder().onRaw(" ", (e, ctx) -> {}))
+        .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("type");
   }
 
   @Test
   void checkpointOperationsCheckTheHandlerKey() {
-    EventHandlers h = store.handlers();
+    EventOperations h = store.operations();
     assertThatThrownBy(() -> h.reset(null))
         .isInstanceOf(NullPointerException.class)
         .hasMessageContaining("handlerKey");
@@ -232,10 +240,10 @@ class EventInputsIT {
           .as(bad)
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("schema");
-      assertThatThrownBy(() -> EventStore.migrate(ds, bad))
+      assertThatThrownBy(() -> EventOperations.of(ds, bad).migrate())
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("schema");
-      assertThatThrownBy(() -> EventStore.grantStatements(bad, "r"))
+      assertThatThrownBy(() -> EventOperations.of(ds, bad).grantStatements("r"))
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("schema");
     }
@@ -244,13 +252,13 @@ class EventInputsIT {
     assertThatThrownBy(() -> EventStore.builder(ds, CODEC).limits(null))
         .isInstanceOf(NullPointerException.class)
         .hasMessageContaining("limits");
-    assertThatThrownBy(() -> EventStore.grantStatements("eventstream", "r\0"))
+    assertThatThrownBy(() -> EventOperations.of(ds, "eventstream").grantStatements("r\0"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("role");
-    assertThatThrownBy(() -> EventStore.grantStatements("eventstream", "r".repeat(64)))
+    assertThatThrownBy(() -> EventOperations.of(ds, "eventstream").grantStatements("r".repeat(64)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("role is longer than 63");
-    assertThat(EventStore.grantStatements("es_x", "app\"role"))
+    assertThat(EventOperations.of(ds, "es_x").grantStatements("app\"role"))
         .containsExactly(
             "GRANT USAGE ON SCHEMA \"es_x\" TO \"app\"\"role\"",
             "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE \"es_x\".\"streams\","

@@ -71,19 +71,20 @@ class EventLagIT {
     append(ds, "poison", 0, 3);
     long unkeyed = inTx(ds, tx -> store.createStream(tx));
     inTx(ds, tx -> store.appendTo(tx, unkeyed, List.of(new OrderPlaced("u", 0))));
-    EventHandlers handlers = store.handlers();
+    EventOperations handlers = store.operations();
     for (String key : List.of("alpha", "beta")) {
       EventDriver driver =
-          EventDriver.builder(store)
-              .handlerKey(key)
-              .on(
-                  OrderPlaced.class,
-                  (e, ctx) -> {
-                    if (e.orderId().equals("poison")) {
-                      throw new IllegalStateException("poison for " + key);
-                    }
-                  })
-              .build();
+          store.driver(
+              key,
+              EventHandlers.builder()
+                  .on(
+                      OrderPlaced.class,
+                      (e, ctx) -> {
+                        if (e.orderId().equals("poison")) {
+                          throw new IllegalStateException("poison for " + key);
+                        }
+                      })
+                  .build());
       try (MessagePump p = pump(ds, driver)) {
         p.start();
         await()
@@ -98,7 +99,7 @@ class EventLagIT {
     // checkpoint moved back (a pending row), a stream no handler has seen.
     append(ds, "order-1", 2, 5);
     append(ds, "order-2", 3, 1);
-    long third = store.streamOf("order-3").orElseThrow();
+    long third = store.operations().streamOf("order-3").orElseThrow();
     handlers.setCheckpoint("beta", third, 4, 1);
     append(ds, "newcomer", 0, 2);
 
@@ -146,8 +147,8 @@ class EventLagIT {
         .extracting(HandlerLag::handlerKey)
         .containsExactly("alpha", "beta");
     assertThat(handlers.handlerKeys()).containsExactly("alpha", "beta");
-    assertThat(store.eventCount())
-        .isEqualTo(store.streams().stream().mapToLong(StreamInfo::nextOffset).sum())
+    assertThat(store.operations().eventCount())
+        .isEqualTo(store.operations().streams().stream().mapToLong(StreamInfo::nextOffset).sum())
         .isEqualTo(30 + 3 + 1 + 5 + 1 + 2);
     assertThat(handlers.lagSummaries().get(1).lag())
         .isEqualTo(handlers.lagSummaries().get(0).lag() + 3);
@@ -172,7 +173,7 @@ class EventLagIT {
     DataSource ds = db.dataSource();
     append(ds, "a", 0, 2);
     append(ds, "b", 0, 3);
-    long a = store.streamOf("a").orElseThrow();
+    long a = store.operations().streamOf("a").orElseThrow();
     // A checkpoint row written by hand for a handler with no row in handlers (as before horizons).
     db.execute(
         "INSERT INTO eventstream.handler_checkpoints (handler_key, stream_id, checkpoint_offset)"
@@ -180,21 +181,21 @@ class EventLagIT {
             + a
             + ", 1)");
     Map<String, Long> lagByKey = new HashMap<>();
-    for (StreamLag s : store.handlers().behind("legacy", null, 10)) {
+    for (StreamLag s : store.operations().behind("legacy", null, 10)) {
       lagByKey.put(s.streamKey(), s.checkpoint().lag());
     }
     assertThat(lagByKey).containsExactlyInAnyOrderEntriesOf(Map.of("a", 1L, "b", 3L));
-    assertThat(store.handlers().lagSummaries())
+    assertThat(store.operations().lagSummaries())
         .containsExactly(new HandlerLag("legacy", 2, 0, 4, 0));
   }
 
   @Test
   void badInputIsRefusedBeforeAnythingIsSent() {
-    EventHandlers handlers = store.handlers();
+    EventOperations handlers = store.operations();
     StreamLag.Cursor other = new StreamLag.Cursor(false, 1, "other", 1);
     assertThatThrownBy(() -> handlers.behind("h", null, 0))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> handlers.behind("h", null, EventHandlers.MAX_PAGE + 1))
+    assertThatThrownBy(() -> handlers.behind("h", null, EventOperations.MAX_PAGE + 1))
         .isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> handlers.behind("", null, 10))
         .isInstanceOf(IllegalArgumentException.class);
@@ -217,8 +218,8 @@ class EventLagIT {
     DataSource ds = db.dataSource();
     append(ds, "a", 0, 2);
     append(ds, "b", 0, 3);
-    long a = store.streamOf("a").orElseThrow();
-    long b = store.streamOf("b").orElseThrow();
+    long a = store.operations().streamOf("a").orElseThrow();
+    long b = store.operations().streamOf("b").orElseThrow();
     db.execute(
         "INSERT INTO eventstream.handler_checkpoints (handler_key, stream_id, checkpoint_offset)"
             + " VALUES ('legacy', "
@@ -231,11 +232,10 @@ class EventLagIT {
             + b
             + " AND stream_offset = 0");
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    EventDriver.builder(store)
-        .handlerKey("legacy")
-        .on(OrderPlaced.class, (e, ctx) -> {})
+    EventStore.builder(ds, CODEC)
         .meterRegistry(registry)
-        .build();
+        .build()
+        .driver("legacy", EventHandlers.builder().on(OrderPlaced.class, (e, ctx) -> {}).build());
     java.util.function.ToDoubleFunction<String> gauge =
         name -> registry.get(name).tag("handler", "legacy").gauge().value();
 
@@ -247,7 +247,7 @@ class EventLagIT {
     // Within the refresh interval every gauge reads the same snapshot.
     append(ds, "a", 2, 1);
     assertThat(gauge.applyAsDouble("messagepump.eventstream.lag")).isEqualTo(4);
-    assertThat(store.handlers().lagSummaries())
+    assertThat(store.operations().lagSummaries())
         .containsExactly(new HandlerLag("legacy", 2, 0, 5, 0));
   }
 }

@@ -42,18 +42,19 @@ class EventOperationsRaceIT {
 
   /** A handler that blocks in its first delivery until released. */
   private EventDriver blocking(String key) {
-    return EventDriver.builder(store)
-        .handlerKey(key)
-        .on(
-            OrderPlaced.class,
-            (e, ctx) -> {
-              delivered.add(ctx.offset());
-              entered.countDown();
-              if (!release.await(60, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("never released");
-              }
-            })
-        .build();
+    return store.driver(
+        key,
+        EventHandlers.builder()
+            .on(
+                OrderPlaced.class,
+                (e, ctx) -> {
+                  delivered.add(ctx.offset());
+                  entered.countDown();
+                  if (!release.await(60, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("never released");
+                  }
+                })
+            .build());
   }
 
   private MessagePump pump(DataSource ds, EventDriver driver) {
@@ -117,7 +118,7 @@ class EventOperationsRaceIT {
   }
 
   private long checkpoint(String key, long stream) {
-    return store.handlers().checkpoints(key).stream()
+    return store.operations().checkpoints(key).stream()
         .filter(c -> c.streamId() == stream)
         .findFirst()
         .orElseThrow()
@@ -130,7 +131,7 @@ class EventOperationsRaceIT {
     long stream = threeEvents(ds);
     try (MessagePump pump = pump(ds, blocking("race-reset"))) {
       pump.start();
-      int reset = duringBlockedDelivery(db, () -> store.handlers().reset("race-reset"));
+      int reset = duringBlockedDelivery(db, () -> store.operations().reset("race-reset"));
 
       assertThat(reset).isEqualTo(1);
       await().atMost(WAIT).until(() -> delivered.lastIndexOf(0L) > 0);
@@ -149,7 +150,7 @@ class EventOperationsRaceIT {
       pump.start();
       await().atMost(WAIT).until(() -> registered("race-refresh", ds));
       long stream = threeEvents(ds);
-      int reset = duringBlockedDelivery(db, () -> store.handlers().reset("race-refresh"));
+      int reset = duringBlockedDelivery(db, () -> store.operations().reset("race-refresh"));
 
       // The row the blocked delivery's refresh created (an empty stream gets no row at
       // registration): 0 if reset had not waited for it.
@@ -175,7 +176,7 @@ class EventOperationsRaceIT {
       duringBlockedDelivery(
           db,
           () -> {
-            store.handlers().setCheckpoint("race-set", stream, 1, 0);
+            store.operations().setCheckpoint("race-set", stream, 1, 0);
             return null;
           });
       await().atMost(WAIT).until(() -> delivered.size() >= 2);
@@ -189,19 +190,20 @@ class EventOperationsRaceIT {
       throws Exception {
     long stream = threeEvents(ds);
     EventDriver failing =
-        EventDriver.builder(store)
-            .handlerKey("race-resume")
-            .on(
-                OrderPlaced.class,
-                (e, ctx) -> {
-                  delivered.add(ctx.offset());
-                  if (delivered.size() == 1) {
-                    entered.countDown();
-                    release.await(60, TimeUnit.SECONDS);
-                    throw new IllegalStateException("poison");
-                  }
-                })
-            .build();
+        store.driver(
+            "race-resume",
+            EventHandlers.builder()
+                .on(
+                    OrderPlaced.class,
+                    (e, ctx) -> {
+                      delivered.add(ctx.offset());
+                      if (delivered.size() == 1) {
+                        entered.countDown();
+                        release.await(60, TimeUnit.SECONDS);
+                        throw new IllegalStateException("poison");
+                      }
+                    })
+                .build());
     try (MessagePump pump =
         MessagePump.builder(ds)
             .name("race-resume")
@@ -212,7 +214,7 @@ class EventOperationsRaceIT {
             .build()) {
       pump.start();
       boolean resumed =
-          duringBlockedDelivery(db, () -> store.handlers().resume("race-resume", stream));
+          duringBlockedDelivery(db, () -> store.operations().resume("race-resume", stream));
 
       assertThat(resumed).isTrue();
       await().atMost(WAIT).until(() -> checkpoint("race-resume", stream) == 3);

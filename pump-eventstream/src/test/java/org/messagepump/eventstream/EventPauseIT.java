@@ -55,15 +55,17 @@ class EventPauseIT {
     AtomicInteger paused = new AtomicInteger();
     AtomicInteger other = new AtomicInteger();
     EventDriver pausedDriver =
-        EventDriver.builder(mine)
-            .handlerKey("billing")
-            .on(OrderPlaced.class, (e, ctx) -> paused.incrementAndGet())
-            .build();
+        mine.driver(
+            "billing",
+            EventHandlers.builder()
+                .on(OrderPlaced.class, (e, ctx) -> paused.incrementAndGet())
+                .build());
     EventDriver otherDriver =
-        EventDriver.builder(mine)
-            .handlerKey("shipping")
-            .on(OrderPlaced.class, (e, ctx) -> other.incrementAndGet())
-            .build();
+        mine.driver(
+            "shipping",
+            EventHandlers.builder()
+                .on(OrderPlaced.class, (e, ctx) -> other.incrementAndGet())
+                .build());
     try (MessagePump p1 = pump(ds, pausedDriver);
         MessagePump p2 = pump(ds, otherDriver)) {
       p1.start();
@@ -71,9 +73,9 @@ class EventPauseIT {
       append(ds, mine, 5, "a");
       await().atMost(WAIT).until(() -> paused.get() == 5 && other.get() == 5);
 
-      assertThat(operator.pauseHandler("billing", "ledger maintenance")).isTrue();
-      assertThat(operator.pauseHandler("billing", "another reason")).isFalse();
-      assertThat(operator.pausedHandlers())
+      assertThat(operator.operations().pauseHandler("billing", "ledger maintenance")).isTrue();
+      assertThat(operator.operations().pauseHandler("billing", "another reason")).isFalse();
+      assertThat(operator.operations().pausedHandlers())
           .singleElement()
           .satisfies(
               h -> {
@@ -89,34 +91,35 @@ class EventPauseIT {
       // The other handler drained 20 events; the paused one has had many polls meanwhile.
       await().pollDelay(Duration.ofMillis(500)).atMost(WAIT).until(() -> true);
       assertThat(paused.get()).isEqualTo(5);
-      assertThat(mine.handlers().lag("billing")).isEqualTo(20);
+      assertThat(mine.operations().lag("billing")).isEqualTo(20);
 
-      assertThat(operator.resumeHandler("billing")).isTrue();
-      assertThat(operator.resumeHandler("billing")).isFalse();
-      assertThat(operator.pausedHandlers()).isEmpty();
+      assertThat(operator.operations().resumeHandler("billing")).isTrue();
+      assertThat(operator.operations().resumeHandler("billing")).isFalse();
+      assertThat(operator.operations().pausedHandlers()).isEmpty();
       await().atMost(WAIT).until(() -> paused.get() == 25);
-      assertThat(mine.handlers().lag("billing")).isZero();
+      assertThat(mine.operations().lag("billing")).isZero();
     }
   }
 
   @Test
   void aKeyNotRegisteredYetMayBePausedAndItsFirstPumpWaits(DataSource ds) {
     EventStore store = EventStore.create(ds, CODEC);
-    assertThat(store.pauseHandler("late", null)).isTrue();
+    assertThat(store.operations().pauseHandler("late", null)).isTrue();
     append(ds, store, 3, "c");
     AtomicInteger seen = new AtomicInteger();
     try (MessagePump p =
         pump(
             ds,
-            EventDriver.builder(store)
-                .handlerKey("late")
-                .on(OrderPlaced.class, (e, ctx) -> seen.incrementAndGet())
-                .build())) {
+            store.driver(
+                "late",
+                EventHandlers.builder()
+                    .on(OrderPlaced.class, (e, ctx) -> seen.incrementAndGet())
+                    .build()))) {
       p.start();
       await().pollDelay(Duration.ofMillis(500)).atMost(WAIT).until(() -> true);
       assertThat(seen.get()).isZero();
-      assertThat(store.pausedHandlers().get(0).reason()).isNull();
-      store.resumeHandler("late");
+      assertThat(store.operations().pausedHandlers().get(0).reason()).isNull();
+      store.operations().resumeHandler("late");
       await().atMost(WAIT).until(() -> seen.get() == 3);
     }
   }
@@ -126,22 +129,24 @@ class EventPauseIT {
     EventStore store = EventStore.create(ds, CODEC);
     String longKey = "k".repeat(Limits.MAX_KEY_BYTES + 1);
     for (String bad : new String[] {null, "", "   ", "a\0b", longKey}) {
-      assertThatThrownBy(() -> store.pauseHandler(bad, "r"))
+      assertThatThrownBy(() -> store.operations().pauseHandler(bad, "r"))
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("handlerKey");
-      assertThatThrownBy(() -> store.resumeHandler(bad))
+      assertThatThrownBy(() -> store.operations().resumeHandler(bad))
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("handlerKey");
     }
-    assertThatThrownBy(() -> store.pauseHandler("k", "r\0"))
+    assertThatThrownBy(() -> store.operations().pauseHandler("k", "r\0"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("reason");
-    assertThatThrownBy(() -> store.pauseHandler("k", "r".repeat(Limits.MAX_REASON_CHARS + 1)))
+    assertThatThrownBy(
+            () -> store.operations().pauseHandler("k", "r".repeat(Limits.MAX_REASON_CHARS + 1)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("reason");
-    assertThat(store.pausedHandlers()).isEmpty();
+    assertThat(store.operations().pausedHandlers()).isEmpty();
     // A quote in a key is data, bound, not SQL.
-    assertThat(store.pauseHandler("o'brien\"; DROP TABLE x; --", "r")).isTrue();
-    assertThat(store.pausedHandlers().get(0).handlerKey()).isEqualTo("o'brien\"; DROP TABLE x; --");
+    assertThat(store.operations().pauseHandler("o'brien\"; DROP TABLE x; --", "r")).isTrue();
+    assertThat(store.operations().pausedHandlers().get(0).handlerKey())
+        .isEqualTo("o'brien\"; DROP TABLE x; --");
   }
 }

@@ -65,34 +65,37 @@ class EventPumpIT {
     AtomicBoolean healed = new AtomicBoolean();
     Map<String, List<Long>> seen = new ConcurrentHashMap<>();
     EventDriver flaky =
-        EventDriver.builder(store)
-            .handlerKey("flaky")
-            .on(
-                OrderPlaced.class,
-                (e, ctx) -> {
-                  if (e.orderId().equals("s0-2") && !healed.get()) {
-                    throw new IllegalStateException("poison " + e.orderId());
-                  }
-                  seen.computeIfAbsent("flaky:" + ctx.streamId(), k -> new CopyOnWriteArrayList<>())
-                      .add(ctx.offset());
-                })
-            .build();
+        store.driver(
+            "flaky",
+            EventHandlers.builder()
+                .on(
+                    OrderPlaced.class,
+                    (e, ctx) -> {
+                      if (e.orderId().equals("s0-2") && !healed.get()) {
+                        throw new IllegalStateException("poison " + e.orderId());
+                      }
+                      seen.computeIfAbsent(
+                              "flaky:" + ctx.streamId(), k -> new CopyOnWriteArrayList<>())
+                          .add(ctx.offset());
+                    })
+                .build());
     EventDriver steady =
-        EventDriver.builder(store)
-            .handlerKey("steady")
-            .on(
-                OrderPlaced.class,
-                (e, ctx) ->
-                    seen.computeIfAbsent(
-                            "steady:" + ctx.streamId(), k -> new CopyOnWriteArrayList<>())
-                        .add(ctx.offset()))
-            .build();
+        store.driver(
+            "steady",
+            EventHandlers.builder()
+                .on(
+                    OrderPlaced.class,
+                    (e, ctx) ->
+                        seen.computeIfAbsent(
+                                "steady:" + ctx.streamId(), k -> new CopyOnWriteArrayList<>())
+                            .add(ctx.offset()))
+                .build());
     try (MessagePump p1 = pump(ds, flaky).maxFailures(3).build();
         MessagePump p2 = pump(ds, steady).build()) {
       p1.start();
       p2.start();
-      await().atMost(WAIT).until(() -> store.handlers().parked("flaky").size() == 1);
-      Checkpoint parked = store.handlers().parked("flaky").get(0);
+      await().atMost(WAIT).until(() -> store.operations().parked("flaky").size() == 1);
+      Checkpoint parked = store.operations().parked("flaky").get(0);
       assertThat(parked.streamId()).isEqualTo(poisoned);
       assertThat(parked.offset()).isEqualTo(2);
       assertThat(parked.failures()).isEqualTo(3);
@@ -108,14 +111,14 @@ class EventPumpIT {
                           .allMatch(
                               id -> seen.getOrDefault("steady:" + id, List.of()).size() == 5));
       assertThat(seen.get("flaky:" + poisoned)).containsExactly(0L, 1L);
-      assertThat(store.handlers().parked("steady")).isEmpty();
-      assertThat(store.handlers().lag("flaky")).isEqualTo(3);
+      assertThat(store.operations().parked("steady")).isEmpty();
+      assertThat(store.operations().lag("flaky")).isEqualTo(3);
 
       healed.set(true);
-      assertThat(store.handlers().resume("flaky", poisoned)).isTrue();
+      assertThat(store.operations().resume("flaky", poisoned)).isTrue();
       await().atMost(WAIT).until(() -> seen.get("flaky:" + poisoned).size() == 5);
       assertThat(seen.get("flaky:" + poisoned)).containsExactly(0L, 1L, 2L, 3L, 4L);
-      await().atMost(WAIT).until(() -> store.handlers().lag("flaky") == 0);
+      await().atMost(WAIT).until(() -> store.operations().lag("flaky") == 0);
     }
   }
 
@@ -136,23 +139,24 @@ class EventPumpIT {
     AtomicInteger max = new AtomicInteger();
     AtomicInteger handled = new AtomicInteger();
     EventDriver driver =
-        EventDriver.builder(store)
-            .handlerKey("concurrency-" + concurrency)
-            .concurrency(concurrency)
-            .on(
-                OrderPlaced.class,
-                (e, ctx) -> {
-                  int now = running.incrementAndGet();
-                  max.accumulateAndGet(now, Math::max);
-                  try {
-                    // Give other workers the time to overlap (not needed for correctness).
-                    ctx.tx().dsl().execute("SELECT pg_sleep(0.02)");
-                  } finally {
-                    running.decrementAndGet();
-                  }
-                  handled.incrementAndGet();
-                })
-            .build();
+        store.driver(
+            "concurrency-" + concurrency,
+            EventHandlers.builder()
+                .on(
+                    OrderPlaced.class,
+                    (e, ctx) -> {
+                      int now = running.incrementAndGet();
+                      max.accumulateAndGet(now, Math::max);
+                      try {
+                        // Give other workers the time to overlap (not needed for correctness).
+                        ctx.tx().dsl().execute("SELECT pg_sleep(0.02)");
+                      } finally {
+                        running.decrementAndGet();
+                      }
+                      handled.incrementAndGet();
+                    })
+                .build(),
+            EventDriverOptions.defaults().withConcurrency(concurrency));
     // Two pumps: "two processes" of the same handler.
     try (MessagePump a = pump(ds, driver).name("a").build();
         MessagePump b = pump(ds, driver).name("b").build()) {
@@ -169,10 +173,11 @@ class EventPumpIT {
     streams(ds, 3, 4, "r");
     List<String> seen = new CopyOnWriteArrayList<>();
     EventDriver driver =
-        EventDriver.builder(store)
-            .handlerKey("replayed")
-            .on(OrderPlaced.class, (e, ctx) -> seen.add(e.orderId()))
-            .build();
+        store.driver(
+            "replayed",
+            EventHandlers.builder()
+                .on(OrderPlaced.class, (e, ctx) -> seen.add(e.orderId()))
+                .build());
     try (MessagePump p = pump(ds, driver).batchSize(4).build()) {
       p.start();
       await().atMost(WAIT).until(() -> seen.size() == 12);
@@ -181,9 +186,9 @@ class EventPumpIT {
           .atMost(WAIT)
           .until(
               () ->
-                  store.handlers().checkpoints("replayed").stream()
+                  store.operations().checkpoints("replayed").stream()
                       .allMatch(c -> c.tracked() && c.lag() == 0));
-      assertThat(store.handlers().reset("replayed")).isEqualTo(3);
+      assertThat(store.operations().reset("replayed")).isEqualTo(3);
       await().atMost(WAIT).until(() -> seen.size() == 24);
       assertThat(seen.subList(12, 24)).containsExactlyInAnyOrderElementsOf(seen.subList(0, 12));
       assertThat(seen.stream().distinct().count()).isEqualTo(12);

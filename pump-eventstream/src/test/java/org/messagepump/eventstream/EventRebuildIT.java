@@ -70,21 +70,22 @@ class EventRebuildIT {
 
   /** The projection: one row per stream counting the events applied, in the delivery's tx. */
   private EventDriver counting(AtomicLong handled, Duration heldStreamWait) {
-    return EventDriver.builder(store)
-        .handlerKey(KEY)
-        .heldStreamWait(heldStreamWait)
-        .on(
-            OrderPlaced.class,
-            (e, ctx) -> {
-              ctx.tx()
-                  .dsl()
-                  .execute(
-                      "INSERT INTO per_stream (stream_id, n) VALUES (?, 1)"
-                          + " ON CONFLICT (stream_id) DO UPDATE SET n = per_stream.n + 1",
-                      ctx.streamId());
-              handled.incrementAndGet();
-            })
-        .build();
+    return store.driver(
+        KEY,
+        EventHandlers.builder()
+            .on(
+                OrderPlaced.class,
+                (e, ctx) -> {
+                  ctx.tx()
+                      .dsl()
+                      .execute(
+                          "INSERT INTO per_stream (stream_id, n) VALUES (?, 1)"
+                              + " ON CONFLICT (stream_id) DO UPDATE SET n = per_stream.n + 1",
+                          ctx.streamId());
+                  handled.incrementAndGet();
+                })
+            .build(),
+        EventDriverOptions.defaults().withHeldStreamWait(heldStreamWait));
   }
 
   @Test
@@ -102,7 +103,7 @@ class EventRebuildIT {
     try (MessagePump pump =
         MessagePump.builder(ds)
             .name(KEY)
-            .driver(counting(handled, EventDriver.DEFAULT_HELD_STREAM_WAIT))
+            .driver(counting(handled, EventDriverOptions.DEFAULT_HELD_STREAM_WAIT))
             .workers(WORKERS)
             .pollInterval(Duration.ofMillis(20))
             .backoff(Duration.ofMillis(10), Duration.ofMillis(100))
@@ -118,7 +119,7 @@ class EventRebuildIT {
       }
       appending.set(false);
       long events = appended.get(30, TimeUnit.SECONDS);
-      await().atMost(WAIT).until(() -> store.handlers().lag(KEY) == 0);
+      await().atMost(WAIT).until(() -> store.operations().lag(KEY) == 0);
       long took = (System.nanoTime() - started) / 1_000_000;
 
       Map<Long, long[]> counts = countsAndEnds(db);
@@ -149,7 +150,7 @@ class EventRebuildIT {
     return inTx(
         ds,
         tx -> {
-          int n = store.handlers().reset(tx, KEY);
+          int n = store.operations().reset(tx, KEY);
           tx.dsl().execute("TRUNCATE per_stream");
           return n;
         });
@@ -211,7 +212,7 @@ class EventRebuildIT {
     inTx(ds, tx -> store.appendTo(tx, stream, List.of(new OrderPlaced("b", 2))));
 
     try (OpenTx open = new OpenTx(ds)) {
-      assertThat(store.handlers().reset(open.tx, KEY)).isOne();
+      assertThat(store.operations().reset(open.tx, KEY)).isOne();
       open.tx.dsl().execute("TRUNCATE per_stream");
       // Both events are due (offset 1 before the reset, 0 and 1 after it), but the row is held.
       assertThat(tester.runOnce()).isEmpty();
@@ -225,12 +226,12 @@ class EventRebuildIT {
   void aConflictInTheCallersTransactionHoldsTheRowSoTheActualOffsetSucceeds(
       DataSource ds, TestDatabase db) throws Exception {
     long stream = inTx(ds, tx -> store.createStream(tx));
-    store.handlers().setCheckpoint(KEY, stream, 0, 3);
+    store.operations().setCheckpoint(KEY, stream, 0, 3);
     try (OpenTx open = new OpenTx(ds)) {
       CheckpointConflictException conflict =
           catchThrowableOfType(
               CheckpointConflictException.class,
-              () -> store.handlers().setCheckpoint(open.tx, KEY, stream, 0, 1));
+              () -> store.operations().setCheckpoint(open.tx, KEY, stream, 0, 1));
       assertThat(conflict.actualOffset()).isEqualTo(3);
       // No delivery (nor anyone else) can move it now.
       assertThatThrownBy(
@@ -246,7 +247,7 @@ class EventRebuildIT {
                                   stream)))
           .isInstanceOfSatisfying(
               DataAccessException.class, e -> assertThat(e.sqlState()).isEqualTo("55P03"));
-      store.handlers().setCheckpoint(open.tx, KEY, stream, conflict.actualOffset(), 1);
+      store.operations().setCheckpoint(open.tx, KEY, stream, conflict.actualOffset(), 1);
       open.commit();
     }
     assertThat(
@@ -275,7 +276,7 @@ class EventRebuildIT {
     // spotless:off
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(false);
-      store.handlers().reset(Tx.of(c), KEY);
+      store.operations().reset(Tx.of(c), KEY);
       try (Statement s = c.createStatement()) {
         s.execute("TRUNCATE per_stream");
       }
@@ -290,12 +291,12 @@ class EventRebuildIT {
     DSLContext dsl = DSL.using(dataSource, SQLDialect.POSTGRES);
     dsl.transaction(cfg -> {
       DSLContext t = cfg.dsl();
-      t.connection(c -> store.handlers().reset(Tx.of(c), KEY));
+      t.connection(c -> store.operations().reset(Tx.of(c), KEY));
       t.truncate(ORDERS_VIEW).execute();
     });
     // spotless:on
     assertThat(db.queryLong("SELECT count(*) FROM per_stream")).isZero();
-    assertThat(store.handlers().checkpoints(KEY).get(0).offset()).isZero();
+    assertThat(store.operations().checkpoints(KEY).get(0).offset()).isZero();
     tester.drainUntilIdle();
     assertThat(db.queryLong("SELECT n FROM per_stream")).isEqualTo(2);
     assertThat(handled.get()).isEqualTo(6);
@@ -306,7 +307,7 @@ class EventRebuildIT {
       DataSource ds, TestDatabase db) throws Exception {
     long stream = inTx(ds, tx -> store.createStream(tx));
     inTx(ds, tx -> store.appendTo(tx, stream, List.of(new OrderPlaced("o", 1))));
-    EventHandlers handlers = store.handlers();
+    EventOperations handlers = store.operations();
     try (OpenTx open = new OpenTx(ds)) {
       Tx tx = open.tx;
       tx.dsl().execute("INSERT INTO per_stream VALUES (1, 1)");
@@ -347,7 +348,7 @@ class EventRebuildIT {
 
   @Test
   void aConnectionThatIsNoTransactionOrHasItsOwnSnapshotIsRefused(DataSource ds) throws Exception {
-    EventHandlers handlers = store.handlers();
+    EventOperations handlers = store.operations();
     try (Connection c = ds.getConnection()) {
       c.setAutoCommit(true);
       assertThatThrownBy(() -> handlers.reset(Tx.of(c), KEY))

@@ -73,19 +73,20 @@ class EventRobustnessIT {
             + " AND stream_offset = 2");
     Map<String, AtomicInteger> handled = new ConcurrentHashMap<>();
     EventDriver driver =
-        EventDriver.builder(store)
-            .handlerKey("robust")
-            .on(
-                OrderPlaced.class,
-                (e, ctx) ->
-                    handled
-                        .computeIfAbsent(e.orderId(), k -> new AtomicInteger())
-                        .incrementAndGet())
-            .build();
+        store.driver(
+            "robust",
+            EventHandlers.builder()
+                .on(
+                    OrderPlaced.class,
+                    (e, ctx) ->
+                        handled
+                            .computeIfAbsent(e.orderId(), k -> new AtomicInteger())
+                            .incrementAndGet())
+                .build());
 
     try (MessagePump p = pump(ds, driver).build()) {
       p.start();
-      await().atMost(WAIT).until(() -> store.handlers().parked("robust").size() == 2);
+      await().atMost(WAIT).until(() -> store.operations().parked("robust").size() == 2);
       await()
           .atMost(WAIT)
           .until(
@@ -93,13 +94,13 @@ class EventRobustnessIT {
                   good.stream()
                       .allMatch(
                           id ->
-                              store.handlers().checkpoints("robust").stream()
+                              store.operations().checkpoints("robust").stream()
                                   .anyMatch(c -> c.streamId() == id && c.lag() == 0)));
     }
 
     assertThat(handled).hasSize(4 * 6 + 3 + 2);
     assertThat(handled.values()).allMatch(n -> n.get() == 1);
-    List<Checkpoint> parked = store.handlers().parked("robust");
+    List<Checkpoint> parked = store.operations().parked("robust");
     assertThat(parked).extracting(Checkpoint::streamId).containsExactly(array, object);
     assertThat(parked).extracting(Checkpoint::offset).containsExactly(3L, 2L);
     assertThat(parked).allMatch(c -> c.failures() == 3);
@@ -111,7 +112,7 @@ class EventRobustnessIT {
                     .doesNotContain("trace")
                     .doesNotContain("\"id\""));
     // Reading the stream names the bad event, not its data.
-    assertThatThrownBy(() -> store.read(array, 0, 10))
+    assertThatThrownBy(() -> store.operations().read(array, 0, 10))
         .isInstanceOf(UndecodableMessageException.class)
         .hasMessageContaining("offset 3 of stream " + array)
         .hasMessageNotContaining("trace");
@@ -121,19 +122,20 @@ class EventRobustnessIT {
   void aHandlerFailingWithANulInItsMessageEndsParked(DataSource ds) {
     long id = stream(ds, "nul", 2);
     EventDriver driver =
-        EventDriver.builder(store)
-            .handlerKey("nul-reason")
-            .on(
-                OrderPlaced.class,
-                (e, ctx) -> {
-                  throw new IllegalStateException("bad\u0000byte \u0001 in " + e.orderId());
-                })
-            .build();
+        store.driver(
+            "nul-reason",
+            EventHandlers.builder()
+                .on(
+                    OrderPlaced.class,
+                    (e, ctx) -> {
+                      throw new IllegalStateException("bad\u0000byte \u0001 in " + e.orderId());
+                    })
+                .build());
     try (MessagePump p = pump(ds, driver).build()) {
       p.start();
-      await().atMost(WAIT).until(() -> store.handlers().parked("nul-reason").size() == 1);
+      await().atMost(WAIT).until(() -> store.operations().parked("nul-reason").size() == 1);
     }
-    Checkpoint parked = store.handlers().parked("nul-reason").get(0);
+    Checkpoint parked = store.operations().parked("nul-reason").get(0);
     assertThat(parked.streamId()).isEqualTo(id);
     assertThat(parked.offset()).isZero();
     assertThat(parked.failures()).isEqualTo(3);

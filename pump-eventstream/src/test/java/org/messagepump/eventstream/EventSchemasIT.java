@@ -40,25 +40,26 @@ class EventSchemasIT {
 
   /** A driver "proj" recording what it handles, failing on order ids starting with "poison". */
   private static EventDriver driver(EventStore store, List<String> seen, AtomicBoolean healed) {
-    return EventDriver.builder(store)
-        .handlerKey("proj")
-        .on(
-            OrderPlaced.class,
-            (e, ctx) -> {
-              if (e.orderId().startsWith("poison") && !healed.get()) {
-                throw new IllegalStateException("poisoned " + e.orderId());
-              }
-              seen.add(e.orderId());
-            })
-        .build();
+    return store.driver(
+        "proj",
+        EventHandlers.builder()
+            .on(
+                OrderPlaced.class,
+                (e, ctx) -> {
+                  if (e.orderId().startsWith("poison") && !healed.get()) {
+                    throw new IllegalStateException("poisoned " + e.orderId());
+                  }
+                  seen.add(e.orderId());
+                })
+            .build());
   }
 
   @Test
   void twoStoresInTwoSchemasWithTheSameNamesNeverSeeEachOthersWork(TestDatabase db) {
     DataSource ds = db.dataSource();
-    EventStore.migrate(ds, "es_a");
-    EventStore.migrate(ds, "es_b");
-    EventStore.migrate(ds, "es_b"); // idempotent, with its own history table
+    EventOperations.of(ds, "es_a").migrate();
+    EventOperations.of(ds, "es_b").migrate();
+    EventOperations.of(ds, "es_b").migrate(); // idempotent, with its own history table
     EventStore a = EventStore.builder(ds, CODEC).schema("es_a").build();
     EventStore b = EventStore.builder(ds, CODEC).schema("es_b").build();
     inTx(ds, tx -> a.append(tx, List.of(new OrderPlaced("a1", 1), new OrderPlaced("poison-a", 2))));
@@ -72,24 +73,24 @@ class EventSchemasIT {
         MessagePump pb = pump(ds, driver(b, seenB, healed), "b").build()) {
       pa.start();
       pb.start();
-      await().atMost(WAIT).until(() -> a.handlers().parked("proj").size() == 1);
-      await().atMost(WAIT).until(() -> b.handlers().lag("proj") == 0);
-      assertThat(b.handlers().parked()).isEmpty();
+      await().atMost(WAIT).until(() -> a.operations().parked("proj").size() == 1);
+      await().atMost(WAIT).until(() -> b.operations().lag("proj") == 0);
+      assertThat(b.operations().parked()).isEmpty();
       assertThat(seenA).containsExactly("a1");
       assertThat(seenB).containsExactly("b1", "b2");
       // Resuming in one schema touches nothing in the other.
       healed.set(true);
-      assertThat(b.handlers().resumeAll("proj")).isZero();
-      assertThat(a.handlers().parked("proj")).hasSize(1);
-      assertThat(a.handlers().resumeAll("proj")).isEqualTo(1);
-      await().atMost(WAIT).until(() -> a.handlers().lag("proj") == 0);
-      assertThat(b.handlers().reset("proj")).isEqualTo(1);
+      assertThat(b.operations().resumeAll("proj")).isZero();
+      assertThat(a.operations().parked("proj")).hasSize(1);
+      assertThat(a.operations().resumeAll("proj")).isEqualTo(1);
+      await().atMost(WAIT).until(() -> a.operations().lag("proj") == 0);
+      assertThat(b.operations().reset("proj")).isEqualTo(1);
       await().atMost(WAIT).until(() -> seenB.size() == 4);
     }
     assertThat(seenA).containsExactly("a1", "poison-a");
     assertThat(seenB).containsExactly("b1", "b2", "b1", "b2");
-    assertThat(a.streams()).extracting(StreamInfo::nextOffset).containsExactly(2L);
-    assertThat(b.streams()).extracting(StreamInfo::nextOffset).containsExactly(3L);
+    assertThat(a.operations().streams()).extracting(StreamInfo::nextOffset).containsExactly(2L);
+    assertThat(b.operations().streams()).extracting(StreamInfo::nextOffset).containsExactly(3L);
     assertThat(a.wakeChannel()).isNotEqualTo(b.wakeChannel());
     assertThat(db.queryLong("SELECT count(*) FROM es_a.eventstream_flyway_history")).isPositive();
     assertThat(db.queryLong("SELECT count(*) FROM es_b.eventstream_flyway_history")).isPositive();
@@ -103,9 +104,9 @@ class EventSchemasIT {
   @Test
   void aDmlOnlyRoleRunsTheStoreThePumpAndEveryCheckpointOperation(TestDatabase db) {
     String role = "es_dml_role_eventschemasit";
-    EventStore.migrate(db.dataSource(), "es_dml");
+    EventOperations.of(db.dataSource(), "es_dml").migrate();
     db.createLoginRole(role, "secret-dml");
-    for (String grant : EventStore.grantStatements("es_dml", role)) {
+    for (String grant : EventOperations.of(db.dataSource(), "es_dml").grantStatements(role)) {
       db.execute(grant);
     }
     DataSource ds = db.newDataSource("dml", 8, role, "secret-dml");
@@ -127,16 +128,15 @@ class EventSchemasIT {
     inTx(ds, tx -> store.append(tx, List.of(new OrderPlaced("d3", 3))));
     List<String> seen = new CopyOnWriteArrayList<>();
     AtomicBoolean healed = new AtomicBoolean();
-    EventHandlers h = store.handlers();
+    EventOperations h = store.operations();
     try (MessagePump p = pump(ds, driver(store, seen, healed), "dml").build();
         MessagePump minimal =
             pump(
                     ds,
-                    EventDriver.builder(store)
-                        .handlerKey("serial")
-                        .concurrency(Concurrency.MINIMAL)
-                        .on(OrderPlaced.class, (e, ctx) -> {})
-                        .build(),
+                    store.driver(
+                        "serial",
+                        EventHandlers.builder().on(OrderPlaced.class, (e, ctx) -> {}).build(),
+                        EventDriverOptions.defaults().withConcurrency(Concurrency.MINIMAL)),
                     "serial")
                 .build()) {
       p.start();
@@ -147,9 +147,11 @@ class EventSchemasIT {
       assertThat(h.resume("proj", stream)).isTrue();
       await().atMost(WAIT).until(() -> h.lag("proj") == 0 && h.lag("serial") == 0);
       // The cluster-wide pause of a handler (paused_handlers) is DML of the role too.
-      assertThat(store.pauseHandler("serial", "maintenance")).isTrue();
-      assertThat(store.pausedHandlers()).extracting(PausedHandler::handlerKey).contains("serial");
-      assertThat(store.resumeHandler("serial")).isTrue();
+      assertThat(store.operations().pauseHandler("serial", "maintenance")).isTrue();
+      assertThat(store.operations().pausedHandlers())
+          .extracting(PausedHandler::handlerKey)
+          .contains("serial");
+      assertThat(store.operations().resumeHandler("serial")).isTrue();
       h.setCheckpoint("proj", stream, 3, 0);
       await().atMost(WAIT).until(() -> h.lag("proj") == 0 && seen.size() == 6);
       assertThat(h.reset("proj")).isEqualTo(1);
@@ -157,7 +159,7 @@ class EventSchemasIT {
     }
     assertThat(h.handlerKeys()).containsExactly("proj", "serial");
     assertThat(h.checkpoints("proj")).extracting(Checkpoint::lag).containsExactly(0L);
-    assertThat(store.read(stream, 0, 10)).hasSize(3);
+    assertThat(store.operations().read(stream, 0, 10)).hasSize(3);
     assertThat(queryLong(ds, "SELECT count(*) FROM es_dml.events")).isEqualTo(3);
   }
 }

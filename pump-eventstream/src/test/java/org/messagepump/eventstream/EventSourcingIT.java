@@ -36,12 +36,13 @@ class EventSourcingIT {
   }
 
   private EventDriver recording(String key, StartPosition start) {
-    return EventDriver.builder(store)
-        .handlerKey(key)
-        .startAt(start)
-        .on(OrderPlaced.class, (e, ctx) -> seen.add(e.orderId()))
-        .on(OrderShipped.class, (e, ctx) -> seen.add("shipped " + e.orderId()))
-        .build();
+    return store.driver(
+        key,
+        EventHandlers.builder()
+            .on(OrderPlaced.class, (e, ctx) -> seen.add(e.orderId()))
+            .on(OrderShipped.class, (e, ctx) -> seen.add("shipped " + e.orderId()))
+            .build(),
+        EventDriverOptions.defaults().withStartAt(start));
   }
 
   /** Appends to a key in its own committed transaction. */
@@ -64,12 +65,12 @@ class EventSourcingIT {
     assertThat(second.streamId()).isEqualTo(first.streamId());
     assertThat(other.streamId()).isNotEqualTo(first.streamId());
     assertThat(second.firstOffset()).isEqualTo(1);
-    assertThat(store.streamOf("order-1")).hasValue(first.streamId());
-    assertThat(store.streamOf("order-3")).isEmpty();
-    assertThat(store.readKey("order-1", 0, 10))
+    assertThat(store.operations().streamOf("order-1")).hasValue(first.streamId());
+    assertThat(store.operations().streamOf("order-3")).isEmpty();
+    assertThat(store.operations().readKey("order-1", 0, 10))
         .extracting(e -> e.envelope().type())
         .containsExactly("test.OrderPlaced", "test.OrderShipped");
-    assertThat(store.readKey("order-3", 0, 10)).isEmpty();
+    assertThat(store.operations().readKey("order-3", 0, 10)).isEmpty();
 
     // A stale version: conflict, nothing written.
     assertThatThrownBy(() -> appendToKey(ds, "order-1", 1, new OrderShipped("1")))
@@ -82,14 +83,14 @@ class EventSourcingIT {
     // A first append that expects history the key does not have.
     assertThatThrownBy(() -> appendToKey(ds, "order-9", 3, new OrderShipped("9")))
         .isInstanceOf(OffsetConflictException.class);
-    assertThat(store.streamOf("order-9")).isEmpty();
+    assertThat(store.operations().streamOf("order-9")).isEmpty();
     // Bad input before anything is sent.
     assertThatThrownBy(() -> appendToKey(ds, "", 0, new OrderShipped("x")))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("streamKey");
     assertThatThrownBy(() -> appendToKey(ds, "k", -1, new OrderShipped("x")))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThat(store.readKey("order-1", 0, 10)).hasSize(2);
+    assertThat(store.operations().readKey("order-1", 0, 10)).hasSize(2);
   }
 
   @Test
@@ -106,8 +107,8 @@ class EventSourcingIT {
       assertThatThrownBy(() -> b.get(30, TimeUnit.SECONDS))
           .hasCauseInstanceOf(OffsetConflictException.class);
     }
-    assertThat(store.readKey("order-7", 0, 10)).hasSize(1);
-    assertThat(store.streams()).hasSize(1); // b's own stream went with its rollback
+    assertThat(store.operations().readKey("order-7", 0, 10)).hasSize(1);
+    assertThat(store.operations().streams()).hasSize(1); // b's own stream went with its rollback
   }
 
   @Test
@@ -132,7 +133,7 @@ class EventSourcingIT {
 
     // The start applies once: a reset replays the head handler from 0 as any other.
     seen.clear();
-    assertThat(store.handlers().reset("from-end")).isEqualTo(3);
+    assertThat(store.operations().reset("from-end")).isEqualTo(3);
     headTester.drainUntilIdle();
     assertThat(seen).containsExactlyInAnyOrder("past-1", "past-2", "shipped new-1", "new-3");
   }

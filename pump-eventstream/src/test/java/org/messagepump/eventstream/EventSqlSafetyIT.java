@@ -69,25 +69,28 @@ class EventSqlSafetyIT {
     inTx(ds, tx -> store.appendTo(tx, stream, List.of(new OrderPlaced("after", 5))));
     AtomicBoolean healed = new AtomicBoolean();
     EventDriver maximal =
-        EventDriver.builder(store)
-            .handlerKey("safety-max")
-            .on(
-                OrderPlaced.class,
-                (e, ctx) -> {
-                  if (e.orderId().startsWith("poison") && !healed.get()) {
-                    throw new IllegalStateException("poison \\' \u0000 " + e.orderId());
-                  }
-                  handled.add("max:" + e.orderId());
-                })
-            .build();
+        store.driver(
+            "safety-max",
+            EventHandlers.builder()
+                .on(
+                    OrderPlaced.class,
+                    (e, ctx) -> {
+                      if (e.orderId().startsWith("poison") && !healed.get()) {
+                        throw new IllegalStateException("poison \\' \u0000 " + e.orderId());
+                      }
+                      handled.add("max:" + e.orderId());
+                    })
+                .build());
     EventDriver minimal =
-        EventDriver.builder(store)
-            .handlerKey("safety-min")
-            .concurrency(Concurrency.MINIMAL)
-            .handlerLockWait(Duration.ofMillis(100))
-            .on(OrderPlaced.class, (e, ctx) -> handled.add("min:" + e.orderId()))
-            .build();
-    EventHandlers h = store.handlers();
+        store.driver(
+            "safety-min",
+            EventHandlers.builder()
+                .on(OrderPlaced.class, (e, ctx) -> handled.add("min:" + e.orderId()))
+                .build(),
+            EventDriverOptions.defaults()
+                .withConcurrency(Concurrency.MINIMAL)
+                .withHandlerLockWait(Duration.ofMillis(100)));
+    EventOperations h = store.operations();
     try (MessagePump a = pump(ds, maximal).build();
         MessagePump b = pump(ds, minimal).build()) {
       a.start();
@@ -107,8 +110,8 @@ class EventSqlSafetyIT {
     }
     assertThat(h.handlerKeys()).containsExactly("safety-max", "safety-min");
     assertThat(h.checkpoints("safety-max")).hasSize(2);
-    assertThat(store.streams()).hasSize(2);
-    StoredEvent first = store.read(stream, 0, 10).get(0);
+    assertThat(store.operations().streams()).hasSize(2);
+    StoredEvent first = store.operations().read(stream, 0, 10).get(0);
     assertThat(first.envelope().correlationId()).isEqualTo(CORRELATION);
     assertThat(first.envelope().causationId()).isEqualTo(CAUSATION);
     assertThat(first.envelope().headers()).isEqualTo(HEADERS);
@@ -117,7 +120,7 @@ class EventSqlSafetyIT {
 
   @Test
   void aRepresentativeWorkloadWritesNoValueIntoSqlText(TestDatabase db) {
-    EventStore.migrate(db.dataSource(), "es_capture");
+    EventOperations.of(db.dataSource(), "es_capture").migrate();
     StatementCapture capture = StatementCapture.of(db.dataSource());
     DataSource ds = capture.dataSource();
     EventStore store = EventStore.builder(ds, CODEC).schema("es_capture").build();
@@ -132,7 +135,7 @@ class EventSqlSafetyIT {
 
   @Test
   void withStandardConformingStringsOffValuesRoundTripAndAHugeAppendStaysBound(TestDatabase db) {
-    EventStore.migrate(db.dataSource());
+    EventOperations.of(db.dataSource()).migrate();
     db.execute("ALTER DATABASE \"" + db.name() + "\" SET standard_conforming_strings = off");
     DataSource off = db.newDataSource("scs-off", 4);
     assertThat(queryStrings(off, "SHOW standard_conforming_strings")).containsExactly("off");

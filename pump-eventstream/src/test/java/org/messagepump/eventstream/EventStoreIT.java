@@ -35,7 +35,7 @@ class EventStoreIT {
 
   @BeforeAll
   static void migrate(DataSource ds) {
-    EventStore.migrate(ds); // idempotent: the fixture migrated already
+    EventOperations.of(ds).migrate(); // idempotent: the fixture migrated already
   }
 
   @Test
@@ -51,7 +51,7 @@ class EventStoreIT {
     assertThat(r.firstOffset()).isZero();
     assertThat(r.nextOffset()).isEqualTo(2);
     assertThat(r2.firstOffset()).isEqualTo(2);
-    List<StoredEvent> events = store.read(r.streamId(), 0, 100);
+    List<StoredEvent> events = store.operations().read(r.streamId(), 0, 100);
     assertThat(events).extracting(StoredEvent::offset).containsExactly(0L, 1L, 2L);
     StoredEvent first = events.get(0);
     assertThat(first.envelope().messageId()).isEqualTo(r.messageIds().get(0));
@@ -61,8 +61,10 @@ class EventStoreIT {
     assertThat(first.envelope().headers()).containsEntry("tenant", "t1");
     assertThat(first.envelope().createdAt()).isNotNull();
     assertThat(store.decode(first)).isEqualTo(new OrderPlaced("o1", 1));
-    assertThat(store.read(r.streamId(), 2, 1)).extracting(StoredEvent::offset).containsExactly(2L);
-    assertThat(store.streams()).extracting(StreamInfo::nextOffset).containsExactly(3L);
+    assertThat(store.operations().read(r.streamId(), 2, 1))
+        .extracting(StoredEvent::offset)
+        .containsExactly(2L);
+    assertThat(store.operations().streams()).extracting(StreamInfo::nextOffset).containsExactly(3L);
   }
 
   @Test
@@ -74,7 +76,7 @@ class EventStoreIT {
         .isInstanceOf(OffsetConflictException.class)
         .hasMessageContaining("expected next offset 0 but it is 1")
         .satisfies(e -> assertThat(((OffsetConflictException) e).actualNextOffset()).isEqualTo(1));
-    assertThat(store.read(r.streamId(), 0, 10)).hasSize(1);
+    assertThat(store.operations().read(r.streamId(), 0, 10)).hasSize(1);
     AppendResult ok = inTx(ds, tx -> store.appendTo(tx, r.streamId(), 1, List.of(new Noise(2))));
     assertThat(ok.firstOffset()).isEqualTo(1);
   }
@@ -105,9 +107,10 @@ class EventStoreIT {
     assertThatThrownBy(() -> inTx(ds, tx -> store.appendTo(tx, 999_999, List.of(new Noise(1)))))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("does not exist");
-    assertThatThrownBy(() -> store.read(stream, -1, 10))
+    assertThatThrownBy(() -> store.operations().read(stream, -1, 10))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> store.read(stream, 0, 0)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> store.operations().read(stream, 0, 0))
+        .isInstanceOf(IllegalArgumentException.class);
 
     assertThat(db.queryLong("SELECT count(*) FROM eventstream.events")).isZero();
     assertThat(db.queryLong("SELECT max(next_offset) FROM eventstream.streams")).isZero();
@@ -126,7 +129,7 @@ class EventStoreIT {
       assertThat(other.streamId()).isNotEqualTo(held.streamId());
       assertThat(other.firstOffset()).isZero();
       holder.commit();
-      assertThat(store.read(held.streamId(), 0, 10)).hasSize(2);
+      assertThat(store.operations().read(held.streamId(), 0, 10)).hasSize(2);
     }
   }
 
@@ -154,6 +157,6 @@ class EventStoreIT {
       assertThat(after.streamId()).isEqualTo(empty);
       assertThat(after.firstOffset()).isEqualTo(1);
     }
-    assertThat(store.streams()).hasSize(1);
+    assertThat(store.operations().streams()).hasSize(1);
   }
 }

@@ -64,25 +64,34 @@ class EventStreamsLoadIT {
     pumps.add(
         pump(
             ds,
-            builder(store, "all")
-                .on(OrderPlaced.class, this::record)
-                .on(OrderShipped.class, this::record)
-                .on(Noise.class, this::record)
-                .build(),
+            store.driver(
+                "all",
+                EventHandlers.builder()
+                    .on(OrderPlaced.class, this::record)
+                    .on(OrderShipped.class, this::record)
+                    .on(Noise.class, this::record)
+                    .build()),
             16));
-    pumps.add(pump(ds, builder(store, "placed").on(OrderPlaced.class, this::record).build(), 8));
     pumps.add(
         pump(
             ds,
-            builder(store, "orders")
-                .on(OrderPlaced.class, this::record)
-                .project(
-                    OrderShipped.class,
-                    (e, ctx) -> {
-                      record(e, ctx);
-                      return ctx.nextOffset();
-                    })
-                .build(),
+            store.driver(
+                "placed", EventHandlers.builder().on(OrderPlaced.class, this::record).build()),
+            8));
+    pumps.add(
+        pump(
+            ds,
+            store.driver(
+                "orders",
+                EventHandlers.builder()
+                    .on(OrderPlaced.class, this::record)
+                    .project(
+                        OrderShipped.class,
+                        (e, ctx) -> {
+                          record(e, ctx);
+                          return ctx.nextOffset();
+                        })
+                    .build()),
             10));
     pumps.forEach(MessagePump::start);
 
@@ -176,16 +185,12 @@ class EventStreamsLoadIT {
           .isZero();
       assertThat(db.queryLong("SELECT count(*) FROM eventstream.streams")).isGreaterThan(1);
       for (String h : handlerTypes.keySet()) {
-        await().atMost(Duration.ofSeconds(60)).until(() -> store.handlers().lag(h) == 0);
+        await().atMost(Duration.ofSeconds(60)).until(() -> store.operations().lag(h) == 0);
       }
     } finally {
       writers.shutdownNow();
       pumps.forEach(MessagePump::close);
     }
-  }
-
-  private static EventDriver.Builder builder(EventStore store, String key) {
-    return EventDriver.builder(store).handlerKey(key);
   }
 
   private static MessagePump pump(DataSource ds, EventDriver driver, int batchSize) {

@@ -28,10 +28,9 @@ class EventWakeUpIT {
     EventStore store = EVENTS.store();
     CountDownLatch seen = new CountDownLatch(1);
     EventDriver driver =
-        EventDriver.builder(store)
-            .handlerKey("sleepy")
-            .on(OrderPlaced.class, (e, ctx) -> seen.countDown())
-            .build();
+        store.driver(
+            "sleepy",
+            EventHandlers.builder().on(OrderPlaced.class, (e, ctx) -> seen.countDown()).build());
     try (MessagePump pump =
         MessagePump.builder(ds)
             .name("sleepy")

@@ -33,6 +33,8 @@ import org.messagepump.core.PumpTester;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.eventstream.OffsetConflictException;
 import org.messagepump.testkit.PostgresExtension;
@@ -76,7 +78,7 @@ class AutomaticTracingIT {
   void setUp(DataSource ds) {
     this.ds = ds;
     CommandOperations.of(ds).migrate();
-    EventStore.migrate(ds);
+    EventOperations.of(ds).migrate();
     tracing = PumpTracing.create(otel.getOpenTelemetry());
     queue = CommandQueue.builder(ds).codec(CODEC).producerHook(tracing.producerHook()).build();
     store = EventStore.builder(ds, CODEC).producerHook(tracing.producerHook()).build();
@@ -100,13 +102,14 @@ class AutomaticTracingIT {
                     traceInHandler.put("receipt", Span.current().getSpanContext().getTraceId()))
             .build();
     EventDriver events =
-        EventDriver.builder(store)
-            .handlerKey("ledger")
-            .on(
-                Charged.class,
-                (e, ctx) ->
-                    traceInHandler.put("charged", Span.current().getSpanContext().getTraceId()))
-            .build();
+        store.driver(
+            "ledger",
+            EventHandlers.builder()
+                .on(
+                    Charged.class,
+                    (e, ctx) ->
+                        traceInHandler.put("charged", Span.current().getSpanContext().getTraceId()))
+                .build());
 
     Span request =
         otel.getOpenTelemetry()

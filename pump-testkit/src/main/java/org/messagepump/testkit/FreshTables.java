@@ -96,8 +96,9 @@ public final class FreshTables implements BeforeAllCallback, BeforeEachCallback 
   }
 
   /**
-   * Fresh tables of {@code schema}, created once per test class by {@code setup} (for example
-   * {@code EventStore::migrate}, which takes the data source and the schema's name).
+   * Fresh tables of {@code schema}, created once per test class by {@code setup}, which takes the
+   * data source and the schema's name (for example {@code (ds, s) -> EventOperations.of(ds,
+   * s).migrate()}).
    *
    * @throws IllegalArgumentException when {@code schema} is blank
    */

@@ -9,7 +9,7 @@ import org.messagepump.chaos.Work;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.spi.Driver;
-import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventHandlers;
 import org.messagepump.eventstream.EventStore;
 
 /**
@@ -46,19 +46,21 @@ public final class LedgerDrivers {
                                 node))
                     .build());
       case "events":
-        return EventDriver.builder(EventStore.create(ds, Work.CODEC))
-            .handlerKey(handlerKey)
-            .on(
-                Work.class,
-                (w, ctx) ->
-                    Ledger.record(
-                        ctx.tx().connection(),
-                        ctx.messageId(),
-                        ctx.attempt(),
-                        node,
-                        Long.toString(ctx.streamId()),
-                        ctx.offset()))
-            .build();
+        return EventStore.create(ds, Work.CODEC)
+            .driver(
+                handlerKey,
+                EventHandlers.builder()
+                    .on(
+                        Work.class,
+                        (w, ctx) ->
+                            Ledger.record(
+                                ctx.tx().connection(),
+                                ctx.messageId(),
+                                ctx.attempt(),
+                                node,
+                                Long.toString(ctx.streamId()),
+                                ctx.offset()))
+                    .build());
       case "balancer":
       case "balancer-runs":
         return MessageBalancer.create(ds, group)

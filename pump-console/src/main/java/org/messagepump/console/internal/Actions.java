@@ -14,7 +14,7 @@ import org.messagepump.commands.RescheduleResult;
 import org.messagepump.core.Tx;
 import org.messagepump.eventstream.Checkpoint;
 import org.messagepump.eventstream.CheckpointConflictException;
-import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.EventOperations;
 
 /**
  * The console's actions, each a POST that the servlet has already admitted and CSRF-checked, run in
@@ -225,7 +225,7 @@ public final class Actions {
 
   private Done resume(Request r) {
     String handler = handler(r);
-    EventHandlers handlers = stores.handlers();
+    EventOperations handlers = stores.events();
     String stream = r.optional("stream", 20);
     String back = "/events?handler=" + Html.url(handler);
     if (stream == null) {
@@ -251,7 +251,7 @@ public final class Actions {
   private Done reset(Request r) {
     String handler = handler(r);
     confirmed(r, handler);
-    int n = stores.handlers().reset(handler);
+    int n = stores.events().reset(handler);
     return new Done(
         "checkpoints.reset",
         List.of(handler),
@@ -269,7 +269,7 @@ public final class Actions {
     }
     confirmed(r, handler);
     try {
-      stores.handlers().setCheckpoint(handler, stream, expected, offset);
+      stores.events().setCheckpoint(handler, stream, expected, offset);
     } catch (CheckpointConflictException e) {
       throw new HttpError(409, "the checkpoint moved: " + e.getMessage());
     } catch (IllegalArgumentException e) {
@@ -324,7 +324,7 @@ public final class Actions {
           target = "type " + name;
         }
         case "events" -> {
-          if (!stores.handlers().handlerKeys().contains(name)) {
+          if (!stores.events().handlerKeys().contains(name)) {
             throw HttpError.notFound("no event handler " + name);
           }
           changed =
@@ -358,7 +358,7 @@ public final class Actions {
 
   private String handler(Request r) {
     String handler = r.required("handler", 200);
-    if (!stores.handlers().handlerKeys().contains(handler)) {
+    if (!stores.events().handlerKeys().contains(handler)) {
       throw HttpError.notFound("no event handler " + handler);
     }
     return handler;

@@ -7,7 +7,7 @@ import static org.messagepump.console.internal.Html.text;
 
 import java.util.List;
 import org.messagepump.eventstream.Checkpoint;
-import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.HandlerLag;
 import org.messagepump.eventstream.StreamLag;
 
@@ -24,7 +24,7 @@ final class EventsPage {
 
   static String render(Request r, Stores stores, Sampler.Snapshot snapshot) {
     String handler = r.optional("handler", 200);
-    EventHandlers handlers = stores.handlers();
+    EventOperations handlers = stores.events();
     StringBuilder b = new StringBuilder();
     b.append("<section><h2>Handlers</h2><table id=\"handlers\"><thead><tr><th>handler</th>")
         .append("<th>lagging streams</th><th>lag</th><th></th><th>parked streams</th>")

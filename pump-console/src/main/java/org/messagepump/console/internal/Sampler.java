@@ -222,7 +222,7 @@ public final class Sampler implements AutoCloseable {
     double seconds = lastAt == 0 ? 0 : (now - lastAt) / 1000.0;
     Map<String, RuntimeException> failures = new LinkedHashMap<>();
     QueueDepth depth = part("commands", failures, () -> stores.commands().depth());
-    List<HandlerLag> handlers = part("events", failures, () -> stores.handlers().lagSummaries());
+    List<HandlerLag> handlers = part("events", failures, () -> stores.events().lagSummaries());
     // Handled = appended - added lag: one sum over the streams, whatever the handlers.
     Long events =
         handlers == null || handlers.isEmpty()

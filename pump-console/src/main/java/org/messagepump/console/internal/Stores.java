@@ -13,12 +13,9 @@ import org.messagepump.balancer.GroupStats;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.PendingCommand;
-import org.messagepump.core.JsonMessageCodec;
-import org.messagepump.core.MessageTypes;
 import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
-import org.messagepump.eventstream.EventHandlers;
-import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.EventOperations;
 
 /**
  * The drivers' operator APIs on the console's schemas (the drivers' defaults unless configured).
@@ -26,9 +23,6 @@ import org.messagepump.eventstream.EventStore;
  * database whatever its message classes.
  */
 public final class Stores {
-
-  private static final JsonMessageCodec NO_TYPES =
-      JsonMessageCodec.of(MessageTypes.builder().build());
 
   /** Where a retried command is now. */
   public enum CommandState {
@@ -53,8 +47,7 @@ public final class Stores {
 
   private final DataSource dataSource;
   private final CommandOperations commands;
-  private final EventStore events;
-  private final EventHandlers handlers;
+  private final EventOperations events;
   private final String balancerSchema;
 
   /**
@@ -65,8 +58,7 @@ public final class Stores {
       DataSource dataSource, String commandsSchema, String eventsSchema, String balancerSchema) {
     this.dataSource = dataSource;
     this.commands = CommandOperations.of(dataSource, commandsSchema);
-    this.events = EventStore.builder(dataSource, NO_TYPES).schema(eventsSchema).build();
-    this.handlers = events.handlers();
+    this.events = EventOperations.of(dataSource, eventsSchema);
     // The balancer checks its schema when a MessageBalancer is built: do it now, not at a request.
     MessageBalancer.builder(dataSource, "console").schema(balancerSchema).build();
     this.balancerSchema = balancerSchema;
@@ -76,12 +68,8 @@ public final class Stores {
     return commands;
   }
 
-  EventStore events() {
+  EventOperations events() {
     return events;
-  }
-
-  EventHandlers handlers() {
-    return handlers;
   }
 
   List<GroupStats> groups() {

@@ -21,7 +21,7 @@ import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.eventstream.EventStore;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.testkit.PostgresExtension;
 
 /**
@@ -36,7 +36,7 @@ class StoresLeaseIT {
 
   @Test
   void aCommandIsWaitingThenLeasedWithItsHolderThenDone(DataSource ds) throws Exception {
-    EventStore.migrate(ds);
+    EventOperations.of(ds).migrate();
     Balancer.migrate(ds);
     CommandOperations.of(ds, SCHEMA).migrate();
     Stores stores = new Stores(ds, SCHEMA, "eventstream", "balancer");

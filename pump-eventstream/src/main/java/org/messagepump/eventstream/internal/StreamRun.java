@@ -3,32 +3,76 @@ package org.messagepump.eventstream.internal;
 import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
 
 /**
- * Consecutive events of one claimed stream acquired in one transaction, handled in order. The run
- * tracks the checkpoint as this transaction has moved it; once one event is not handled (failed,
- * busy, or the checkpoint was set elsewhere) the rest of the run is left for a later delivery.
+ * Consecutive events of one claimed stream acquired in one transaction, handled in order. Each
+ * event is a {@link Step} that remembers what its handler answered; an event is handled only when
+ * its predecessor was handled and answered the offset right after it. The run's checkpoint is
+ * written where its outcome is final: at the end of the batch for the handled events ({@link
+ * #advance}), or when an event fails or is postponed ({@link #end}); then the rest of the run is
+ * left for a later delivery.
  */
 public final class StreamRun {
 
   /**
-   * One event of a run, with the checkpoint it expects to find: the driver's delivery state. The
-   * event's {@link EventRows.Row#problem() problem} says why its stored envelope is unreadable, or
-   * is null.
+   * One event of a run, with the checkpoint it expects to find and the step before it in the run:
+   * the driver's delivery state. The event's {@link EventRows.Row#problem() problem} says why its
+   * stored envelope is unreadable, or is null.
    */
-  public record Step(StreamRun run, EventRows.Row event, long expectedCheckpoint) {
+  public static final class Step {
+    private final StreamRun run;
+    private final EventRows.Row event;
+    private final long expectedCheckpoint;
+    private final Step previous;
+    private long answered = -1;
 
-    /** True when every earlier event of the run was handled and advanced the checkpoint here. */
+    /**
+     * The step of {@code event} in {@code run}, expecting the checkpoint at {@code
+     * expectedCheckpoint}; {@code previous} is the run's step before it, null for its first.
+     */
+    public Step(StreamRun run, EventRows.Row event, long expectedCheckpoint, Step previous) {
+      this.run = run;
+      this.event = event;
+      this.expectedCheckpoint = expectedCheckpoint;
+      this.previous = previous;
+    }
+
+    /** The run this step belongs to. */
+    public StreamRun run() {
+      return run;
+    }
+
+    /** The event. */
+    public EventRows.Row event() {
+      return event;
+    }
+
+    /** The checkpoint this event is handled at: its offset, or an earlier skipped offset. */
+    public long expectedCheckpoint() {
+      return expectedCheckpoint;
+    }
+
+    /**
+     * True while the run goes on and the step before this one (if any) was handled and answered
+     * this step's checkpoint: this event is the one to handle now.
+     */
     public boolean isNext() {
-      return !run.broken && run.checkpoint == expectedCheckpoint;
+      return !run.ended && (previous == null || previous.answered == expectedCheckpoint);
+    }
+
+    /** Records the next offset the handler answered for this event (not negative). */
+    public void handled(long next) {
+      answered = next;
+    }
+
+    /** The next offset the handler answered, or -1 while it has not handled this event. */
+    public long answered() {
+      return answered;
     }
   }
 
   private final long streamId;
   private long checkpoint;
   private long stored;
-  private boolean broken;
-  private Step lastMoved;
-  private long beforeLastMove;
-  private boolean brokenBeforeLastMove;
+  private boolean ended;
 
   /** A run starting at a claim's checkpoint, which the row holds. */
   public StreamRun(LockedCheckpoint claim) {
@@ -46,16 +90,12 @@ public final class StreamRun {
     this.stored = stored;
   }
 
-  /**
-   * The checkpoint as the row holds it now (after a claim: past the run's last event). Handled
-   * events move {@link #checkpoint()} in memory; the row is written again only when the run ends
-   * anywhere else, when the batch completes or before a postponement.
-   */
+  /** The checkpoint as the row holds it now (after a claim: past the run's last event). */
   public long stored() {
     return stored;
   }
 
-  /** True when the in-memory checkpoint is ahead of the row. */
+  /** True when the run's checkpoint differs from the row's. */
   public boolean unsaved() {
     return checkpoint != stored;
   }
@@ -70,42 +110,24 @@ public final class StreamRun {
     return streamId;
   }
 
-  /** The checkpoint as this transaction sees it (handled events included, saved or not). */
+  /**
+   * The run's checkpoint: where it was claimed, then where {@link #advance} or {@link #end} put it.
+   */
   public long checkpoint() {
     return checkpoint;
   }
 
-  /**
-   * Records that {@code step}'s handling set the checkpoint; a jump elsewhere ends the run. The
-   * move can be undone while it is the last one ({@link #undo}).
-   */
-  public void moved(Step step, long to, boolean inSequence) {
-    lastMoved = step;
-    beforeLastMove = checkpoint;
-    brokenBeforeLastMove = broken;
+  /** Sets the checkpoint to what a handled event's handler answered (the batch completed). */
+  public void advance(long to) {
     checkpoint = to;
-    if (!inSequence) {
-      broken = true;
-    }
   }
 
   /**
-   * Takes back {@code step}'s move when it is the last one: the pump turned its Handled outcome
-   * into a failure after {@code handle} returned (its deferred constraints were violated, or its
-   * transaction was aborted by an error the handler swallowed). True when undone.
+   * Ends the run at {@code at}, the checkpoint of an event that is not handled: the remaining steps
+   * are not handled in this transaction.
    */
-  public boolean undo(Step step) {
-    if (lastMoved != step) {
-      return false;
-    }
-    checkpoint = beforeLastMove;
-    broken = brokenBeforeLastMove;
-    lastMoved = null;
-    return true;
-  }
-
-  /** Ends the run: the remaining steps are not handled in this transaction. */
-  public void end() {
-    broken = true;
+  public void end(long at) {
+    ended = true;
+    checkpoint = at;
   }
 }

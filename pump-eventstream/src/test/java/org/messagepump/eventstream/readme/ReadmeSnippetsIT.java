@@ -16,6 +16,9 @@ import org.messagepump.core.PumpTester;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventDriverOptions;
+import org.messagepump.eventstream.EventHandlers;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.eventstream.StartPosition;
 import org.messagepump.eventstream.StoredEvent;
@@ -50,13 +53,13 @@ class ReadmeSnippetsIT {
       Tx tx = Tx.of(c);
       // README:events begin
       // spotless:off
-      EventStore.migrate(dataSource);
       EventStore store = EventStore.create(dataSource, codec);
+      store.operations().migrate();
       store.append(tx, List.of(new OrderPlaced("o-1", 4200)));       // in your transaction
-      EventDriver projection = EventDriver.builder(store)
-          .handlerKey("order-totals")                                 // the checkpoints' name
+      EventHandlers handlers = EventHandlers.builder()
           .on(OrderPlaced.class, (e, ctx) -> addToTotals(ctx.tx(), e))
           .build();
+      EventDriver projection = store.driver("order-totals", handlers); // the checkpoints' name
       // spotless:on
       // README:events end
       c.commit();
@@ -91,7 +94,7 @@ class ReadmeSnippetsIT {
     db.execute("TRUNCATE totals");
     db.execute("INSERT INTO totals VALUES (0)");
     DataSource dataSource = db.dataSource();
-    EventStore.migrate(dataSource);
+    EventOperations.of(dataSource).migrate();
     CommandOperations.of(dataSource).migrate();
     EventStore store =
         EventStore.create(
@@ -116,21 +119,20 @@ class ReadmeSnippetsIT {
       // The aggregate: folded from its own stream, appended to with its version (optimistic).
       Order order = Order.of("order-7");
       long version = 0;
-      for (StoredEvent e : store.readKey("order-7", 0, EventStore.MAX_READ_LIMIT)) {
+      for (StoredEvent e : store.operations().readKey("order-7", 0, EventOperations.MAX_READ_LIMIT)) {
         order = order.apply(store.decode(e));
         version++;
       }
       store.appendToKey(tx, "order-7", version, order.place(4200)); // OffsetConflictException if stale
       // A projection (from the beginning), and a process manager that starts at the end and
       // enqueues a command in the transaction that advances its checkpoint:
-      EventDriver totals = EventDriver.builder(store).handlerKey("order-totals")
+      EventDriver totals = store.driver("order-totals", EventHandlers.builder()
           .on(OrderPlaced.class, (e, ctx) -> addToTotals(ctx.tx(), e))
-          .build();
-      EventDriver shipping = EventDriver.builder(store).handlerKey("shipping")
-          .startAt(StartPosition.END)                                  // not the past orders
+          .build());
+      EventDriver shipping = store.driver("shipping", EventHandlers.builder()
           .on(OrderPlaced.class, (e, ctx) -> commands.enqueue(ctx.tx(), new ShipOrder(e.orderId()),
               EnqueueOptions.defaults().withCausationId(ctx.messageId())))
-          .build();
+          .build(), EventDriverOptions.defaults().withStartAt(StartPosition.END)); // not the past
       // spotless:on
       // README:eventsourcing end
       PumpTester.builder(dataSource, shipping).build().drainUntilIdle(); // registers at the end
@@ -141,6 +143,6 @@ class ReadmeSnippetsIT {
     assertThat(db.queryLong("SELECT cents FROM totals")).isEqualTo(4300);
     assertThat(db.queryLong("SELECT count(*) FROM commandqueue.commands")).isOne();
     // A second placement of the same aggregate is refused by the aggregate itself.
-    assertThat(store.readKey("order-7", 0, 10)).hasSize(1);
+    assertThat(store.operations().readKey("order-7", 0, 10)).hasSize(1);
   }
 }

@@ -6,6 +6,7 @@ import javax.sql.DataSource;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.spi.MessageCodec;
 import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.testkit.FreshTables;
 import org.messagepump.testkit.TablesFixture;
@@ -24,8 +25,7 @@ import org.messagepump.testkit.TablesFixture;
  *
  * <p>It reaches the chaos suite through this module's test-jar, which holds this package only. It
  * is internal to the project's tests, not API: an application's tests use {@link FreshTables} with
- * {@link EventStore#migrate(DataSource, String)}, or a {@link TablesFixture} of their own
- * (docs/testing.md).
+ * {@link EventOperations#migrate()}, or a {@link TablesFixture} of their own (docs/testing.md).
  */
 public final class EventStoreFixture extends TablesFixture<EventStoreFixture> {
 
@@ -39,7 +39,7 @@ public final class EventStoreFixture extends TablesFixture<EventStoreFixture> {
   /** Fresh {@code eventstream} tables, and stores that encode with {@code codec}. */
   public static EventStoreFixture of(MessageCodec codec) {
     return new EventStoreFixture(
-        FreshTables.schema("eventstream", EventStore::migrate),
+        FreshTables.schema("eventstream", (ds, schema) -> EventOperations.of(ds, schema).migrate()),
         Objects.requireNonNull(codec, "codec"));
   }
 

@@ -1,9 +1,9 @@
 package org.messagepump.spring.boot;
 
 import java.util.Objects;
-import java.util.function.Consumer;
 import org.messagepump.core.spi.Driver;
-import org.messagepump.eventstream.EventDriver;
+import org.messagepump.eventstream.EventDriverOptions;
+import org.messagepump.eventstream.EventHandlers;
 import org.messagepump.eventstream.EventStore;
 import org.springframework.beans.factory.BeanFactory;
 
@@ -14,29 +14,41 @@ import org.springframework.beans.factory.BeanFactory;
  * <pre>{@code
  * @Bean
  * EventPump orderTotals(JdbcTemplate jdbc) {
- *   return EventPump.of("order-totals", "order-totals", handlers -> handlers
- *       .on(OrderPlaced.class, (e, ctx) -> jdbc.update("...", e.amount())));
+ *   return EventPump.of("order-totals", "order-totals", EventHandlers.builder()
+ *       .on(OrderPlaced.class, (e, ctx) -> jdbc.update("...", e.amount()))
+ *       .build());
  * }
  * }</pre>
  */
 public final class EventPump extends PumpDefinition {
 
   private final String handlerKey;
-  private final Consumer<EventDriver.Builder> handlers;
+  private final EventHandlers handlers;
+  private final EventDriverOptions options;
 
-  private EventPump(String pumpName, String handlerKey, Consumer<EventDriver.Builder> handlers) {
+  private EventPump(
+      String pumpName, String handlerKey, EventHandlers handlers, EventDriverOptions options) {
     super(pumpName);
     this.handlerKey = Objects.requireNonNull(handlerKey, "handlerKey");
     this.handlers = Objects.requireNonNull(handlers, "handlers");
+    this.options = Objects.requireNonNull(options, "options");
   }
 
   /**
-   * A pump named {@code pumpName} for the handler {@code handlerKey}; {@code handlers} registers
-   * its handlers ({@code on}, {@code project}) and options on the driver's builder.
+   * A pump named {@code pumpName} running {@code handlers} for the handler {@code handlerKey}, with
+   * {@link EventDriverOptions#defaults()}.
+   */
+  public static EventPump of(String pumpName, String handlerKey, EventHandlers handlers) {
+    return of(pumpName, handlerKey, handlers, EventDriverOptions.defaults());
+  }
+
+  /**
+   * A pump named {@code pumpName} running {@code handlers} for the handler {@code handlerKey}, with
+   * {@code options} (concurrency, start position, acquisition waits).
    */
   public static EventPump of(
-      String pumpName, String handlerKey, Consumer<EventDriver.Builder> handlers) {
-    return new EventPump(pumpName, handlerKey, handlers);
+      String pumpName, String handlerKey, EventHandlers handlers, EventDriverOptions options) {
+    return new EventPump(pumpName, handlerKey, handlers, options);
   }
 
   /** The handler key checkpoints are kept under. */
@@ -46,9 +58,6 @@ public final class EventPump extends PumpDefinition {
 
   @Override
   Driver driver(BeanFactory beans) {
-    EventDriver.Builder b = EventDriver.builder(beans.getBean(EventStore.class));
-    b.handlerKey(handlerKey);
-    handlers.accept(b);
-    return b.build();
+    return beans.getBean(EventStore.class).driver(handlerKey, handlers, options);
   }
 }

@@ -25,7 +25,7 @@ public final class TransactionalEventStore {
     this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
   }
 
-  /** The store underneath (reads, streams, checkpoint operations). */
+  /** The store underneath; its {@link EventStore#operations()} reads streams and checkpoints. */
   public EventStore store() {
     return store;
   }

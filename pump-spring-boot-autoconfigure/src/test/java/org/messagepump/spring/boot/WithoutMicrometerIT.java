@@ -17,6 +17,7 @@ import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.MessageTypes;
+import org.messagepump.eventstream.EventHandlers;
 import org.messagepump.spring.boot.internal.PumpMeterRegistry;
 import org.messagepump.testkit.PostgresServer;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -73,7 +74,9 @@ class WithoutMicrometerIT {
     @Bean
     EventPump pongs() {
       return EventPump.of(
-          "pongs", "nomm-pongs", b -> b.on(Pong.class, (e, ctx) -> ponged.add(e.id())));
+          "pongs",
+          "nomm-pongs",
+          EventHandlers.builder().on(Pong.class, (e, ctx) -> ponged.add(e.id())).build());
     }
 
     @Bean

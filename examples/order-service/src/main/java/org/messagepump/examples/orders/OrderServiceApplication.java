@@ -3,6 +3,7 @@ package org.messagepump.examples.orders;
 import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.core.MessageTypes;
+import org.messagepump.eventstream.EventHandlers;
 import org.messagepump.spring.boot.BalancedPump;
 import org.messagepump.spring.boot.CommandPump;
 import org.messagepump.spring.boot.EventPump;
@@ -45,7 +46,9 @@ public class OrderServiceApplication {
     return EventPump.of(
         "order-totals",
         "order-totals",
-        handlers -> handlers.on(OrderPlaced.class, (event, ctx) -> orders.addToTotals(event)));
+        EventHandlers.builder()
+            .on(OrderPlaced.class, (event, ctx) -> orders.addToTotals(event))
+            .build());
   }
 
   @Bean

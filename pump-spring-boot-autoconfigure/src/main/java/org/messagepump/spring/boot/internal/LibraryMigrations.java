@@ -120,7 +120,7 @@ public final class LibraryMigrations {
       done.add("commands");
     }
     if (ClassUtils.isPresent(MODULES.get(1).className(), loader)) {
-      org.messagepump.eventstream.EventStore.migrate(dataSource, schemas.of(1));
+      org.messagepump.eventstream.EventOperations.of(dataSource, schemas.of(1)).migrate();
       done.add("eventstream");
     }
     if (ClassUtils.isPresent(MODULES.get(2).className(), loader)) {

@@ -22,6 +22,7 @@ import org.junit.jupiter.api.Test;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.MessageTypes;
+import org.messagepump.eventstream.EventHandlers;
 import org.messagepump.spring.boot.CommandPump;
 import org.messagepump.spring.boot.EventPump;
 import org.messagepump.spring.boot.SpringTestDatabase;
@@ -132,7 +133,9 @@ class ObservationTracingIT {
       return EventPump.of(
           "ledger",
           "ledger",
-          b -> b.on(Charged.class, (e, ctx) -> ledger.put(e.order(), ctx.messageId())));
+          EventHandlers.builder()
+              .on(Charged.class, (e, ctx) -> ledger.put(e.order(), ctx.messageId()))
+              .build());
     }
   }
 
