@@ -1,6 +1,5 @@
 package org.messagepump.cli;
 
-import com.zaxxer.hikari.HikariDataSource;
 import java.io.PrintWriter;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -8,7 +7,6 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
-import javax.sql.DataSource;
 import org.messagepump.balancer.Balancer;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.eventstream.EventOperations;
