@@ -7,9 +7,10 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.eventstream.EventStore;
+import org.postgresql.ds.PGSimpleDataSource;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -86,7 +87,8 @@ final class GrantsCommand implements Callable<Integer> {
     return switch (d) {
       case commands -> CommandQueue.grantStatements(name, role);
       case events -> EventStore.grantStatements(name, role);
-      case balancer -> Balancer.grantStatements(name, role);
+      // Rendering the statements sends nothing: the data source is never connected.
+      case balancer -> BalancerOperations.of(new PGSimpleDataSource(), name).grantStatements(role);
     };
   }
 }

@@ -2,7 +2,7 @@ package org.messagepump.cli;
 
 import java.util.concurrent.Callable;
 import javax.sql.DataSource;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.eventstream.EventStore;
 import picocli.CommandLine.Command;
@@ -45,7 +45,7 @@ final class MigrateCommand implements Callable<Integer> {
     switch (driver) {
       case commands -> CommandQueue.migrate(ds, schema);
       case events -> EventStore.migrate(ds, schema);
-      case balancer -> Balancer.migrate(ds, schema);
+      case balancer -> BalancerOperations.of(ds, schema).migrate();
     }
   }
 

@@ -11,7 +11,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.function.Function;
 import java.util.regex.Pattern;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.console.internal.Hosts;
 import org.messagepump.console.internal.MeterReadings;
@@ -272,7 +272,7 @@ public final class ConsoleConfig {
     private String title = "messagepump console";
     private String commandsSchema = CommandQueue.DEFAULT_SCHEMA;
     private String eventsSchema = EventStore.DEFAULT_SCHEMA;
-    private String balancerSchema = Balancer.DEFAULT_SCHEMA;
+    private String balancerSchema = BalancerOperations.DEFAULT_SCHEMA;
 
     private Builder() {}
 

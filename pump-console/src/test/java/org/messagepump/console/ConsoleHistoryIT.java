@@ -11,7 +11,7 @@ import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
@@ -32,7 +32,7 @@ class ConsoleHistoryIT {
   @Test
   void handledCommandsArePagedNewestFirstReadOnly(DataSource ds) throws Exception {
     EventStore.migrate(ds);
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     CommandQueue.migrate(ds, SCHEMA);
     CommandQueue queue =
         CommandQueue.builder(ds)

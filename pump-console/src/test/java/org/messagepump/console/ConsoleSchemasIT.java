@@ -7,7 +7,7 @@ import java.nio.charset.StandardCharsets;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
@@ -23,10 +23,10 @@ class ConsoleSchemasIT {
   void aConsoleShowsTheSchemasItIsGiven(DataSource ds) throws Exception {
     CommandQueue.migrate(ds);
     EventStore.migrate(ds);
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     CommandQueue.migrate(ds, "console_cq");
     EventStore.migrate(ds, "console_es");
-    Balancer.migrate(ds, "console_bal");
+    BalancerOperations.of(ds, "console_bal").migrate();
     CommandQueue.builder(ds)
         .codec(JsonMessageCodec.of(MessageTypes.builder().build()))
         .schema("console_cq")

@@ -17,7 +17,8 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancedHandlers;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandHandlers;
@@ -76,7 +77,7 @@ class WithoutMicrometerIT {
   void everyDriverTheJobsAndTheConsoleRunWithoutMicrometer(DataSource ds) throws Exception {
     CommandQueue.migrate(ds);
     EventStore.migrate(ds);
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     ConsoleAudit.migrate(ds);
     CommandQueue queue = CommandQueue.builder(ds).codec(CODEC).build();
     EventStore store = EventStore.create(ds, CODEC);
@@ -116,14 +117,16 @@ class WithoutMicrometerIT {
             .build();
     Driver mailer =
         mail.driver(
-                (m, ctx) -> {
-                  if (m.partitionKey().equals(BAD_KEY)) {
-                    throw new IllegalStateException("mailbox full");
-                  }
-                  mailed.incrementAndGet();
-                  return Result.ok();
-                })
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      if (m.partitionKey().equals(BAD_KEY)) {
+                        throw new IllegalStateException("mailbox full");
+                      }
+                      mailed.incrementAndGet();
+                      return Result.ok();
+                    })
+                .build());
 
     List<MessagePump> pumps = new ArrayList<>();
     CommandScheduler scheduler = CommandScheduler.builder(queue).build();
@@ -152,7 +155,9 @@ class WithoutMicrometerIT {
               () -> {
                 assertThat(queue.deadLetters().count()).as("dead letters").isEqualTo(1);
                 assertThat(store.handlers().parked(LEDGER)).as("parked streams").hasSize(1);
-                assertThat(mail.parkedKeys()).as("parked keys").containsOnlyKeys(BAD_KEY);
+                assertThat(mail.operations().parkedKeys(mail.group()))
+                    .as("parked keys")
+                    .containsOnlyKeys(BAD_KEY);
                 assertThat(shipped.get()).as("shipments booked").isEqualTo(ORDERS - 1);
                 assertThat(mailed.get()).as("mails sent").isEqualTo(ORDERS);
               });
@@ -162,8 +167,8 @@ class WithoutMicrometerIT {
       assertThat(queue.depth().of("nomm.Order").deadLetters()).isEqualTo(1);
       assertThat(store.handlers().lag(LEDGER)).isEqualTo(1);
       assertThat(store.handlers().lagSummaries()).isNotEmpty();
-      assertThat(mail.stats().parked()).isEqualTo(1);
-      assertThat(mail.partitionStats(BAD_KEY)).isPresent();
+      assertThat(mail.operations().stats(mail.group()).parked()).isEqualTo(1);
+      assertThat(mail.operations().partitionStats(mail.group(), BAD_KEY)).isPresent();
       assertThat(queue.schedules().list()).hasSize(1);
       assertThat(retention.purge()).isNotNull();
       for (MessagePump p : pumps) {

@@ -8,9 +8,8 @@ import org.jooq.Condition;
 import org.jooq.Field;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.GroupStats;
-import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.PendingCommand;
 import org.messagepump.core.JsonMessageCodec;
@@ -55,6 +54,7 @@ public final class Stores {
   private final CommandQueue commands;
   private final EventStore events;
   private final EventHandlers handlers;
+  private final BalancerOperations balancer;
   private final String balancerSchema;
 
   /**
@@ -67,8 +67,7 @@ public final class Stores {
     this.commands = CommandQueue.builder(dataSource).codec(NO_TYPES).schema(commandsSchema).build();
     this.events = EventStore.builder(dataSource, NO_TYPES).schema(eventsSchema).build();
     this.handlers = events.handlers();
-    // The balancer checks its schema when a MessageBalancer is built: do it now, not at a request.
-    MessageBalancer.builder(dataSource, "console").schema(balancerSchema).build();
+    this.balancer = BalancerOperations.of(dataSource, balancerSchema);
     this.balancerSchema = balancerSchema;
   }
 
@@ -85,19 +84,17 @@ public final class Stores {
   }
 
   List<GroupStats> groups() {
-    return Balancer.groups(dataSource, balancerSchema);
+    return balancer.groups();
   }
 
   /** What is paused in each driver: three reads of the drivers' pause tables. */
   Sampler.Pauses pauses() {
     return new Sampler.Pauses(
-        commands.pausedTypes(),
-        events.pausedHandlers(),
-        Balancer.pausedGroups(dataSource, balancerSchema));
+        commands.pausedTypes(), events.pausedHandlers(), balancer.pausedGroups());
   }
 
-  MessageBalancer balancer(String group) {
-    return MessageBalancer.builder(dataSource, group).schema(balancerSchema).build();
+  BalancerOperations balancer() {
+    return balancer;
   }
 
   /**

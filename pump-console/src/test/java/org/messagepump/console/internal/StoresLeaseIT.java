@@ -12,7 +12,7 @@ import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
@@ -35,7 +35,7 @@ class StoresLeaseIT {
   @Test
   void aCommandIsWaitingThenLeasedWithItsHolderThenDone(DataSource ds) throws Exception {
     EventStore.migrate(ds);
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     CommandQueue.migrate(ds, SCHEMA);
     Stores stores = new Stores(ds, SCHEMA, "eventstream", "balancer");
     CommandQueue queue =
