@@ -240,7 +240,7 @@ public final class BalancerDriver implements Driver {
   @Override
   public List<Delivery> acquire(Tx tx, int max) throws SQLException {
     long start = System.nanoTime();
-    // The reaper runs even while the group is paused (MessageBalancer.pauseGroup), so expired
+    // The reaper runs even while the group is paused (BalancerOperations.pauseGroup), so expired
     // hand-offs are requeued; the acquisition statement itself checks the pause and then returns
     // nothing, and the pump idles as on an empty poll.
     reapIfDue(tx);

@@ -91,6 +91,29 @@ class InputValidationIT {
   }
 
   @Test
+  void theOperatorChecksTheGroupBeforeSendingAnything(DataSource ds) {
+    BalancerOperations ops = BalancerOperations.of(ds);
+    String tooLong = "g".repeat(Limits.MAX_KEY_BYTES + 1);
+    for (String bad : new String[] {" ", "a\0b", tooLong}) {
+      assertThatThrownBy(() -> ops.messageCount(bad))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("group");
+      assertThatThrownBy(() -> ops.pauseGroup(bad, "maintenance"))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("group");
+      assertThatThrownBy(() -> ops.unpark(bad, "k"))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("group");
+    }
+    assertThatThrownBy(() -> ops.stats(null)).hasMessageContaining("group");
+    assertThat(ops.pausedGroups()).isEmpty();
+    assertThatThrownBy(() -> BalancerOperations.of(ds, "Bad-Schema"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("schema");
+    assertThatThrownBy(() -> BalancerOperations.of(null)).isInstanceOf(NullPointerException.class);
+  }
+
+  @Test
   void groupAndKeyAtTheLimitFitTheIndexes(DataSource ds) throws Exception {
     // Group and key of 512 bytes each, made of three-byte characters (hard to compress), go into
     // the (partition_group, partition_key, id) index and the primary key of the key rows.
