@@ -12,10 +12,10 @@ import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
 /**
- * The grants of {@link Balancer#grantStatements} are enough to run everything at run time (issue
- * 13): migrated by the owner, the whole workload (stores, pumps with and without lockPartition,
- * every result, parking and unparking, the reaper, hand-off with extend and confirm, figures) runs
- * as a role with only those grants, which cannot change the schema.
+ * The grants of {@link BalancerOperations#grantStatements} are enough to run everything at run time
+ * (issue 13): migrated by the owner, the whole workload (stores, pumps with and without
+ * lockPartition, every result, parking and unparking, the reaper, hand-off with extend and confirm,
+ * figures) runs as a role with only those grants, which cannot change the schema.
  */
 @ExtendWith(PostgresExtension.class)
 class LeastPrivilegeIT {

@@ -279,9 +279,9 @@ public final class ConsoleConfig {
     /**
      * The schemas of the command queue, the event store and the balancer the console shows
      * (default: the drivers' own, {@value CommandQueue#DEFAULT_SCHEMA}, {@value
-     * EventStore#DEFAULT_SCHEMA} and {@value Balancer#DEFAULT_SCHEMA}). Each driver checks its name
-     * when the console is built ({@code ConsoleServlet}'s constructor), with an {@link
-     * IllegalArgumentException} that names the rule.
+     * EventStore#DEFAULT_SCHEMA} and {@value BalancerOperations#DEFAULT_SCHEMA}). Each driver
+     * checks its name when the console is built ({@code ConsoleServlet}'s constructor), with an
+     * {@link IllegalArgumentException} that names the rule.
      */
     public Builder schemas(String commands, String events, String balancer) {
       this.commandsSchema = Objects.requireNonNull(commands, "commands schema");
