@@ -23,7 +23,8 @@ import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancedHandlers;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandHandlers;
@@ -148,7 +149,7 @@ class ObservabilityPackIT {
   private static void work(DataSource ds, PrometheusMeterRegistry registry) {
     CommandOperations.of(ds).migrate();
     EventOperations.of(ds).migrate();
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     JsonMessageCodec codec =
         JsonMessageCodec.of(
             MessageTypes.builder()
@@ -194,13 +195,14 @@ class ObservabilityPackIT {
             MessagePump.builder(ds)
                 .name("ops-balancer")
                 .driver(
-                    group
-                        .driver(
-                            (message, ctx) -> {
-                              handled.add("balanced " + message.id());
-                              return Result.ok();
-                            })
-                        .build())
+                    group.driver(
+                        BalancedHandlers.builder()
+                            .on(
+                                (message, ctx) -> {
+                                  handled.add("balanced " + message.id());
+                                  return Result.ok();
+                                })
+                            .build()))
                 .pollInterval(Duration.ofMillis(50))
                 .meterRegistry(registry)
                 .build()) {

@@ -7,7 +7,6 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jooq.DSLContext;
@@ -21,6 +20,7 @@ import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseOutcome;
 import org.messagepump.balancer.internal.LeaseQueries;
 import org.messagepump.balancer.internal.Schema;
+import org.messagepump.core.BusyException;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.Limits;
 import org.messagepump.core.MessagePump;
@@ -98,6 +98,7 @@ public final class BalancerDriver implements Driver {
   private final MessageBalancer balancer;
   private final String group;
   private final BalancedHandler handler;
+  private final BalancerDriverOptions options;
   private final boolean lockPartition;
   private final int messagesPerTurn;
   private final Duration leaseDuration;
@@ -114,21 +115,23 @@ public final class BalancerDriver implements Driver {
   /** This driver's place in the rotation (with lockPartition): see {@link Cursor}. */
   private final AtomicReference<Cursor> cursor = new AtomicReference<>(Cursor.START);
 
-  private BalancerDriver(Builder b) {
-    this.balancer = b.balancer;
-    this.group = b.balancer.group();
-    this.ctx = b.balancer.ctx();
-    this.limits = b.balancer.limits();
+  BalancerDriver(MessageBalancer balancer, BalancedHandler handler, BalancerDriverOptions options) {
+    BalancerDriverOptions o = options.resolved();
+    this.balancer = balancer;
+    this.group = balancer.group();
+    this.ctx = balancer.ctx();
+    this.limits = balancer.limits();
     this.prepared = new AcquireStatement.Prepared(ctx, group);
-    this.handler = b.handler;
-    this.lockPartition = b.lockPartition;
-    this.messagesPerTurn = b.messagesPerTurn;
-    this.leaseDuration = b.leaseDuration;
-    this.reapInterval = b.reapInterval;
-    this.maxAttempts = b.maxAttempts;
-    this.leaseOwner = b.leaseOwner;
-    this.leaseMode = b.leaseMode;
-    this.metrics = b.balancer.metrics();
+    this.handler = java.util.Objects.requireNonNull(handler, "handler");
+    this.options = o;
+    this.lockPartition = o.lockPartition();
+    this.messagesPerTurn = o.messagesPerTurn();
+    this.leaseDuration = o.leaseDuration();
+    this.reapInterval = o.reapInterval();
+    this.maxAttempts = o.maxAttempts();
+    this.leaseOwner = o.leaseOwner();
+    this.leaseMode = o.leaseMode();
+    this.metrics = balancer.metrics();
   }
 
   /** In lease mode (docs/leases.md), the lease of each claim; empty in transactional mode. */
@@ -211,13 +214,19 @@ public final class BalancerDriver implements Driver {
     return java.util.Optional.of(ctx.wakeChannel());
   }
 
+  /** The options this driver runs with (lease mode's default attempts applied). */
+  public BalancerDriverOptions options() {
+    return options;
+  }
+
   /** True when at most one message per key is in flight. */
   public boolean lockPartition() {
     return lockPartition;
   }
 
   /**
-   * The most consecutive messages of one key a batch takes (see {@link Builder#messagesPerTurn}).
+   * The most consecutive messages of one key a batch takes (see {@link
+   * BalancerDriverOptions#withMessagesPerTurn}).
    */
   public int messagesPerTurn() {
     return messagesPerTurn;
@@ -231,7 +240,7 @@ public final class BalancerDriver implements Driver {
   @Override
   public List<Delivery> acquire(Tx tx, int max) throws SQLException {
     long start = System.nanoTime();
-    // The reaper runs even while the group is paused (MessageBalancer.pauseGroup), so expired
+    // The reaper runs even while the group is paused (BalancerOperations.pauseGroup), so expired
     // hand-offs are requeued; the acquisition statement itself checks the pause and then returns
     // nothing, and the pump idles as on an empty poll.
     reapIfDue(tx);
@@ -491,10 +500,10 @@ public final class BalancerDriver implements Driver {
 
   /**
    * The consecutive messages of one key that one acquisition took (see {@link
-   * Builder#messagesPerTurn}; a run of one otherwise), handled in order. Once one of them is not
-   * handled with {@link Result.Ok} (requeued, handed off, Busy, failed, or a success the pump
-   * undid), the rest are not handled: they are written back as they were, and the key's state is
-   * what that one outcome made it.
+   * BalancerDriverOptions#withMessagesPerTurn}; a run of one otherwise), handled in order. Once one
+   * of them is not handled with {@link Result.Ok} (requeued, handed off, Busy, failed, or a success
+   * the pump undid), the rest are not handled: they are written back as they were, and the key's
+   * state is what that one outcome made it.
    */
   private static final class Run {
     final String key;
@@ -577,11 +586,22 @@ public final class BalancerDriver implements Driver {
               message,
               new BalancedContext(balancer, tx, delivery.envelope(), delivery.attempt(), c.key()));
     } catch (Exception | Error e) {
-      metrics.handled(BalancerMetrics.EXCEPTION, System.nanoTime() - start);
+      // Busy (a BusyException) or failed (anything else): the pump records the outcome, as it
+      // does for every driver; the key's later messages of this batch wait for it.
+      metrics.handled(
+          e instanceof BusyException ? BalancerMetrics.BUSY : BalancerMetrics.EXCEPTION,
+          System.nanoTime() - start);
+      if (state.run != null) {
+        state.run.stopped = true;
+      }
       throw e;
     }
     if (result == null) {
-      result = Result.failed("the handler returned no result");
+      metrics.handled(BalancerMetrics.FAILED, System.nanoTime() - start);
+      if (state.run != null) {
+        state.run.stopped = true;
+      }
+      return Outcome.failed(new IllegalStateException("the handler returned no result"));
     }
     metrics.handled(result, System.nanoTime() - start);
     if (leaseMode != null) {
@@ -597,8 +617,8 @@ public final class BalancerDriver implements Driver {
 
   /**
    * Lease mode: what the handler answered, kept for {@link #completed} (Ok, Requeue and Handoff end
-   * the claim there, fenced), or the pump's outcome for Busy and Failed (then {@link #postpone} or
-   * {@link #park}, fenced too).
+   * the claim there, fenced). A handler that threw is Busy or Failed for the pump, recorded by
+   * {@link #postpone} or {@link #park}, fenced too.
    */
   private Outcome recordLeased(State state, Result result) {
     if (result instanceof Result.Requeue r && r.propertiesJson() != null) {
@@ -606,18 +626,10 @@ public final class BalancerDriver implements Driver {
       state.requeueProperties = Json.object(r.propertiesJson(), "requeue properties", limits);
     }
     if (result instanceof Result.Handoff h && h.lease() != null) {
-      Balancer.checkPositive("handoff lease", h.lease());
+      Checks.positive("handoff lease", h.lease());
     }
-    if (result instanceof Result.Ok
-        || result instanceof Result.Requeue
-        || result instanceof Result.Handoff) {
-      state.leaseResult = result;
-      return Outcome.HANDLED;
-    }
-    if (result instanceof Result.Busy b) {
-      return new Outcome.Busy(b.reason(), b.retryAfter());
-    }
-    return Outcome.failed(((Result.Failed) result).cause());
+    state.leaseResult = result; // Ok, Requeue or Handoff: the closed set
+    return Outcome.HANDLED;
   }
 
   /**
@@ -676,7 +688,7 @@ public final class BalancerDriver implements Driver {
             new IllegalStateException("Handoff needs lockPartition(true): a lease blocks its key"));
       }
       Duration lease =
-          h.lease() == null ? leaseDuration : Balancer.checkPositive("handoff lease", h.lease());
+          h.lease() == null ? leaseDuration : Checks.positive("handoff lease", h.lease());
       keep(tx, state, null);
       DeliveryQueries.lease(ctx.dsl(tx), c, leaseOwner, lease);
       if (state.run != null) {
@@ -684,10 +696,7 @@ public final class BalancerDriver implements Driver {
       }
       return Outcome.HANDLED;
     }
-    if (result instanceof Result.Busy b) {
-      return new Outcome.Busy(b.reason(), b.retryAfter());
-    }
-    return Outcome.failed(((Result.Failed) result).cause());
+    throw new IllegalStateException("unknown result: " + result);
   }
 
   /**
@@ -870,147 +879,5 @@ public final class BalancerDriver implements Driver {
     }
     return java.util.Optional.of(
         new Delivery(delivery.envelope(), again.failures(), null, new State(again)));
-  }
-
-  /**
-   * Builds a {@link BalancerDriver}; setters reject bad values with an {@link
-   * IllegalArgumentException} naming the option.
-   */
-  public static final class Builder {
-    private final MessageBalancer balancer;
-    private final BalancedHandler handler;
-    private boolean lockPartition = DEFAULT_LOCK_PARTITION;
-    private int messagesPerTurn = DEFAULT_MESSAGES_PER_TURN;
-    private Duration leaseDuration = DEFAULT_LEASE_DURATION;
-    private Duration reapInterval = DEFAULT_REAP_INTERVAL;
-    private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
-    private String leaseOwner = defaultOwner();
-    private Duration leaseMode;
-
-    Builder(MessageBalancer balancer, BalancedHandler handler) {
-      this.balancer = balancer;
-      this.handler = handler;
-    }
-
-    /**
-     * With true (the default) at most one message per key is in flight across every process; with
-     * false several messages of a key may run at once (no order within the key; fairness holds; the
-     * pool needs one spare connection for acquisition; {@link Result.Handoff} is refused).
-     */
-    public Builder lockPartition(boolean lockPartition) {
-      this.lockPartition = lockPartition;
-      return this;
-    }
-
-    /**
-     * Up to how many consecutive messages of one key a batch takes in the key's turn (1 to {@value
-     * #MAX_MESSAGES_PER_TURN}; default 1, one message per key per turn as balancer-core). With the
-     * pump's {@code batchSize} N above 1, a batch walks the ready keys as always and takes up to
-     * this many messages of each, up to N in all: fewer keys per transaction, so fewer key rows
-     * locked and looked up per message. The messages of a key are handled in order; once one is not
-     * {@link Result.Ok}, the rest are written back untouched and wait for the key's next turn. A
-     * key with failures counted gets one message per turn. Fairness holds per turn: a key waits for
-     * at most one turn of every other ready key, and a turn is now up to this many messages. Needs
-     * {@code lockPartition(true)}.
-     */
-    public Builder messagesPerTurn(int messagesPerTurn) {
-      if (messagesPerTurn < 1 || messagesPerTurn > MAX_MESSAGES_PER_TURN) {
-        throw new IllegalArgumentException(
-            "messagesPerTurn must be between 1 and "
-                + MAX_MESSAGES_PER_TURN
-                + ": "
-                + messagesPerTurn);
-      }
-      this.messagesPerTurn = messagesPerTurn;
-      return this;
-    }
-
-    /**
-     * How long a hand-off blocks its key without a confirm; positive, at most {@link
-     * Limits#MAX_DELAY}. Default 5 minutes.
-     */
-    public Builder leaseDuration(Duration leaseDuration) {
-      this.leaseDuration = Balancer.checkPositive("leaseDuration", leaseDuration);
-      return this;
-    }
-
-    /**
-     * How often this driver looks for expired leases; positive, at most {@link Limits#MAX_DELAY}.
-     * Default 1 second.
-     */
-    public Builder reapInterval(Duration reapInterval) {
-      this.reapInterval = Balancer.checkPositive("reapInterval", reapInterval);
-      return this;
-    }
-
-    /** Expired leases of one message after which its key is parked (≥ 1). Default unlimited. */
-    public Builder maxAttempts(int maxAttempts) {
-      if (maxAttempts < 1) {
-        throw new IllegalArgumentException("maxAttempts must be >= 1: " + maxAttempts);
-      }
-      this.maxAttempts = maxAttempts;
-      return this;
-    }
-
-    /**
-     * The owner recorded on leases (for operators): not blank, no NUL, at most {@link
-     * Limits#MAX_KEY_BYTES} UTF-8 bytes. Default {@code pid@host}.
-     */
-    public Builder leaseOwner(String leaseOwner) {
-      this.leaseOwner = Balancer.checkName("leaseOwner", leaseOwner);
-      return this;
-    }
-
-    /**
-     * Lease mode (docs/leases.md): each message's key is claimed with a lease of {@code lease} in a
-     * short transaction, the handler runs with no transaction held while the pump extends the
-     * lease, and Ok, Requeue, Handoff, Busy and failures are recorded fenced by the claim's token
-     * ({@link BalancedMessage#handoffToken()}). The key stays blocked while its message runs, so
-     * the order per key holds. An expired lease counts an attempt ({@link
-     * BalancedMessage#attempts()}); the key parks at {@link #maxAttempts}, which defaults to
-     * {@value #DEFAULT_LEASE_MODE_MAX_ATTEMPTS} in lease mode. Needs {@code lockPartition(true)}
-     * and {@code messagesPerTurn(1)}; {@code lease} between 1 second and 1 hour, else {@link
-     * IllegalArgumentException}.
-     */
-    public Builder leaseMode(Duration lease) {
-      if (lease == null
-          || lease.compareTo(Duration.ofSeconds(1)) < 0
-          || lease.compareTo(Duration.ofHours(1)) > 0) {
-        throw new IllegalArgumentException(
-            "lease mode's lease must be between 1 second and 1 hour: " + lease);
-      }
-      this.leaseMode = lease;
-      return this;
-    }
-
-    /** The driver. */
-    public BalancerDriver build() {
-      Objects.requireNonNull(handler, "handler");
-      if (leaseMode != null && (!lockPartition || messagesPerTurn != 1)) {
-        throw new IllegalArgumentException(
-            "leaseMode needs lockPartition(true) and messagesPerTurn(1): a lease blocks its key for"
-                + " one message");
-      }
-      if (leaseMode != null && maxAttempts == DEFAULT_MAX_ATTEMPTS) {
-        maxAttempts = DEFAULT_LEASE_MODE_MAX_ATTEMPTS;
-      }
-      if (messagesPerTurn > 1 && !lockPartition) {
-        throw new IllegalArgumentException(
-            "messagesPerTurn("
-                + messagesPerTurn
-                + ") needs lockPartition(true): without it a key's messages are not kept in order");
-      }
-      return new BalancerDriver(this);
-    }
-
-    private static String defaultOwner() {
-      String host;
-      try {
-        host = java.net.InetAddress.getLocalHost().getHostName();
-      } catch (java.io.IOException | RuntimeException e) {
-        host = "localhost";
-      }
-      return ProcessHandle.current().pid() + "@" + host;
-    }
   }
 }

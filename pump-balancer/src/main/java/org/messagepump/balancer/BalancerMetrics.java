@@ -92,10 +92,19 @@ final class BalancerMetrics {
   /** The result tag of a handler that threw. */
   static final String EXCEPTION = "exception";
 
+  /** The result tag of a handler that threw {@link org.messagepump.core.BusyException}. */
+  static final String BUSY = "busy";
+
+  /** The result tag of a handler that returned no result. */
+  static final String FAILED = "failed";
+
   /** The result tag of a message that could not be read. */
   static final String UNDECODABLE = "undecodable";
 
-  /** Records a handler's duration and result ({@link #EXCEPTION}, {@link #UNDECODABLE}). */
+  /**
+   * Records a handler's duration and result ({@link #BUSY}, {@link #EXCEPTION}, {@link #FAILED},
+   * {@link #UNDECODABLE}).
+   */
   void handled(String result, long nanos) {
     handled.computeIfAbsent(result, this::handledTimer).record(nanos);
   }

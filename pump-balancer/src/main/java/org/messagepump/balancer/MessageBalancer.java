@@ -2,22 +2,13 @@ package org.messagepump.balancer;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import java.sql.Connection;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
-import java.util.UUID;
-import java.util.function.Function;
 import javax.sql.DataSource;
-import org.jooq.DSLContext;
-import org.messagepump.balancer.internal.GroupPauses;
 import org.messagepump.balancer.internal.Json;
-import org.messagepump.balancer.internal.LeaseQueries;
 import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
-import org.messagepump.balancer.internal.StoreQueries.GroupFigures;
-import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Meters;
 import org.messagepump.core.MicrometerMeters;
@@ -27,14 +18,16 @@ import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
 
 /**
- * One partition group: stores messages by partition key, answers introspection from the database
- * (true for the whole cluster), confirms hand-offs, and builds the {@link BalancerDriver} a {@link
- * org.messagepump.core.MessagePump} runs. The name is kept from
- * {@code @targetprocess/balancer-core}.
+ * The producer face of the partition balancer, for one partition group: stores messages by
+ * partition key and makes the {@link BalancerDriver} a {@link org.messagepump.core.MessagePump}
+ * runs; {@link #operations()} is the operator face of its schema (figures, parked keys, pausing,
+ * confirming hand-offs). The name is kept from {@code @targetprocess/balancer-core}.
  *
  * <pre>{@code
  * MessageBalancer tenant = MessageBalancer.builder(dataSource, "tenant-a").build();
  * long id = tenant.storeMessage("account-7", bytes, Map.of("retry", 0));
+ * BalancerDriver driver =
+ *     tenant.driver(BalancedHandlers.builder().on((message, ctx) -> Result.ok()).build());
  * }</pre>
  */
 public final class MessageBalancer {
@@ -55,6 +48,7 @@ public final class MessageBalancer {
   private final Limits limits;
   private final Schema.Ctx ctx;
   private final BalancerMetrics metrics;
+  private final BalancerOperations operations;
   private final ProducerHook producerHook;
 
   private MessageBalancer(Builder b) {
@@ -62,7 +56,10 @@ public final class MessageBalancer {
     this.group = b.group;
     this.limits = b.limits;
     this.ctx = Schema.Ctx.of(b.schema);
-    this.metrics = new BalancerMetrics(b.meters, group, this::stats);
+    // The gauges read the group's figures through an operator of their own (not metered).
+    BalancerOperations gauges = BalancerOperations.ofGroup(dataSource, ctx, limits, null);
+    this.metrics = new BalancerMetrics(b.meters, group, () -> gauges.stats(group));
+    this.operations = BalancerOperations.ofGroup(dataSource, ctx, limits, metrics);
     this.producerHook = b.producerHook;
   }
 
@@ -363,7 +360,7 @@ public final class MessageBalancer {
   }
 
   private void validate(String partitionKey, byte[] content) {
-    Balancer.checkName("partitionKey", partitionKey);
+    Checks.name("partitionKey", partitionKey);
     if (content == null) {
       throw new NullPointerException("content must not be null");
     }
@@ -376,207 +373,40 @@ public final class MessageBalancer {
     }
   }
 
-  /** Keys of this group that have messages or a lease (the whole cluster's view). */
-  public long partitionCount() {
-    return read("counting partitions", tx -> StoreQueries.partitionCount(tx.dsl(), group));
+  /**
+   * The operator of this group's data source and schema ({@link BalancerOperations}): figures,
+   * parked keys, pausing, and the lease operations on handed-off messages (confirm, extend,
+   * requeue), which count into this group's meters and check requeue properties against this
+   * group's {@link #limits()}.
+   */
+  public BalancerOperations operations() {
+    return operations;
   }
-
-  /** Messages stored in this group, waiting or in flight. */
-  public long messageCount() {
-    return read("counting messages", tx -> StoreQueries.messageCount(tx.dsl(), group));
-  }
-
-  /** Keys of this group in rotation order: the next to be served first. */
-  public List<String> partitionKeys() {
-    return read("listing partitions", tx -> StoreQueries.partitionKeys(tx.dsl(), group));
-  }
-
-  /** One key's figures, or empty when the key has no messages and no lease. */
-  public Optional<PartitionStats> partitionStats(String partitionKey) {
-    Balancer.checkName("partitionKey", partitionKey);
-    return Optional.ofNullable(
-        FromInternal.partitionStats(
-            read(
-                "reading partition stats",
-                tx -> StoreQueries.partitionStats(tx.dsl(), group, partitionKey))));
-  }
-
-  /** The most keys {@link #partitionStats(java.util.Collection)} reads at once. */
-  public static final int MAX_STATS_KEYS = 1_000;
 
   /**
-   * The figures of several keys with one statement (a page of keys, as an operator's console shows
-   * them): each key's as {@link #partitionStats(String)} gives it, in the order of {@code
-   * partitionKeys}, a key without messages or a lease left out. Its cost grows with the keys asked
-   * and their messages (one range of an index each), not with the group.
+   * The driver that hands this group's messages to the handler of {@code handlers}, with {@link
+   * BalancerDriverOptions#defaults()}.
+   */
+  public BalancerDriver driver(BalancedHandlers handlers) {
+    return driver(handlers, BalancerDriverOptions.defaults());
+  }
+
+  /**
+   * The driver that hands this group's messages to the handler of {@code handlers}, run with {@code
+   * options}.
    *
-   * @throws IllegalArgumentException for more than {@value #MAX_STATS_KEYS} keys or a key the
-   *     balancer refuses; nothing is sent
+   * @throws IllegalArgumentException for a null argument, or options that do not go together (lease
+   *     mode without lock partition or with more than one message per turn; more than one message
+   *     per turn without lock partition)
    */
-  public List<PartitionStats> partitionStats(java.util.Collection<String> partitionKeys) {
-    Objects.requireNonNull(partitionKeys, "partitionKeys");
-    if (partitionKeys.size() > MAX_STATS_KEYS) {
-      throw new IllegalArgumentException(
-          "at most " + MAX_STATS_KEYS + " keys at once: " + partitionKeys.size());
+  public BalancerDriver driver(BalancedHandlers handlers, BalancerDriverOptions options) {
+    if (handlers == null) {
+      throw new IllegalArgumentException("handlers must not be null");
     }
-    for (String key : partitionKeys) {
-      Balancer.checkName("partitionKey", key);
+    if (options == null) {
+      throw new IllegalArgumentException("options must not be null");
     }
-    List<String> keys = List.copyOf(partitionKeys);
-    return read("reading partition stats", dsl -> StoreQueries.partitionStats(dsl, group, keys))
-        .stream()
-        .map(FromInternal::partitionStats)
-        .toList();
-  }
-
-  /** This group's figures: keys, messages, leases, parked keys, oldest message age. */
-  public GroupStats stats() {
-    List<GroupFigures> all =
-        read("reading group stats", tx -> StoreQueries.groups(tx.dsl(), group));
-    return all.isEmpty()
-        ? new GroupStats(group, 0, 0, 0, 0, Duration.ZERO)
-        : FromInternal.groupStats(all.get(0));
-  }
-
-  /** Parked keys of this group with the reason each was parked, oldest first. */
-  public Map<String, String> parkedKeys() {
-    return read("listing parked keys", tx -> StoreQueries.parkedKeys(tx.dsl(), group));
-  }
-
-  /** The largest page of {@link #parkedKeys(ParkedKey, int)}. */
-  public static final int MAX_PARKED_PAGE = 10_000;
-
-  /**
-   * A page of this group's parked keys, oldest parked first (ties by key), with the reason and when
-   * each was parked: the keys after {@code after} (the last entry of the previous page), or from
-   * the first when it is null. Each page is a range of the index of parked keys, however many keys
-   * the group has.
-   *
-   * @throws IllegalArgumentException for a limit outside 1..{@value #MAX_PARKED_PAGE}; nothing is
-   *     sent
-   */
-  public List<ParkedKey> parkedKeys(ParkedKey after, int limit) {
-    if (limit < 1 || limit > MAX_PARKED_PAGE) {
-      throw new IllegalArgumentException("limit must be 1.." + MAX_PARKED_PAGE + ": " + limit);
-    }
-    java.time.OffsetDateTime afterAt =
-        after == null ? null : after.parkedAt().atOffset(java.time.ZoneOffset.UTC);
-    return read(
-        "listing parked keys",
-        dsl ->
-            StoreQueries.parkedKeys(
-                    dsl, group, afterAt, after == null ? null : after.partitionKey(), limit)
-                .stream()
-                .map(r -> new ParkedKey(r.key(), r.reason(), r.parkedAt().toInstant()))
-                .toList());
-  }
-
-  /** Puts a parked key back into the rotation with no failures; false when it was not parked. */
-  public boolean unpark(String partitionKey) {
-    Balancer.checkName("partitionKey", partitionKey);
-    return Transactions.inNew(
-        dataSource, "unparking a key", tx -> StoreQueries.unpark(ctx.dsl(tx), group, partitionKey));
-  }
-
-  /**
-   * Pauses this group cluster-wide: from the next poll on, no pump of any process acquires its
-   * messages (deliveries already being handled finish, hand-off leases run on, storing goes on).
-   * Returns true when the group was not paused yet (a second pause keeps the first reason).
-   *
-   * @throws IllegalArgumentException when the reason is over {@link Limits#MAX_REASON_CHARS} UTF-8
-   *     bytes or holds NUL; nothing is sent
-   */
-  public boolean pauseGroup(String reason) {
-    if (reason != null) {
-      Inputs.text("reason", reason, Limits.MAX_REASON_CHARS);
-    }
-    return Transactions.inNew(
-        dataSource, "pausing a group", tx -> GroupPauses.pause(ctx.dsl(tx), group, reason));
-  }
-
-  /** Resumes this group after {@link #pauseGroup}; true when it was paused. */
-  public boolean resumeGroup() {
-    return Transactions.inNew(
-        dataSource, "resuming a group", tx -> GroupPauses.resume(ctx.dsl(tx), group));
-  }
-
-  /** True while this group is paused cluster-wide ({@link #pauseGroup}). */
-  public boolean isPaused() {
-    return Transactions.inNew(
-        dataSource, "reading a group's pause", tx -> GroupPauses.paused(ctx.dsl(tx), group));
-  }
-
-  /**
-   * Confirms a handed-off message from any process: removes it and frees its key. A token that no
-   * longer holds the lease is rejected ({@link LeaseResult#STALE_TOKEN}) and nothing changes.
-   */
-  public LeaseResult confirm(long messageId, UUID token) {
-    Objects.requireNonNull(token, "token");
-    return timed(
-        "confirm",
-        () ->
-            counted(
-                "confirm",
-                Transactions.inNew(
-                    dataSource,
-                    "confirming a message",
-                    tx -> LeaseQueries.confirm(tx, ctx, messageId, token))));
-  }
-
-  /** Like {@link #confirm(long, UUID)}, inside the caller's transaction on {@code connection}. */
-  public LeaseResult confirm(Connection connection, long messageId, UUID token) {
-    Objects.requireNonNull(connection, "connection");
-    Objects.requireNonNull(token, "token");
-    return timed(
-        "confirm",
-        () ->
-            counted(
-                "confirm",
-                Transactions.inCaller(
-                    Tx.of(connection),
-                    "confirming a message",
-                    tx -> LeaseQueries.confirm(tx, ctx, messageId, token))));
-  }
-
-  /** Moves a lease's expiry to {@code duration} from now by the database clock. */
-  public LeaseResult extendLease(long messageId, UUID token, Duration duration) {
-    Objects.requireNonNull(token, "token");
-    Balancer.checkPositive("duration", duration);
-    return timed(
-        "extend",
-        () ->
-            counted(
-                "extend",
-                Transactions.inNew(
-                    dataSource,
-                    "extending a lease",
-                    tx -> LeaseQueries.extend(ctx.dsl(tx), messageId, token, duration))));
-  }
-
-  /** Ends a lease and puts the message back at the front of its key, the key at the back. */
-  public LeaseResult requeue(long messageId, UUID token) {
-    return requeue(messageId, token, null);
-  }
-
-  /** Like {@link #requeue(long, UUID)}, replacing the properties with a JSON object. */
-  public LeaseResult requeue(long messageId, UUID token, String propertiesJson) {
-    Objects.requireNonNull(token, "token");
-    String props =
-        propertiesJson == null ? null : Json.object(propertiesJson, "properties", limits);
-    return timed(
-        "requeue",
-        () ->
-            counted(
-                "requeue",
-                Transactions.inNew(
-                    dataSource,
-                    "requeueing a message",
-                    tx -> LeaseQueries.requeue(ctx.dsl(tx), messageId, token, props))));
-  }
-
-  /** A builder for the driver that hands this group's messages to {@code handler}. */
-  public BalancerDriver.Builder driver(BalancedHandler handler) {
-    return new BalancerDriver.Builder(this, Objects.requireNonNull(handler, "handler"));
+    return new BalancerDriver(this, handlers.handler(), options);
   }
 
   BalancerMetrics metrics() {
@@ -585,18 +415,6 @@ public final class MessageBalancer {
 
   Schema.Ctx ctx() {
     return ctx;
-  }
-
-  private LeaseResult counted(String operation, LeaseQueries.Applied applied) {
-    metrics.leaseOperation(operation, applied.result().name());
-    if (applied.endToEnd() != null) {
-      metrics.removed(applied.endToEnd());
-    }
-    return FromInternal.leaseResult(applied.result());
-  }
-
-  private <T> T read(String doing, Function<DSLContext, T> query) {
-    return Transactions.inNew(dataSource, doing, tx -> query.apply(ctx.dsl(tx)));
   }
 
   private <T> T timed(String operation, java.util.function.Supplier<T> work) {
@@ -616,13 +434,13 @@ public final class MessageBalancer {
     private final DataSource dataSource;
     private final String group;
     private Limits limits = Limits.defaults();
-    private String schema = Balancer.DEFAULT_SCHEMA;
+    private String schema = BalancerOperations.DEFAULT_SCHEMA;
     private Meters meters;
     private ProducerHook producerHook;
 
     private Builder(DataSource dataSource, String group) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource must not be null");
-      this.group = Balancer.checkName("group", group);
+      this.group = Checks.name("group", group);
     }
 
     /**
@@ -651,11 +469,10 @@ public final class MessageBalancer {
     }
 
     /**
-     * The schema of the tables, as migrated by {@link Balancer#migrate(DataSource, String)}: lower
-     * case letters, digits and {@code _}, at most {@value
-     * org.messagepump.core.Inputs#MAX_SCHEMA_LENGTH} characters. Default {@value
-     * Balancer#DEFAULT_SCHEMA}. Groups of different schemas never see each other's messages, and
-     * their pumps listen on different channels.
+     * The schema of the tables, as migrated by {@link BalancerOperations#migrate()}: lower case
+     * letters, digits and {@code _}, at most {@value org.messagepump.core.Inputs#MAX_SCHEMA_LENGTH}
+     * characters. Default {@value BalancerOperations#DEFAULT_SCHEMA}. Groups of different schemas
+     * never see each other's messages, and their pumps listen on different channels.
      */
     public Builder schema(String schema) {
       this.schema = org.messagepump.balancer.internal.Schema.checkSchema("schema", schema);

@@ -4,8 +4,8 @@ import java.time.Instant;
 import java.util.Objects;
 
 /**
- * A parked key of a group, an entry of {@link MessageBalancer#parkedKeys(ParkedKey, int)}; pass the
- * last one of a page to read the next.
+ * A parked key of a group, an entry of {@link BalancerOperations#parkedKeys(String, ParkedKey,
+ * int)}; pass the last one of a page to read the next.
  *
  * @param partitionKey the key
  * @param reason why it was parked, or {@code null}

@@ -6,8 +6,9 @@ import java.util.Objects;
 import org.messagepump.balancer.internal.Json;
 
 /**
- * What a {@link BalancedHandler} decided for one message: the closed set Ok, Requeue, Busy, Failed
- * and Handoff.
+ * What a {@link BalancedHandler} decided for one message it handled: the closed set Ok, Requeue and
+ * Handoff. A handler says Busy by throwing {@link org.messagepump.core.BusyException} and Failed by
+ * throwing anything else, as the handlers of every driver do.
  */
 public sealed interface Result {
 
@@ -23,30 +24,6 @@ public sealed interface Result {
       if (propertiesJson != null) {
         propertiesJson = Json.object(propertiesJson, "properties");
       }
-    }
-  }
-
-  /**
-   * The target is temporarily unavailable: the key keeps its place and is retried after {@code
-   * retryAfter} (at least the pump's backoff base, at most its cap), or after the backoff base when
-   * {@code retryAfter} is null. No failure is counted.
-   */
-  record Busy(String reason, Duration retryAfter) implements Result {
-    public Busy {
-      Objects.requireNonNull(reason, "reason");
-      org.messagepump.core.RetryAfter.check(retryAfter);
-    }
-
-    /** Busy, retried after the backoff base. */
-    public Busy(String reason) {
-      this(reason, null);
-    }
-  }
-
-  /** The message failed: the key is postponed with backoff (parked past {@code maxFailures}). */
-  record Failed(Throwable cause) implements Result {
-    public Failed {
-      Objects.requireNonNull(cause, "cause");
     }
   }
 
@@ -83,26 +60,6 @@ public sealed interface Result {
   /** Requeue, replacing the properties with a map serialized as a JSON object. */
   static Result requeue(Map<String, ?> properties) {
     return new Requeue(Json.write(Objects.requireNonNull(properties, "properties")));
-  }
-
-  /** Busy with a reason. */
-  static Result busy(String reason) {
-    return new Busy(reason);
-  }
-
-  /** Busy, retried after {@code retryAfter} (bounded by the pump's backoff base and cap). */
-  static Result busy(String reason, Duration retryAfter) {
-    return new Busy(reason, Objects.requireNonNull(retryAfter, "retryAfter"));
-  }
-
-  /** Failed with a cause. */
-  static Result failed(Throwable cause) {
-    return new Failed(cause);
-  }
-
-  /** Failed with a message. */
-  static Result failed(String reason) {
-    return new Failed(new IllegalStateException(Objects.requireNonNull(reason, "reason")));
   }
 
   /** Handed off downstream with the driver's lease duration. */

@@ -52,13 +52,18 @@ class BalancedContextIT {
         Pumps.tester(
             ds,
             b.driver(
-                    (m, ctx) -> {
-                      seen.set(ctx);
-                      attempts.add(ctx.attempt());
-                      assertThat(ctx.tx().connection().getAutoCommit()).isFalse();
-                      return attempts.size() == 1 ? Result.failed("once") : Result.ok();
-                    })
-                .build());
+                BalancedHandlers.builder()
+                    .on(
+                        (m, ctx) -> {
+                          seen.set(ctx);
+                          attempts.add(ctx.attempt());
+                          assertThat(ctx.tx().connection().getAutoCommit()).isFalse();
+                          if (attempts.size() == 1) {
+                            throw new IllegalStateException("once");
+                          }
+                          return Result.ok();
+                        })
+                    .build()));
     List<PumpTester.Result> results = tester.drainUntilIdle();
     assertThat(results)
         .extracting(PumpTester.Result::kind)
@@ -101,32 +106,35 @@ class BalancedContextIT {
         PumpTester.builder(
                 ds,
                 b.driver(
-                        (m, ctx) -> {
-                          String body = text(m.content());
-                          if (ctx.partitionKey().equals("out")) {
-                            outs.add(body + " " + m.properties());
-                            return Result.ok();
-                          }
-                          ctx.store("out", bytes("from " + body), Map.of("n", 1));
-                          ctx.store("out", bytes("plain " + body));
-                          if (body.equals("fail") && ctx.attempt() == 1) {
-                            throw new IllegalStateException("after storing");
-                          }
-                          return Result.ok();
-                        })
-                    .build())
+                    BalancedHandlers.builder()
+                        .on(
+                            (m, ctx) -> {
+                              String body = text(m.content());
+                              if (ctx.partitionKey().equals("out")) {
+                                outs.add(body + " " + m.properties());
+                                return Result.ok();
+                              }
+                              ctx.store("out", bytes("from " + body), Map.of("n", 1));
+                              ctx.store("out", bytes("plain " + body));
+                              if (body.equals("fail") && ctx.attempt() == 1) {
+                                throw new IllegalStateException("after storing");
+                              }
+                              return Result.ok();
+                            })
+                        .build()))
             .batchSize(1)
             .maxFailures(5)
             .backoff(Pumps.TINY, Pumps.TINY)
             .build();
     List<PumpTester.Result> first = tester.runOnce();
     assertThat(first).extracting(PumpTester.Result::kind).containsExactly(Kind.FAILED);
-    assertThat(b.partitionKeys()).containsExactly("in"); // the failed delivery stored nothing
+    assertThat(b.operations().partitionKeys(b.group()))
+        .containsExactly("in"); // the failed delivery stored nothing
     tester.drainUntilIdle();
     assertThat(outs)
         .containsExactly("from fail {n=1}", "plain fail {}", "from ok {n=1}", "plain ok {}");
-    assertThat(b.messageCount()).isZero();
-    assertThat(MessageBalancer.create(ds, "ctx-store-other").messageCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
+    assertThat(BalancerOperations.of(ds).messageCount("ctx-store-other")).isZero();
   }
 
   /** The context checks what it stores as storeMessage does: a bad key fails the delivery. */
@@ -139,23 +147,25 @@ class BalancedContextIT {
         PumpTester.builder(
                 ds,
                 b.driver(
-                        (m, ctx) -> {
-                          for (Runnable r :
-                              List.<Runnable>of(
-                                  () -> ctx.store(" ", bytes("x")),
-                                  () -> ctx.store("k\0", bytes("x")),
-                                  () -> ctx.store("k", null),
-                                  () -> ctx.store("k", bytes("12345")),
-                                  () -> ctx.store("k", bytes("x"), null))) {
-                            try {
-                              r.run();
-                            } catch (RuntimeException e) {
-                              thrown.add(e);
-                            }
-                          }
-                          return Result.ok();
-                        })
-                    .build())
+                    BalancedHandlers.builder()
+                        .on(
+                            (m, ctx) -> {
+                              for (Runnable r :
+                                  List.<Runnable>of(
+                                      () -> ctx.store(" ", bytes("x")),
+                                      () -> ctx.store("k\0", bytes("x")),
+                                      () -> ctx.store("k", null),
+                                      () -> ctx.store("k", bytes("12345")),
+                                      () -> ctx.store("k", bytes("x"), null))) {
+                                try {
+                                  r.run();
+                                } catch (RuntimeException e) {
+                                  thrown.add(e);
+                                }
+                              }
+                              return Result.ok();
+                            })
+                        .build()))
             .build();
     assertThat(tester.runOnce()).extracting(PumpTester.Result::kind).containsExactly(Kind.HANDLED);
     assertThat(thrown).hasSize(5);
@@ -164,7 +174,7 @@ class BalancedContextIT {
     assertThat(thrown.get(2)).isInstanceOf(NullPointerException.class);
     assertThat(thrown.get(3)).hasMessageContaining("maxContentBytes");
     assertThat(thrown.get(4)).isInstanceOf(NullPointerException.class);
-    assertThat(b.messageCount()).isZero();
-    assertThat(b.partitionCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
+    assertThat(b.operations().partitionCount(b.group())).isZero();
   }
 }

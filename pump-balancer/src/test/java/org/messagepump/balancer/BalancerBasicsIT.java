@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.balancer.testing.BalancerFixture;
+import org.messagepump.core.BusyException;
 import org.messagepump.core.PumpTester;
 import org.messagepump.core.PumpTester.Kind;
 import org.messagepump.testkit.PostgresExtension;
@@ -28,7 +29,7 @@ class BalancerBasicsIT {
 
   @BeforeAll
   static void migrate(DataSource ds) {
-    Balancer.migrate(ds); // idempotent: the fixture migrated already
+    BalancerOperations.of(ds).migrate(); // idempotent: the fixture migrated already
   }
 
   private static byte[] bytes(String s) {
@@ -43,21 +44,21 @@ class BalancerBasicsIT {
     b.storeMessage("b", bytes("3"), "{\"x\": [1, 2]}");
 
     assertThat(second).isGreaterThan(first);
-    assertThat(b.partitionCount()).isEqualTo(2);
-    assertThat(b.messageCount()).isEqualTo(3);
-    assertThat(b.partitionKeys()).containsExactly("a", "b");
-    PartitionStats a = b.partitionStats("a").orElseThrow();
+    assertThat(b.operations().partitionCount(b.group())).isEqualTo(2);
+    assertThat(b.operations().messageCount(b.group())).isEqualTo(3);
+    assertThat(b.operations().partitionKeys(b.group())).containsExactly("a", "b");
+    PartitionStats a = b.operations().partitionStats(b.group(), "a").orElseThrow();
     assertThat(a.messageCount()).isEqualTo(2);
     assertThat(a.inFlight()).isFalse();
     assertThat(a.failures()).isZero();
     assertThat(a.oldestAge().isNegative()).isFalse();
-    assertThat(b.partitionStats("nope")).isEmpty();
-    GroupStats g = b.stats();
+    assertThat(b.operations().partitionStats(b.group(), "nope")).isEmpty();
+    GroupStats g = b.operations().stats(b.group());
     assertThat(g.partitions()).isEqualTo(2);
     assertThat(g.messages()).isEqualTo(3);
-    assertThat(Balancer.groups(ds)).extracting(GroupStats::group).contains("intro");
+    assertThat(BalancerOperations.of(ds).groups()).extracting(GroupStats::group).contains("intro");
     // Another group is separate.
-    assertThat(MessageBalancer.create(ds, "intro-other").messageCount()).isZero();
+    assertThat(BalancerOperations.of(ds).messageCount("intro-other")).isZero();
   }
 
   @Test
@@ -88,10 +89,10 @@ class BalancerBasicsIT {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("maxContentBytes");
     assertThatThrownBy(
-            () -> b.driver((m, ctx) -> Result.ok()).leaseDuration(java.time.Duration.ZERO))
+            () -> BalancerDriverOptions.defaults().withLeaseDuration(java.time.Duration.ZERO))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("leaseDuration");
-    assertThat(b.messageCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
     assertThat(
             db.queryLong("SELECT count(*) FROM balancer.partitions WHERE partition_group = 'bad'"))
         .isZero();
@@ -105,11 +106,11 @@ class BalancerBasicsIT {
       b.storeMessage(c, "k", bytes("rolled back"), null);
       c.rollback();
       long id = b.storeMessage(c, "k", bytes("kept"), "{}");
-      assertThat(b.messageCount()).isZero(); // not committed yet
+      assertThat(b.operations().messageCount(b.group())).isZero(); // not committed yet
       c.commit();
       assertThat(id).isPositive();
     }
-    assertThat(b.messageCount()).isEqualTo(1);
+    assertThat(b.operations().messageCount(b.group())).isEqualTo(1);
   }
 
   @Test
@@ -123,28 +124,30 @@ class BalancerBasicsIT {
         new java.util.concurrent.atomic.AtomicInteger();
     BalancerDriver driver =
         b.driver(
-                (m, ctx) -> {
-                  String body = new String(m.content(), StandardCharsets.UTF_8);
-                  seen.add(body + "@" + m.properties().get("retry"));
-                  int retry = ((Number) m.properties().getOrDefault("retry", 0)).intValue();
-                  if (body.equals("m1") && retry < 2) {
-                    return Result.requeue(Map.of("retry", retry + 1));
-                  }
-                  if (body.equals("m2")) {
-                    int call = m2Calls.incrementAndGet();
-                    if (call == 1) {
-                      assertThat(m.failures()).isZero();
-                      return Result.busy("not now");
-                    }
-                    if (call == 2) {
-                      assertThat(m.failures()).isZero(); // Busy counts no failure
-                      return Result.failed("boom");
-                    }
-                    assertThat(m.failures()).isEqualTo(1);
-                  }
-                  return Result.ok();
-                })
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      String body = new String(m.content(), StandardCharsets.UTF_8);
+                      seen.add(body + "@" + m.properties().get("retry"));
+                      int retry = ((Number) m.properties().getOrDefault("retry", 0)).intValue();
+                      if (body.equals("m1") && retry < 2) {
+                        return Result.requeue(Map.of("retry", retry + 1));
+                      }
+                      if (body.equals("m2")) {
+                        int call = m2Calls.incrementAndGet();
+                        if (call == 1) {
+                          assertThat(m.failures()).isZero();
+                          throw new BusyException("not now");
+                        }
+                        if (call == 2) {
+                          assertThat(m.failures()).isZero(); // Busy counts no failure
+                          throw new IllegalStateException("boom");
+                        }
+                        assertThat(m.failures()).isEqualTo(1);
+                      }
+                      return Result.ok();
+                    })
+                .build());
     // m1 requeued twice (the key goes to the back each time: "other" is served in between).
     List<PumpTester.Result> results = Pumps.tester(ds, driver).drainUntilIdle();
     assertThat(results)
@@ -157,8 +160,8 @@ class BalancerBasicsIT {
             Kind.BUSY, // m2
             Kind.FAILED, // m2
             Kind.HANDLED); // m2
-    assertThat(b.messageCount()).isZero();
-    assertThat(b.partitionCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
+    assertThat(b.operations().partitionCount(b.group())).isZero();
     assertThat(seen).startsWith("m1@0", "o1@null", "m1@1", "m1@2");
     assertThat(m2Calls).hasValue(3);
   }
@@ -171,13 +174,15 @@ class BalancerBasicsIT {
     b.storeMessage("good", bytes("y"));
     BalancerDriver driver =
         b.driver(
-                (m, ctx) -> {
-                  if (m.partitionKey().equals("bad")) {
-                    throw new IllegalStateException("always fails");
-                  }
-                  return Result.ok();
-                })
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      if (m.partitionKey().equals("bad")) {
+                        throw new IllegalStateException("always fails");
+                      }
+                      return Result.ok();
+                    })
+                .build());
     try (var pump =
         org.messagepump.core.MessagePump.builder(ds)
             .name("parking")
@@ -190,15 +195,16 @@ class BalancerBasicsIT {
       pump.start();
       org.awaitility.Awaitility.await()
           .atMost(java.time.Duration.ofSeconds(60))
-          .until(() -> b.parkedKeys().containsKey("bad"));
+          .until(() -> b.operations().parkedKeys(b.group()).containsKey("bad"));
     }
-    assertThat(b.parkedKeys().get("bad")).contains("always fails");
-    assertThat(b.partitionStats("bad").orElseThrow().failures()).isEqualTo(3);
-    assertThat(b.partitionStats("good")).isEmpty();
-    assertThat(b.stats().parked()).isEqualTo(1);
-    assertThat(b.unpark("bad")).isTrue();
-    assertThat(b.parkedKeys()).isEmpty();
-    assertThat(b.partitionStats("bad").orElseThrow().failures()).isZero();
+    assertThat(b.operations().parkedKeys(b.group()).get("bad")).contains("always fails");
+    assertThat(b.operations().partitionStats(b.group(), "bad").orElseThrow().failures())
+        .isEqualTo(3);
+    assertThat(b.operations().partitionStats(b.group(), "good")).isEmpty();
+    assertThat(b.operations().stats(b.group()).parked()).isEqualTo(1);
+    assertThat(b.operations().unpark(b.group(), "bad")).isTrue();
+    assertThat(b.operations().parkedKeys(b.group())).isEmpty();
+    assertThat(b.operations().partitionStats(b.group(), "bad").orElseThrow().failures()).isZero();
   }
 
   @Test
@@ -208,7 +214,8 @@ class BalancerBasicsIT {
     // index and the message order index, no sequential scan, no sort of a whole key.
     String plan = acquisitionPlans(db, "balancer", "explain", 20_000, 100_000, 1, 10);
     MessageBalancer b = MessageBalancer.create(ds, "explain");
-    BalancerDriver driver = b.driver((m, ctx) -> Result.ok()).build();
+    BalancerDriver driver =
+        b.driver(BalancedHandlers.builder().on((m, ctx) -> Result.ok()).build());
     assertThat(Pumps.tester(ds, driver).runOnce())
         .extracting(PumpTester.Result::kind)
         .containsExactly(Kind.HANDLED);
@@ -233,7 +240,7 @@ class BalancerBasicsIT {
     }
     org.junit.jupiter.api.Assumptions.assumeTrue(
         major >= 15, "PostgreSQL 13 and 14 scan a one-page table of keys sequentially");
-    Balancer.migrate(db.dataSource(), "balancer_small");
+    BalancerOperations.of(db.dataSource(), "balancer_small").migrate();
     acquisitionPlans(db, "balancer_small", "small", 100, 5_000, 1);
   }
 
@@ -417,7 +424,8 @@ class BalancerBasicsIT {
     for (int i = 0; i < 50; i++) {
       b.storeMessage("k" + i, bytes("x"));
     }
-    BalancerDriver driver = b.driver((m, ctx) -> Result.ok()).build();
+    BalancerDriver driver =
+        b.driver(BalancedHandlers.builder().on((m, ctx) -> Result.ok()).build());
     try (Connection c = ds.getConnection()) {
       // A pooled connection carries the statements and plan counts of the tests before this one;
       // start from none, so the counts below are this loop's alone (pgjdbc forgets its own
@@ -480,18 +488,22 @@ class BalancerBasicsIT {
               + lock
               + "', nextval('balancer.rotation'))");
       // Requeue: "a" keeps its messages for the next round.
-      BalancerDriver driver = b.driver((m, ctx) -> Result.requeue()).lockPartition(lock).build();
+      BalancerDriver driver =
+          b.driver(
+              BalancedHandlers.builder().on((m, ctx) -> Result.requeue()).build(),
+              BalancerDriverOptions.defaults().withLockPartition(lock));
       List<PumpTester.Result> r = PumpTester.builder(ds, driver).batchSize(4).build().runOnce();
       assertThat(r).as("lockPartition %s", lock).hasSize(1);
       assertThat(r.get(0).messageId()).isEqualTo(Long.toString(a1));
       assertThat(r.get(0).kind()).isEqualTo(Kind.HANDLED);
       // The empty row is cleaned up by acquisition.
-      assertThat(b.partitionKeys()).containsExactly("a");
+      assertThat(b.operations().partitionKeys(b.group())).containsExactly("a");
     }
-    PumpTester tester = Pumps.tester(ds, b.driver((m, ctx) -> Result.ok()).build());
+    PumpTester tester =
+        Pumps.tester(ds, b.driver(BalancedHandlers.builder().on((m, ctx) -> Result.ok()).build()));
     assertThat(Pumps.step(tester)).isEqualTo(a1);
     assertThat(Pumps.step(tester)).isPositive();
-    assertThat(b.partitionKeys()).isEmpty();
+    assertThat(b.operations().partitionKeys(b.group())).isEmpty();
   }
 
   @Test
@@ -503,7 +515,8 @@ class BalancerBasicsIT {
     assertThat(
             registry.get("messagepump.balancer.messages").tag("group", "metered").gauge().value())
         .isEqualTo(2.0);
-    BalancerDriver driver = b.driver((m, ctx) -> Result.ok()).build();
+    BalancerDriver driver =
+        b.driver(BalancedHandlers.builder().on((m, ctx) -> Result.ok()).build());
     Pumps.step(Pumps.tester(ds, driver));
     assertThat(
             registry
@@ -576,16 +589,19 @@ class BalancerBasicsIT {
     List<String> seen = new ArrayList<>();
     BalancerDriver driver =
         b.driver(
-                (m, ctx) -> {
-                  seen.add(new String(m.content(), StandardCharsets.UTF_8) + "=" + m.properties());
-                  return Result.ok();
-                })
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      seen.add(
+                          new String(m.content(), StandardCharsets.UTF_8) + "=" + m.properties());
+                      return Result.ok();
+                    })
+                .build());
     List<PumpTester.Result> results = Pumps.tester(db.dataSource(), driver).drainUntilIdle();
     assertThat(results).extracting(PumpTester.Result::kind).containsOnly(Kind.HANDLED);
     assertThat(seen).containsExactlyInAnyOrder("m1={v=1}", "m2={v=2}", "m3={v=3}");
     assertThat(seen.indexOf("m1={v=1}")).isLessThan(seen.indexOf("m2={v=2}"));
-    assertThat(b.messageCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
   }
 
   /**
@@ -613,38 +629,40 @@ class BalancerBasicsIT {
         new java.util.concurrent.atomic.AtomicReference<>();
     BalancerDriver driver =
         b.driver(
-                (m, ctx) -> {
-                  seen.add(
-                      new String(m.content(), StandardCharsets.UTF_8)
-                          + "#"
-                          + m.id()
-                          + "@"
-                          + m.receivedAt()
-                          + m.properties());
-                  if (m.id() != m1) {
-                    return Result.ok();
-                  }
-                  switch (calls.incrementAndGet()) {
-                    case 1 -> {
-                      try (var st = ctx.tx().connection().createStatement()) {
-                        st.execute("INSERT INTO kept_side VALUES (1)");
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      seen.add(
+                          new String(m.content(), StandardCharsets.UTF_8)
+                              + "#"
+                              + m.id()
+                              + "@"
+                              + m.receivedAt()
+                              + m.properties());
+                      if (m.id() != m1) {
+                        return Result.ok();
                       }
-                      return Result.failed("after a write");
-                    }
-                    case 2 -> {
-                      return Result.busy("not now");
-                    }
-                    case 3 -> {
-                      return Result.requeue(Map.of("v", 2));
-                    }
-                    case 4 -> {
-                      token.set(m.handoffToken());
-                      return Result.handoff(java.time.Duration.ofMinutes(5));
-                    }
-                    default -> throw new AssertionError("m1 delivered after its hand-off");
-                  }
-                })
-            .build();
+                      switch (calls.incrementAndGet()) {
+                        case 1 -> {
+                          try (var st = ctx.tx().connection().createStatement()) {
+                            st.execute("INSERT INTO kept_side VALUES (1)");
+                          }
+                          throw new IllegalStateException("after a write");
+                        }
+                        case 2 -> {
+                          throw new BusyException("not now");
+                        }
+                        case 3 -> {
+                          return Result.requeue(Map.of("v", 2));
+                        }
+                        case 4 -> {
+                          token.set(m.handoffToken());
+                          return Result.handoff(java.time.Duration.ofMinutes(5));
+                        }
+                        default -> throw new AssertionError("m1 delivered after its hand-off");
+                      }
+                    })
+                .build());
     PumpTester tester = Pumps.tester(db.dataSource(), driver);
     List<Kind> kinds = new ArrayList<>();
     List<String> rows = new ArrayList<>();
@@ -660,14 +678,14 @@ class BalancerBasicsIT {
         .containsExactly(first + "{v=1}", first + "{v=1}", first + "{v=1}", first + "{v=2}");
     // Handed off: the key is blocked and m2 waits behind m1.
     assertThat(tester.runOnce()).isEmpty();
-    var handedOff = b.partitionStats("k").orElseThrow();
+    var handedOff = b.operations().partitionStats(b.group(), "k").orElseThrow();
     assertThat(handedOff.leasedMessageId()).isEqualTo(m1);
-    assertThat(b.messageCount()).isEqualTo(2);
+    assertThat(b.operations().messageCount(b.group())).isEqualTo(2);
     // Confirmed: m1 is gone and m2 comes next.
-    assertThat(b.confirm(m1, token.get())).isEqualTo(LeaseResult.APPLIED);
+    assertThat(b.operations().confirm(m1, token.get())).isEqualTo(LeaseResult.APPLIED);
     assertThat(Pumps.step(tester)).isEqualTo(m2);
-    assertThat(b.messageCount()).isZero();
-    assertThat(b.partitionCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
+    assertThat(b.operations().partitionCount(b.group())).isZero();
     db.execute("DROP TABLE kept_side");
   }
 }

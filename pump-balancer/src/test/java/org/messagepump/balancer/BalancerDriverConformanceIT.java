@@ -3,6 +3,7 @@ package org.messagepump.balancer;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.messagepump.conformance.DriverConformance;
+import org.messagepump.core.BusyException;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.testkit.TestDatabase;
 
@@ -18,24 +19,25 @@ class BalancerDriverConformanceIT extends DriverConformance {
 
   @Override
   protected void prepare(TestDatabase db) {
-    Balancer.migrate(db.dataSource());
+    BalancerOperations.of(db.dataSource()).migrate();
     balancer = MessageBalancer.create(db.dataSource(), "conformance-" + GROUPS.incrementAndGet());
   }
 
   @Override
   protected Driver driver(TestDatabase db, Behaviour behaviour) {
     // The message comes first in every handler shape; the second argument is not needed.
-    return balancer
-        .driver(
-            (m, ignored) -> {
-              String id = Long.toString(m.id());
-              return switch (behaviour.decide(id, m.failures() + 1)) {
-                case HANDLE -> Result.ok();
-                case BUSY -> Result.busy("conformance: " + id + " is busy");
-                case FAIL -> Result.failed(new PlannedFailure(id));
-              };
-            })
-        .build();
+    return balancer.driver(
+        BalancedHandlers.builder()
+            .on(
+                (m, ignored) -> {
+                  String id = Long.toString(m.id());
+                  return switch (behaviour.decide(id, m.failures() + 1)) {
+                    case HANDLE -> Result.ok();
+                    case BUSY -> throw new BusyException("conformance: " + id + " is busy");
+                    case FAIL -> throw new PlannedFailure(id);
+                  };
+                })
+            .build());
   }
 
   @Override
@@ -45,14 +47,19 @@ class BalancerDriverConformanceIT extends DriverConformance {
 
   @Override
   protected long remaining(TestDatabase db) {
-    return balancer.messageCount() - parked(db);
+    return balancer.operations().messageCount(balancer.group()) - parked(db);
   }
 
   @Override
   protected long parked(TestDatabase db) {
     long parked = 0;
-    for (String key : balancer.parkedKeys().keySet()) {
-      parked += balancer.partitionStats(key).map(PartitionStats::messageCount).orElse(0L);
+    for (String key : balancer.operations().parkedKeys(balancer.group()).keySet()) {
+      parked +=
+          balancer
+              .operations()
+              .partitionStats(balancer.group(), key)
+              .map(PartitionStats::messageCount)
+              .orElse(0L);
     }
     return parked;
   }

@@ -23,6 +23,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.balancer.testing.BalancerFixture;
+import org.messagepump.core.BusyException;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Delivery;
@@ -91,9 +92,17 @@ class BalancerLeaseModeIT {
           inKey.incrementAndGet();
           return Result.ok();
         };
-    try (MessagePump p = pump(ds, b.driver(handler).leaseMode(LEASE).build()).build()) {
+    try (MessagePump p =
+        pump(
+                ds,
+                b.driver(
+                    BalancedHandlers.builder().on(handler).build(),
+                    BalancerDriverOptions.defaults().withLeaseMode(LEASE)))
+            .build()) {
       p.start();
-      await().atMost(Duration.ofSeconds(60)).until(() -> b.messageCount() == 0);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> b.operations().messageCount(b.group()) == 0);
     }
     assertThat(overlap).isFalse();
     assertThat(inKey).hasValue(30);
@@ -105,7 +114,7 @@ class BalancerLeaseModeIT {
       assertThat(seen.get(key)).containsExactlyElementsOf(expected);
     }
     assertThat(openDuringHandlers.get()).isZero();
-    assertThat(b.partitionCount()).isZero();
+    assertThat(b.operations().partitionCount(b.group())).isZero();
   }
 
   /**
@@ -135,9 +144,17 @@ class BalancerLeaseModeIT {
           seen.add(text(m) + "#" + m.attempts());
           return Result.ok();
         };
-    try (MessagePump p = pump(ds, b.driver(handler).leaseMode(LEASE).build()).build()) {
+    try (MessagePump p =
+        pump(
+                ds,
+                b.driver(
+                    BalancedHandlers.builder().on(handler).build(),
+                    BalancerDriverOptions.defaults().withLeaseMode(LEASE)))
+            .build()) {
       p.start();
-      await().atMost(Duration.ofSeconds(60)).until(() -> b.messageCount() == 0);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> b.operations().messageCount(b.group()) == 0);
     }
     // Never reaped: each message ran once, in order, with no expired attempt.
     assertThat(seen).containsExactly("long#0", "next#0");
@@ -164,7 +181,9 @@ class BalancerLeaseModeIT {
     }
     try (MessagePump p = pump(ds, pair.driver).build()) {
       p.start();
-      await().atMost(Duration.ofSeconds(30)).until(() -> b.messageCount() == 0);
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> b.operations().messageCount(b.group()) == 0);
     }
     assertThat(attempts).containsExactly(1); // one expired attempt counted
     assertThat(id).isPositive();
@@ -174,7 +193,11 @@ class BalancerLeaseModeIT {
 
   private static BalancedDriverPair driverPair(MessageBalancer b, BalancedHandler h) {
     return new BalancedDriverPair(
-        b.driver(h).leaseMode(LEASE).reapInterval(Duration.ofMillis(100)).build());
+        b.driver(
+            BalancedHandlers.builder().on(h).build(),
+            BalancerDriverOptions.defaults()
+                .withLeaseMode(LEASE)
+                .withReapInterval(Duration.ofMillis(100))));
   }
 
   @Test
@@ -196,7 +219,11 @@ class BalancerLeaseModeIT {
         };
     SimpleMeterRegistry metersA = new SimpleMeterRegistry();
     try (MessagePump a =
-        pump(frozen, b.driver(handlerA).leaseMode(LEASE).build())
+        pump(
+                frozen,
+                b.driver(
+                    BalancedHandlers.builder().on(handlerA).build(),
+                    BalancerDriverOptions.defaults().withLeaseMode(LEASE)))
             .name("a")
             .meterRegistry(metersA)
             .build()) {
@@ -204,16 +231,21 @@ class BalancerLeaseModeIT {
       assertThat(aRunning.await(30, TimeUnit.SECONDS)).isTrue();
       BalancerDriver driverB =
           b.driver(
-                  (m, ctx) -> {
-                    bRuns.incrementAndGet();
-                    return Result.ok();
-                  })
-              .leaseMode(LEASE)
-              .reapInterval(Duration.ofMillis(100))
-              .build();
+              BalancedHandlers.builder()
+                  .on(
+                      (m, ctx) -> {
+                        bRuns.incrementAndGet();
+                        return Result.ok();
+                      })
+                  .build(),
+              BalancerDriverOptions.defaults()
+                  .withLeaseMode(LEASE)
+                  .withReapInterval(Duration.ofMillis(100)));
       try (MessagePump p = pump(ds, driverB).name("b").build()) {
         p.start();
-        await().atMost(Duration.ofSeconds(30)).until(() -> b.messageCount() == 0);
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .until(() -> b.operations().messageCount(b.group()) == 0);
       }
       thaw.countDown();
       await()
@@ -226,7 +258,7 @@ class BalancerLeaseModeIT {
                       == 1);
     }
     assertThat(bRuns).hasValue(1);
-    assertThat(b.messageCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
   }
 
   @Test
@@ -242,29 +274,47 @@ class BalancerLeaseModeIT {
             badRuns.incrementAndGet();
             throw new IllegalStateException("always fails");
           }
-          return busyRuns.incrementAndGet() < 3
-              ? Result.busy("downstream busy", Duration.ofMillis(100))
-              : Result.ok();
+          if (busyRuns.incrementAndGet() < 3) {
+            throw new BusyException("downstream busy", Duration.ofMillis(100));
+          }
+          return Result.ok();
         };
-    try (MessagePump p = pump(ds, b.driver(handler).leaseMode(LEASE).build()).build()) {
+    try (MessagePump p =
+        pump(
+                ds,
+                b.driver(
+                    BalancedHandlers.builder().on(handler).build(),
+                    BalancerDriverOptions.defaults().withLeaseMode(LEASE)))
+            .build()) {
       p.start();
-      await().atMost(Duration.ofSeconds(60)).until(() -> b.parkedKeys(null, 10).size() == 1);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> b.operations().parkedKeys(b.group(), null, 10).size() == 1);
       await().atMost(Duration.ofSeconds(30)).until(() -> busyRuns.get() == 3);
     }
     assertThat(badRuns).hasValue(3);
-    assertThat(b.parkedKeys(null, 10).get(0).reason()).contains("always fails");
+    assertThat(b.operations().parkedKeys(b.group(), null, 10).get(0).reason())
+        .contains("always fails");
   }
 
   @Test
   void leaseModeRefusesWhatItCannotKeep(DataSource ds) {
     MessageBalancer b = MessageBalancer.create(ds, "lease-bad");
     BalancedHandler h = (m, ctx) -> Result.ok();
-    assertThatThrownBy(() -> b.driver(h).leaseMode(Duration.ofMillis(10)))
+    assertThatThrownBy(() -> BalancerDriverOptions.defaults().withLeaseMode(Duration.ofMillis(10)))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> b.driver(h).leaseMode(LEASE).lockPartition(false).build())
+    assertThatThrownBy(
+            () ->
+                b.driver(
+                    BalancedHandlers.builder().on(h).build(),
+                    BalancerDriverOptions.defaults().withLeaseMode(LEASE).withLockPartition(false)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("lockPartition");
-    assertThatThrownBy(() -> b.driver(h).leaseMode(LEASE).messagesPerTurn(5).build())
+    assertThatThrownBy(
+            () ->
+                b.driver(
+                    BalancedHandlers.builder().on(h).build(),
+                    BalancerDriverOptions.defaults().withLeaseMode(LEASE).withMessagesPerTurn(5)))
         .isInstanceOf(IllegalArgumentException.class);
   }
 }

@@ -81,18 +81,26 @@ class BalancerRacesIT {
     DataSource b = db.newDataSource("race1-b", 6);
     try (MessagePump pa =
             Pumps.pump(
-                a, "race1-a", MessageBalancer.create(a, "race1").driver(handler).build(), 4);
+                a,
+                "race1-a",
+                MessageBalancer.create(a, "race1")
+                    .driver(BalancedHandlers.builder().on(handler).build()),
+                4);
         MessagePump pb =
             Pumps.pump(
-                b, "race1-b", MessageBalancer.create(b, "race1").driver(handler).build(), 4)) {
+                b,
+                "race1-b",
+                MessageBalancer.create(b, "race1")
+                    .driver(BalancedHandlers.builder().on(handler).build()),
+                4)) {
       pa.start();
       pb.start();
       await().atMost(WAIT).until(() -> handled.size() == keys * perKey);
     }
     assertThat(duplicates).hasValue(0);
     assertThat(overlaps).hasValue(0);
-    assertThat(producer.messageCount()).isZero();
-    assertThat(producer.partitionCount()).isZero();
+    assertThat(producer.operations().messageCount(producer.group())).isZero();
+    assertThat(producer.operations().partitionCount(producer.group())).isZero();
   }
 
   /**
@@ -104,7 +112,8 @@ class BalancerRacesIT {
     DataSource ds = db.dataSource();
     MessageBalancer b = MessageBalancer.create(ds, "race2a");
     b.storeMessage("k", bytes("first"));
-    PumpTester driver = Pumps.tester(ds, b.driver((m, ctx) -> Result.ok()).build());
+    PumpTester driver =
+        Pumps.tester(ds, b.driver(BalancedHandlers.builder().on((m, ctx) -> Result.ok()).build()));
     long late;
     try (Connection producer = ds.getConnection()) {
       producer.setAutoCommit(false);
@@ -116,7 +125,7 @@ class BalancerRacesIT {
     }
     assertThat(orphans(db)).isZero();
     assertThat(Pumps.step(driver)).isEqualTo(late);
-    assertThat(b.partitionCount()).isZero();
+    assertThat(b.operations().partitionCount(b.group())).isZero();
   }
 
   /**
@@ -133,7 +142,7 @@ class BalancerRacesIT {
     // and key row deleted), before its commit.
     Driver driver =
         Pumps.afterCompleted(
-            b.driver((m, ctx) -> Result.ok()).build(),
+            b.driver(BalancedHandlers.builder().on((m, ctx) -> Result.ok()).build()),
             () -> {
               if (producer.get() != null) {
                 return;
@@ -159,9 +168,9 @@ class BalancerRacesIT {
     assertThat(Pumps.step(consumer)).isPositive(); // commits after the hook
     long second = producer.get().get(30, TimeUnit.SECONDS);
     assertThat(orphans(db)).isZero();
-    assertThat(b.partitionKeys()).containsExactly("k");
+    assertThat(b.operations().partitionKeys(b.group())).containsExactly("k");
     assertThat(Pumps.step(consumer)).isEqualTo(second);
-    assertThat(b.partitionCount()).isZero();
+    assertThat(b.operations().partitionCount(b.group())).isZero();
   }
 
   /** Race 2c: producers and consumers on few keys at full speed: nothing stranded. */
@@ -178,11 +187,13 @@ class BalancerRacesIT {
             "race2c",
             MessageBalancer.create(consumerPool, "race2c")
                 .driver(
-                    (m, ctx) -> {
-                      handled.add(m.id());
-                      return Result.ok();
-                    })
-                .build(),
+                    BalancedHandlers.builder()
+                        .on(
+                            (m, ctx) -> {
+                              handled.add(m.id());
+                              return Result.ok();
+                            })
+                        .build()),
             4)) {
       pump.start();
       List<CompletableFuture<Void>> producers = new ArrayList<>();
@@ -203,8 +214,8 @@ class BalancerRacesIT {
     }
     assertThat(handled).containsExactlyInAnyOrderElementsOf(stored);
     assertThat(orphans(db)).isZero();
-    assertThat(b.messageCount()).isZero();
-    assertThat(b.partitionCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
+    assertThat(b.operations().partitionCount(b.group())).isZero();
   }
 
   /**
@@ -215,7 +226,8 @@ class BalancerRacesIT {
   void idsOfOneKeyCommitInOrder(TestDatabase db) throws Exception {
     DataSource ds = db.dataSource();
     MessageBalancer b = MessageBalancer.create(ds, "race4");
-    PumpTester driver = Pumps.tester(ds, b.driver((m, ctx) -> Result.ok()).build());
+    PumpTester driver =
+        Pumps.tester(ds, b.driver(BalancedHandlers.builder().on((m, ctx) -> Result.ok()).build()));
     CompletableFuture<Long> second;
     long first;
     try (Connection slow = ds.getConnection()) {
@@ -256,27 +268,32 @@ class BalancerRacesIT {
     AtomicReference<CompletableFuture<LeaseResult>> confirm = new AtomicReference<>();
     BalancerDriver handoffOnce =
         b.driver(
-                (m, ctx) -> {
-                  deliveries.incrementAndGet();
-                  tokens.add(m.handoffToken());
-                  if (tokens.size() == 1) {
-                    return Result.handoff(Duration.ofMillis(1));
-                  }
-                  // The reaper freed the key in this transaction (not committed) and acquisition
-                  // took the message again: a confirm of the first lease waits for it.
-                  confirm.set(CompletableFuture.supplyAsync(() -> b.confirm(id, tokens.get(0))));
-                  await()
-                      .atMost(WAIT)
-                      .until(
-                          () ->
-                              db.queryLong(
-                                      "SELECT count(*) FROM pg_stat_activity WHERE datname ="
-                                          + " current_database() AND wait_event_type = 'Lock'")
-                                  >= 1);
-                  return Result.requeue();
-                })
-            .reapInterval(Duration.ofMillis(1))
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      deliveries.incrementAndGet();
+                      tokens.add(m.handoffToken());
+                      if (tokens.size() == 1) {
+                        return Result.handoff(Duration.ofMillis(1));
+                      }
+                      // The reaper freed the key in this transaction (not committed) and
+                      // acquisition
+                      // took the message again: a confirm of the first lease waits for it.
+                      confirm.set(
+                          CompletableFuture.supplyAsync(
+                              () -> b.operations().confirm(id, tokens.get(0))));
+                      await()
+                          .atMost(WAIT)
+                          .until(
+                              () ->
+                                  db.queryLong(
+                                          "SELECT count(*) FROM pg_stat_activity WHERE datname ="
+                                              + " current_database() AND wait_event_type = 'Lock'")
+                                      >= 1);
+                      return Result.requeue();
+                    })
+                .build(),
+            BalancerDriverOptions.defaults().withReapInterval(Duration.ofMillis(1)));
     PumpTester reaper = Pumps.tester(ds, handoffOnce);
     assertThat(Pumps.step(reaper)).isEqualTo(id); // handed off; the lease expires at once
     await()
@@ -290,7 +307,7 @@ class BalancerRacesIT {
     assertThat(Pumps.step(reaper)).isEqualTo(id); // reaped and taken again
     assertThat(confirm.get().get(30, TimeUnit.SECONDS)).isEqualTo(LeaseResult.STALE_TOKEN);
     assertThat(deliveries).hasValue(2);
-    assertThat(b.messageCount()).isEqualTo(1);
+    assertThat(b.operations().messageCount(b.group())).isEqualTo(1);
     assertThat(db.queryLong("SELECT attempts FROM balancer.messages WHERE id = " + id))
         .isEqualTo(1);
   }
@@ -305,26 +322,28 @@ class BalancerRacesIT {
     List<UUID> tokens = new java.util.concurrent.CopyOnWriteArrayList<>();
     BalancerDriver driver =
         b.driver(
-                (m, ctx) -> {
-                  deliveries.incrementAndGet();
-                  tokens.add(m.handoffToken());
-                  return Result.handoff(Duration.ofMillis(1));
-                })
-            .reapInterval(Duration.ofMillis(1))
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      deliveries.incrementAndGet();
+                      tokens.add(m.handoffToken());
+                      return Result.handoff(Duration.ofMillis(1));
+                    })
+                .build(),
+            BalancerDriverOptions.defaults().withReapInterval(Duration.ofMillis(1)));
     PumpTester reaper = Pumps.tester(ds, driver);
     assertThat(Pumps.step(reaper)).isEqualTo(id);
     try (Connection c = ds.getConnection()) {
       c.setAutoCommit(false);
-      assertThat(b.confirm(c, id, tokens.get(0))).isEqualTo(LeaseResult.APPLIED);
+      assertThat(b.operations().confirm(c, id, tokens.get(0))).isEqualTo(LeaseResult.APPLIED);
       // The lease has expired by now, but the confirm holds the row: the reaper skips it.
       assertThat(reaper.runOnce()).isEmpty();
       c.commit();
     }
     assertThat(Pumps.step(reaper)).isEqualTo(-1);
     assertThat(deliveries).hasValue(1);
-    assertThat(b.messageCount()).isZero();
-    assertThat(b.partitionCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
+    assertThat(b.operations().partitionCount(b.group())).isZero();
   }
 
   /**
@@ -357,18 +376,18 @@ class BalancerRacesIT {
                 a,
                 "race6c-a",
                 MessageBalancer.create(a, "race6c")
-                    .driver(handler)
-                    .reapInterval(Duration.ofMillis(5))
-                    .build(),
+                    .driver(
+                        BalancedHandlers.builder().on(handler).build(),
+                        BalancerDriverOptions.defaults().withReapInterval(Duration.ofMillis(5))),
                 3);
         MessagePump pb =
             Pumps.pump(
                 c,
                 "race6c-b",
                 MessageBalancer.create(c, "race6c")
-                    .driver(handler)
-                    .reapInterval(Duration.ofMillis(5))
-                    .build(),
+                    .driver(
+                        BalancedHandlers.builder().on(handler).build(),
+                        BalancerDriverOptions.defaults().withReapInterval(Duration.ofMillis(5))),
                 3)) {
       pa.start();
       pb.start();
@@ -383,9 +402,9 @@ class BalancerRacesIT {
                 } catch (InterruptedException e) {
                   Thread.currentThread().interrupt();
                 }
-                confirms.put(id, b.confirm(id, firstToken.get(id)));
+                confirms.put(id, b.operations().confirm(id, firstToken.get(id)));
               });
-      await().atMost(WAIT).until(() -> b.messageCount() == 0);
+      await().atMost(WAIT).until(() -> b.operations().messageCount(b.group()) == 0);
     }
     for (Map.Entry<Long, LeaseResult> e : confirms.entrySet()) {
       int delivered = deliveries.get(e.getKey()).get();
@@ -398,6 +417,6 @@ class BalancerRacesIT {
       }
     }
     assertThat(confirms).hasSize(n);
-    assertThat(b.partitionCount()).isZero();
+    assertThat(b.operations().partitionCount(b.group())).isZero();
   }
 }

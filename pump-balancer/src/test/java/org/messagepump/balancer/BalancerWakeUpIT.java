@@ -17,20 +17,21 @@ class BalancerWakeUpIT {
 
   @Test
   void aStoredMessageWakesAnIdlePump(DataSource ds) throws Exception {
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     MessageBalancer group = MessageBalancer.create(ds, "wake");
     CountDownLatch handled = new CountDownLatch(1);
     try (MessagePump pump =
         MessagePump.builder(ds)
             .name("sleepy")
             .driver(
-                group
-                    .driver(
-                        (m, ctx) -> {
-                          handled.countDown();
-                          return Result.ok();
-                        })
-                    .build())
+                group.driver(
+                    BalancedHandlers.builder()
+                        .on(
+                            (m, ctx) -> {
+                              handled.countDown();
+                              return Result.ok();
+                            })
+                        .build()))
             .workers(1)
             .pollInterval(Duration.ofMinutes(5))
             .build()) {

@@ -60,7 +60,8 @@ class BatchStoreIT {
     try (Connection c = ds.getConnection()) {
       c.setAutoCommit(false);
       ids = b.storeMessages(c, batch);
-      assertThat(b.messageCount()).isEqualTo(1); // not visible before the caller commits
+      assertThat(b.operations().messageCount(b.group()))
+          .isEqualTo(1); // not visible before the caller commits
       c.commit();
     }
     assertThat(ids).hasSize(2_500);
@@ -68,7 +69,7 @@ class BatchStoreIT {
     for (int i = 1; i < ids.length; i++) {
       assertThat(ids[i]).isGreaterThan(ids[i - 1]);
     }
-    assertThat(b.partitionKeys())
+    assertThat(b.operations().partitionKeys(b.group()))
         .containsExactly("old", "new-z", "new-1", "new-2", "new-3", "new-4");
     Map<String, List<Integer>> seen = new ConcurrentHashMap<>();
     Map<Long, Object> props = new ConcurrentHashMap<>();
@@ -76,19 +77,22 @@ class BatchStoreIT {
         PumpTester.builder(
                 ds,
                 b.driver(
-                        (m, ctx) -> {
-                          seen.computeIfAbsent(m.partitionKey(), k -> new CopyOnWriteArrayList<>())
-                              .add(
-                                  Integer.parseInt(
-                                      new String(m.content(), StandardCharsets.UTF_8)));
-                          props.put(m.id(), m.properties().getOrDefault("i", "none"));
-                          return Result.ok();
-                        })
-                    .build())
+                    BalancedHandlers.builder()
+                        .on(
+                            (m, ctx) -> {
+                              seen.computeIfAbsent(
+                                      m.partitionKey(), k -> new CopyOnWriteArrayList<>())
+                                  .add(
+                                      Integer.parseInt(
+                                          new String(m.content(), StandardCharsets.UTF_8)));
+                              props.put(m.id(), m.properties().getOrDefault("i", "none"));
+                              return Result.ok();
+                            })
+                        .build()))
             .batchSize(10)
             .build();
     tester.drainUntilIdle();
-    assertThat(b.messageCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
     seen.forEach((key, list) -> assertThat(list).as(key).isSorted());
     assertThat(seen.get("old")).startsWith(-1, 5, 10);
     assertThat(props.get(ids[4])).isEqualTo(4);
@@ -138,8 +142,8 @@ class BatchStoreIT {
       }
       c.commit();
     }
-    assertThat(b.messageCount()).isEqualTo(1);
-    assertThat(b.partitionKeys()).containsExactly("kept");
+    assertThat(b.operations().messageCount(b.group())).isEqualTo(1);
+    assertThat(b.operations().partitionKeys(b.group())).containsExactly("kept");
   }
 
   /**
@@ -160,14 +164,19 @@ class BatchStoreIT {
             "batch-race",
             MessageBalancer.create(consumerPool, "batch-race")
                 .driver(
-                    (m, ctx) -> {
-                      handled.add(m.id());
-                      order
-                          .computeIfAbsent(m.partitionKey(), k -> new CopyOnWriteArrayList<>())
-                          .add(Integer.parseInt(new String(m.content(), StandardCharsets.UTF_8)));
-                      return Result.ok();
-                    })
-                .build(),
+                    BalancedHandlers.builder()
+                        .on(
+                            (m, ctx) -> {
+                              handled.add(m.id());
+                              order
+                                  .computeIfAbsent(
+                                      m.partitionKey(), k -> new CopyOnWriteArrayList<>())
+                                  .add(
+                                      Integer.parseInt(
+                                          new String(m.content(), StandardCharsets.UTF_8)));
+                              return Result.ok();
+                            })
+                        .build()),
             4)) {
       pump.start();
       List<CompletableFuture<Void>> running = new ArrayList<>();
@@ -198,7 +207,7 @@ class BatchStoreIT {
     }
     order.forEach((key, list) -> assertThat(list).as(key).isSorted());
     assertThat(order.get("s0")).hasSize(producers * batches);
-    assertThat(b.messageCount()).isZero();
-    await().atMost(WAIT).until(() -> b.partitionCount() == 0);
+    assertThat(b.operations().messageCount(b.group())).isZero();
+    await().atMost(WAIT).until(() -> b.operations().partitionCount(b.group()) == 0);
   }
 }

@@ -13,10 +13,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.balancer.testing.BalancerFixture;
+import org.messagepump.core.BusyException;
 import org.messagepump.core.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
 
-/** {@link Result.Busy} with a retry-after, through the pump's real runner ({@link PumpTester}). */
+/**
+ * {@link BusyException} with a retry-after, through the pump's real runner ({@link PumpTester}).
+ */
 @ExtendWith(PostgresExtension.class)
 class BusyRetryAfterIT {
 
@@ -27,7 +30,13 @@ class BusyRetryAfterIT {
     MessageBalancer b = MessageBalancer.create(ds, "retry-after");
     b.storeMessage("k", "x".getBytes(StandardCharsets.UTF_8));
     BalancerDriver driver =
-        b.driver((m, ctx) -> Result.busy("downstream says later", Duration.ofSeconds(20))).build();
+        b.driver(
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      throw new BusyException("downstream says later", Duration.ofSeconds(20));
+                    })
+                .build());
     PumpTester tester =
         PumpTester.builder(ds, driver)
             .maxFailures(1)
@@ -41,7 +50,7 @@ class BusyRetryAfterIT {
                 "SELECT failures, parked_at IS NULL,"
                     + " extract(epoch FROM resume_at - clock_timestamp())"
                     + " FROM "
-                    + Balancer.DEFAULT_SCHEMA
+                    + BalancerOperations.DEFAULT_SCHEMA
                     + ".partitions WHERE partition_group = ? AND partition_key = ?")) {
       ps.setString(1, "retry-after");
       ps.setString(2, "k");

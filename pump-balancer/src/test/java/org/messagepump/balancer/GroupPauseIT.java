@@ -59,37 +59,40 @@ class GroupPauseIT {
     try (MessagePump p1 =
             pump(
                 ds,
-                paused
-                    .driver(
-                        (m, ctx) -> {
-                          pausedSeen.incrementAndGet();
-                          return Result.ok();
-                        })
-                    .lockPartition(lockPartition)
-                    .build(),
+                paused.driver(
+                    BalancedHandlers.builder()
+                        .on(
+                            (m, ctx) -> {
+                              pausedSeen.incrementAndGet();
+                              return Result.ok();
+                            })
+                        .build(),
+                    BalancerDriverOptions.defaults().withLockPartition(lockPartition)),
                 g);
         MessagePump p2 =
             pump(
                 ds,
-                steady
-                    .driver(
-                        (m, ctx) -> {
-                          steadySeen.incrementAndGet();
-                          return Result.ok();
-                        })
-                    .lockPartition(lockPartition)
-                    .build(),
+                steady.driver(
+                    BalancedHandlers.builder()
+                        .on(
+                            (m, ctx) -> {
+                              steadySeen.incrementAndGet();
+                              return Result.ok();
+                            })
+                        .build(),
+                    BalancerDriverOptions.defaults().withLockPartition(lockPartition)),
                 other)) {
       p1.start();
       p2.start();
       store(paused, 6, "a");
       await().atMost(WAIT).until(() -> pausedSeen.get() == 6);
 
-      assertThat(operator.pauseGroup("downstream maintenance")).isTrue();
-      assertThat(operator.pauseGroup("again")).isFalse();
-      assertThat(paused.isPaused()).isTrue();
-      assertThat(steady.isPaused()).isFalse();
-      assertThat(Balancer.pausedGroups(ds))
+      assertThat(operator.operations().pauseGroup(operator.group(), "downstream maintenance"))
+          .isTrue();
+      assertThat(operator.operations().pauseGroup(operator.group(), "again")).isFalse();
+      assertThat(paused.operations().isPaused(paused.group())).isTrue();
+      assertThat(steady.operations().isPaused(steady.group())).isFalse();
+      assertThat(BalancerOperations.of(ds).pausedGroups())
           .filteredOn(p -> p.group().equals(g))
           .singleElement()
           .satisfies(p -> assertThat(p.reason()).isEqualTo("downstream maintenance"));
@@ -100,38 +103,39 @@ class GroupPauseIT {
       // The paused group's pump has polled many times meanwhile.
       await().pollDelay(Duration.ofMillis(500)).atMost(WAIT).until(() -> true);
       assertThat(pausedSeen.get()).isEqualTo(6);
-      assertThat(paused.messageCount()).isEqualTo(12);
+      assertThat(paused.operations().messageCount(paused.group())).isEqualTo(12);
 
-      assertThat(operator.resumeGroup()).isTrue();
-      assertThat(operator.resumeGroup()).isFalse();
-      assertThat(paused.isPaused()).isFalse();
+      assertThat(operator.operations().resumeGroup(operator.group())).isTrue();
+      assertThat(operator.operations().resumeGroup(operator.group())).isFalse();
+      assertThat(paused.operations().isPaused(paused.group())).isFalse();
       await().atMost(WAIT).until(() -> pausedSeen.get() == 18);
-      await().atMost(WAIT).until(() -> paused.messageCount() == 0);
+      await().atMost(WAIT).until(() -> paused.operations().messageCount(paused.group()) == 0);
     }
   }
 
   @Test
   void badReasonsAndGroupNamesAreRefusedBeforeAnythingIsSent(DataSource ds) {
     MessageBalancer b = MessageBalancer.create(ds, "bad-input");
-    assertThatThrownBy(() -> b.pauseGroup("r\0"))
+    assertThatThrownBy(() -> b.operations().pauseGroup(b.group(), "r\0"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("reason");
-    assertThatThrownBy(() -> b.pauseGroup("r".repeat(Limits.MAX_REASON_CHARS + 1)))
+    assertThatThrownBy(
+            () -> b.operations().pauseGroup(b.group(), "r".repeat(Limits.MAX_REASON_CHARS + 1)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("reason");
-    assertThat(b.isPaused()).isFalse();
+    assertThat(b.operations().isPaused(b.group())).isFalse();
     // The group is the balancer's own, checked when it is built.
     for (String bad : new String[] {"", "   ", "a\0b", "g".repeat(Limits.MAX_KEY_BYTES + 1)}) {
       assertThatThrownBy(() -> MessageBalancer.create(ds, bad))
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("group");
     }
-    assertThatThrownBy(() -> Balancer.pausedGroups(ds, "Bad-Schema"))
+    assertThatThrownBy(() -> BalancerOperations.of(ds, "Bad-Schema").pausedGroups())
         .isInstanceOf(IllegalArgumentException.class);
     // A quote in a group name is data, bound, not SQL.
     MessageBalancer quoted = MessageBalancer.create(ds, "o'brien\"; DROP TABLE x; --");
-    assertThat(quoted.pauseGroup(null)).isTrue();
-    assertThat(quoted.isPaused()).isTrue();
-    assertThat(quoted.resumeGroup()).isTrue();
+    assertThat(quoted.operations().pauseGroup(quoted.group(), null)).isTrue();
+    assertThat(quoted.operations().isPaused(quoted.group())).isTrue();
+    assertThat(quoted.operations().resumeGroup(quoted.group())).isTrue();
   }
 }

@@ -56,30 +56,38 @@ class HandoffIT {
     long other = b.storeMessage("other", bytes("x"));
     List<Published> downstream = new CopyOnWriteArrayList<>();
     PumpTester driver =
-        Pumps.tester(ds, b.driver(publishTo(downstream, "a", Duration.ofMinutes(5))).build());
+        Pumps.tester(
+            ds,
+            b.driver(
+                BalancedHandlers.builder()
+                    .on(publishTo(downstream, "a", Duration.ofMinutes(5)))
+                    .build()));
     assertThat(Pumps.step(driver)).isEqualTo(first);
     assertThat(Pumps.step(driver)).isEqualTo(other);
     assertThat(Pumps.step(driver)).isEqualTo(-1); // "k" is leased: second must wait
-    PartitionStats k = b.partitionStats("k").orElseThrow();
+    PartitionStats k = b.operations().partitionStats(b.group(), "k").orElseThrow();
     assertThat(k.leasedMessageId()).isEqualTo(first);
     assertThat(k.inFlight()).isTrue();
     assertThat(k.leaseUntil()).isNotNull();
-    assertThat(b.stats().leases()).isEqualTo(2);
-    assertThat(b.extendLease(first, downstream.get(0).token(), Duration.ofMinutes(10)))
+    assertThat(b.operations().stats(b.group()).leases()).isEqualTo(2);
+    assertThat(b.operations().extendLease(first, downstream.get(0).token(), Duration.ofMinutes(10)))
         .isEqualTo(LeaseResult.APPLIED);
-    assertThat(b.confirm(first, UUID.randomUUID())).isEqualTo(LeaseResult.STALE_TOKEN);
-    assertThat(b.confirm(first, downstream.get(0).token())).isEqualTo(LeaseResult.APPLIED);
-    assertThat(b.confirm(first, downstream.get(0).token())).isEqualTo(LeaseResult.UNKNOWN_MESSAGE);
+    assertThat(b.operations().confirm(first, UUID.randomUUID())).isEqualTo(LeaseResult.STALE_TOKEN);
+    assertThat(b.operations().confirm(first, downstream.get(0).token()))
+        .isEqualTo(LeaseResult.APPLIED);
+    assertThat(b.operations().confirm(first, downstream.get(0).token()))
+        .isEqualTo(LeaseResult.UNKNOWN_MESSAGE);
     assertThat(Pumps.step(driver)).isEqualTo(second);
     // Requeue through the lease: the message comes back with new properties.
-    assertThat(b.requeue(second, downstream.get(2).token(), "{\"retry\":1}"))
+    assertThat(b.operations().requeue(second, downstream.get(2).token(), "{\"retry\":1}"))
         .isEqualTo(LeaseResult.APPLIED);
     assertThat(Pumps.step(driver)).isEqualTo(second);
-    assertThat(b.confirm(other, downstream.get(1).token())).isEqualTo(LeaseResult.APPLIED);
-    assertThat(Balancer.confirm(ds, second, downstream.get(3).token()))
+    assertThat(b.operations().confirm(other, downstream.get(1).token()))
         .isEqualTo(LeaseResult.APPLIED);
-    assertThat(b.messageCount()).isZero();
-    assertThat(b.partitionCount()).isZero();
+    assertThat(BalancerOperations.of(ds).confirm(second, downstream.get(3).token()))
+        .isEqualTo(LeaseResult.APPLIED);
+    assertThat(b.operations().messageCount(b.group())).isZero();
+    assertThat(b.operations().partitionCount(b.group())).isZero();
   }
 
   /**
@@ -104,14 +112,14 @@ class HandoffIT {
           handedOff.add(m.id());
           // Downstream answers at once, on its own connection, while this handler still runs.
           Future<LeaseResult> confirm =
-              downstream.submit(() -> b.confirm(m.id(), m.handoffToken()));
+              downstream.submit(() -> b.operations().confirm(m.id(), m.handoffToken()));
           confirms.put(m.id(), confirm);
           // Return only once the confirm has arrived: it either waits on the key row or has
           // already answered (the defect: STALE_TOKEN at once).
           await().atMost(WAIT).until(() -> confirm.isDone() || db.queryLong(waiting) > 0);
           return Result.handoff(Duration.ofMinutes(5));
         };
-    PumpTester tester = Pumps.tester(ds, b.driver(handler).build());
+    PumpTester tester = Pumps.tester(ds, b.driver(BalancedHandlers.builder().on(handler).build()));
     try {
       assertThat(Pumps.step(tester)).isEqualTo(first);
       assertThat(confirms.get(first).get(60, TimeUnit.SECONDS)).isEqualTo(LeaseResult.APPLIED);
@@ -123,8 +131,8 @@ class HandoffIT {
       downstream.shutdownNow();
     }
     assertThat(handedOff).containsExactly(first, second);
-    assertThat(b.messageCount()).isZero();
-    assertThat(b.partitionCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
+    assertThat(b.operations().partitionCount(b.group())).isZero();
   }
 
   /** Race 3: a late confirm/extend/requeue after the lease expired and was taken again. */
@@ -134,9 +142,11 @@ class HandoffIT {
     long id = b.storeMessage("k", bytes("x"));
     List<Published> downstream = new CopyOnWriteArrayList<>();
     BalancerDriver driver =
-        b.driver(publishTo(downstream, "a", Duration.ofMillis(200)))
-            .reapInterval(Duration.ofMillis(10))
-            .build();
+        b.driver(
+            BalancedHandlers.builder()
+                .on(publishTo(downstream, "a", Duration.ofMillis(200)))
+                .build(),
+            BalancerDriverOptions.defaults().withReapInterval(Duration.ofMillis(10)));
     try (MessagePump pump = Pumps.pump(ds, "late", driver, 2)) {
       pump.start();
       await().atMost(WAIT).until(() -> downstream.size() >= 2);
@@ -146,16 +156,16 @@ class HandoffIT {
       assertThat(current.attempts()).isEqualTo(downstream.size() - 1);
       assertThat(stale.token()).isNotEqualTo(current.token());
       // Extend the current lease so that it cannot expire while we check.
-      assertThat(b.extendLease(id, current.token(), Duration.ofMinutes(5)))
+      assertThat(b.operations().extendLease(id, current.token(), Duration.ofMinutes(5)))
           .isEqualTo(LeaseResult.APPLIED);
-      assertThat(b.confirm(id, stale.token())).isEqualTo(LeaseResult.STALE_TOKEN);
-      assertThat(b.extendLease(id, stale.token(), Duration.ofMinutes(1)))
+      assertThat(b.operations().confirm(id, stale.token())).isEqualTo(LeaseResult.STALE_TOKEN);
+      assertThat(b.operations().extendLease(id, stale.token(), Duration.ofMinutes(1)))
           .isEqualTo(LeaseResult.STALE_TOKEN);
-      assertThat(b.requeue(id, stale.token())).isEqualTo(LeaseResult.STALE_TOKEN);
-      assertThat(b.messageCount()).isEqualTo(1);
-      assertThat(b.confirm(id, current.token())).isEqualTo(LeaseResult.APPLIED);
+      assertThat(b.operations().requeue(id, stale.token())).isEqualTo(LeaseResult.STALE_TOKEN);
+      assertThat(b.operations().messageCount(b.group())).isEqualTo(1);
+      assertThat(b.operations().confirm(id, current.token())).isEqualTo(LeaseResult.APPLIED);
     }
-    assertThat(b.messageCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
   }
 
   /**
@@ -172,12 +182,19 @@ class HandoffIT {
     long id = ba.storeMessage("k", bytes("x"));
     Duration lease = Duration.ofSeconds(3);
     MessagePump pumpA =
-        Pumps.pump(a, "died-a", ba.driver(publishTo(downstream, "a", lease)).build(), 2);
+        Pumps.pump(
+            a,
+            "died-a",
+            ba.driver(BalancedHandlers.builder().on(publishTo(downstream, "a", lease)).build()),
+            2);
     pumpA.start();
     await().atMost(WAIT).until(() -> downstream.size() == 1);
     await()
         .atMost(WAIT)
-        .until(() -> ba.partitionStats("k").orElseThrow().leasedMessageId() != null);
+        .until(
+            () ->
+                ba.operations().partitionStats(ba.group(), "k").orElseThrow().leasedMessageId()
+                    != null);
     // "Crash": the process and its connections are gone; nothing was confirmed.
     pumpA.close();
     db.terminateBackends("died-a");
@@ -188,12 +205,13 @@ class HandoffIT {
         Pumps.pump(
             bPool,
             "died-b",
-            bb.driver(publishTo(downstream, "b", lease))
-                .reapInterval(Duration.ofMillis(20))
-                .build(),
+            bb.driver(
+                BalancedHandlers.builder().on(publishTo(downstream, "b", lease)).build(),
+                BalancerDriverOptions.defaults().withReapInterval(Duration.ofMillis(20))),
             2)) {
       pumpB.start();
-      long leaseUntil = bb.partitionStats("k").orElseThrow().leaseUntil().toEpochMilli();
+      long leaseUntil =
+          bb.operations().partitionStats(bb.group(), "k").orElseThrow().leaseUntil().toEpochMilli();
       // While the lease holds, the message is not handed off again.
       await()
           .during(Duration.ofMillis(1500))
@@ -206,9 +224,9 @@ class HandoffIT {
       assertThat(again.attempts()).isEqualTo(1);
       assertThat(db.queryLong("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"))
           .isGreaterThanOrEqualTo(leaseUntil);
-      assertThat(bb.confirm(id, again.token())).isEqualTo(LeaseResult.APPLIED);
+      assertThat(bb.operations().confirm(id, again.token())).isEqualTo(LeaseResult.APPLIED);
     }
-    assertThat(bb.messageCount()).isZero();
+    assertThat(bb.operations().messageCount(bb.group())).isZero();
   }
 
   /**
@@ -224,7 +242,11 @@ class HandoffIT {
     long next = ba.storeMessage("k", bytes("y"));
     Duration lease = Duration.ofSeconds(2);
     MessagePump pumpA =
-        Pumps.pump(a, "confirm-a", ba.driver(publishTo(downstream, "a", lease)).build(), 2);
+        Pumps.pump(
+            a,
+            "confirm-a",
+            ba.driver(BalancedHandlers.builder().on(publishTo(downstream, "a", lease)).build()),
+            2);
     pumpA.start();
     await().atMost(WAIT).until(() -> downstream.size() == 1);
     pumpA.close();
@@ -234,16 +256,22 @@ class HandoffIT {
     MessageBalancer bb = MessageBalancer.create(bPool, "confirm");
     await()
         .atMost(WAIT)
-        .until(() -> bb.partitionStats("k").orElseThrow().leasedMessageId() != null);
+        .until(
+            () ->
+                bb.operations().partitionStats(bb.group(), "k").orElseThrow().leasedMessageId()
+                    != null);
     // Downstream confirms through another process.
-    assertThat(bb.confirm(id, downstream.get(0).token())).isEqualTo(LeaseResult.APPLIED);
+    assertThat(bb.operations().confirm(id, downstream.get(0).token()))
+        .isEqualTo(LeaseResult.APPLIED);
     try (MessagePump pumpB =
         Pumps.pump(
             bPool,
             "confirm-b",
-            bb.driver(publishTo(downstream, "b", Duration.ofMinutes(5)))
-                .reapInterval(Duration.ofMillis(20))
-                .build(),
+            bb.driver(
+                BalancedHandlers.builder()
+                    .on(publishTo(downstream, "b", Duration.ofMinutes(5)))
+                    .build(),
+                BalancerDriverOptions.defaults().withReapInterval(Duration.ofMillis(20))),
             2)) {
       pumpB.start();
       await().atMost(WAIT).until(() -> downstream.size() == 2);
@@ -271,13 +299,16 @@ class HandoffIT {
             a,
             "early-a",
             ba.driver(
-                    (m, ctx) -> {
-                      downstream.add(new Published(m.id(), m.handoffToken(), m.attempts(), "a"));
-                      published.countDown();
-                      never.await(60, TimeUnit.SECONDS); // dies here, before the commit
-                      return Result.handoff();
-                    })
-                .build(),
+                BalancedHandlers.builder()
+                    .on(
+                        (m, ctx) -> {
+                          downstream.add(
+                              new Published(m.id(), m.handoffToken(), m.attempts(), "a"));
+                          published.countDown();
+                          never.await(60, TimeUnit.SECONDS); // dies here, before the commit
+                          return Result.handoff();
+                        })
+                    .build()),
             1);
     pumpA.start();
     assertThat(published.await(60, TimeUnit.SECONDS)).isTrue();
@@ -288,7 +319,10 @@ class HandoffIT {
         Pumps.pump(
             bPool,
             "early-b",
-            bb.driver(publishTo(downstream, "b", Duration.ofMinutes(5))).build(),
+            bb.driver(
+                BalancedHandlers.builder()
+                    .on(publishTo(downstream, "b", Duration.ofMinutes(5)))
+                    .build()),
             1)) {
       pumpB.start();
       await().atMost(WAIT).until(() -> downstream.size() == 2);
@@ -297,7 +331,8 @@ class HandoffIT {
     pumpA.close();
     assertThat(downstream.get(1).id()).isEqualTo(id);
     assertThat(downstream.get(1).attempts()).isZero();
-    assertThat(bb.confirm(id, downstream.get(1).token())).isEqualTo(LeaseResult.APPLIED);
+    assertThat(bb.operations().confirm(id, downstream.get(1).token()))
+        .isEqualTo(LeaseResult.APPLIED);
   }
 
   @Test
@@ -306,15 +341,18 @@ class HandoffIT {
     b.storeMessage("k", bytes("x"));
     List<Published> downstream = new CopyOnWriteArrayList<>();
     BalancerDriver driver =
-        b.driver(publishTo(downstream, "a", Duration.ofMillis(50)))
-            .reapInterval(Duration.ofMillis(10))
-            .maxAttempts(2)
-            .build();
+        b.driver(
+            BalancedHandlers.builder()
+                .on(publishTo(downstream, "a", Duration.ofMillis(50)))
+                .build(),
+            BalancerDriverOptions.defaults()
+                .withReapInterval(Duration.ofMillis(10))
+                .withMaxAttempts(2));
     try (MessagePump pump = Pumps.pump(ds, "expiring", driver, 1)) {
       pump.start();
-      await().atMost(WAIT).until(() -> b.parkedKeys().containsKey("k"));
+      await().atMost(WAIT).until(() -> b.operations().parkedKeys(b.group()).containsKey("k"));
     }
-    assertThat(b.parkedKeys().get("k")).contains("expired 2 times");
+    assertThat(b.operations().parkedKeys(b.group()).get("k")).contains("expired 2 times");
     assertThat(downstream).hasSize(2);
   }
 
@@ -322,11 +360,14 @@ class HandoffIT {
   void handoffWithoutLockPartitionIsAFailedDelivery(DataSource ds) throws Exception {
     MessageBalancer b = MessageBalancer.create(ds, "unlocked-handoff");
     b.storeMessage("k", bytes("x"));
-    BalancerDriver driver = b.driver((m, ctx) -> Result.handoff()).lockPartition(false).build();
+    BalancerDriver driver =
+        b.driver(
+            BalancedHandlers.builder().on((m, ctx) -> Result.handoff()).build(),
+            BalancerDriverOptions.defaults().withLockPartition(false));
     List<PumpTester.Result> r = Pumps.tester(ds, driver).runOnce();
     assertThat(r).extracting(PumpTester.Result::kind).containsExactly(PumpTester.Kind.FAILED);
     assertThat(r.get(0).cause()).hasMessageContaining("lockPartition");
-    PartitionStats k = b.partitionStats("k").orElseThrow();
+    PartitionStats k = b.operations().partitionStats(b.group(), "k").orElseThrow();
     assertThat(k.leasedMessageId()).isNull();
     assertThat(k.failures()).isEqualTo(1);
   }

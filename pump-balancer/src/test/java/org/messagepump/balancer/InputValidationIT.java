@@ -75,19 +75,42 @@ class InputValidationIT {
     assertThatThrownBy(() -> b.storeMessage("", bytes("x")))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("partitionKey");
-    assertThatThrownBy(() -> b.partitionStats(CJK_512))
+    assertThatThrownBy(() -> b.operations().partitionStats(b.group(), CJK_512))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("partitionKey");
-    assertThatThrownBy(() -> b.unpark("\0"))
+    assertThatThrownBy(() -> b.operations().unpark(b.group(), "\0"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("partitionKey");
-    assertThatThrownBy(() -> b.driver((m, ctx) -> Result.ok()).leaseOwner("me\0"))
+    assertThatThrownBy(() -> BalancerDriverOptions.defaults().withLeaseOwner("me\0"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("leaseOwner");
-    assertThatThrownBy(() -> b.driver((m, ctx) -> Result.ok()).leaseOwner(CJK_512))
+    assertThatThrownBy(() -> BalancerDriverOptions.defaults().withLeaseOwner(CJK_512))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("leaseOwner");
-    assertThat(b.messageCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
+  }
+
+  @Test
+  void theOperatorChecksTheGroupBeforeSendingAnything(DataSource ds) {
+    BalancerOperations ops = BalancerOperations.of(ds);
+    String tooLong = "g".repeat(Limits.MAX_KEY_BYTES + 1);
+    for (String bad : new String[] {" ", "a\0b", tooLong}) {
+      assertThatThrownBy(() -> ops.messageCount(bad))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("group");
+      assertThatThrownBy(() -> ops.pauseGroup(bad, "maintenance"))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("group");
+      assertThatThrownBy(() -> ops.unpark(bad, "k"))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("group");
+    }
+    assertThatThrownBy(() -> ops.stats(null)).hasMessageContaining("group");
+    assertThat(ops.pausedGroups()).isEmpty();
+    assertThatThrownBy(() -> BalancerOperations.of(ds, "Bad-Schema"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("schema");
+    assertThatThrownBy(() -> BalancerOperations.of(null)).isInstanceOf(NullPointerException.class);
   }
 
   @Test
@@ -100,11 +123,12 @@ class InputValidationIT {
     MessageBalancer b = MessageBalancer.create(ds, group);
     b.storeMessage(KEY_AT_LIMIT, bytes("1"));
     b.storeMessage(KEY_AT_LIMIT + "", bytes("2"));
-    var tester = Pumps.tester(ds, b.driver((m, ctx) -> Result.ok()).build());
+    var tester =
+        Pumps.tester(ds, b.driver(BalancedHandlers.builder().on((m, ctx) -> Result.ok()).build()));
     assertThat(Pumps.step(tester)).isPositive();
-    assertThat(b.partitionKeys()).containsExactly(KEY_AT_LIMIT);
+    assertThat(b.operations().partitionKeys(b.group())).containsExactly(KEY_AT_LIMIT);
     assertThat(Pumps.step(tester)).isPositive();
-    assertThat(b.messageCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
   }
 
   @Test
@@ -139,7 +163,7 @@ class InputValidationIT {
     assertThatThrownBy(() -> b.storeMessage("k", bytes("x"), (Map<String, ?>) null))
         .isInstanceOf(NullPointerException.class)
         .hasMessageContaining("properties");
-    assertThat(b.messageCount()).isEqualTo(1);
+    assertThat(b.operations().messageCount(b.group())).isEqualTo(1);
 
     // Configurable: smaller and larger limits through the builder.
     MessageBalancer small =
@@ -167,22 +191,23 @@ class InputValidationIT {
   void durationsAndOptionsAreChecked(DataSource ds) {
     MessageBalancer b = MessageBalancer.create(ds, "options");
     Duration tooLong = Limits.MAX_DELAY.plusDays(1);
-    assertThatThrownBy(() -> b.driver((m, ctx) -> Result.ok()).leaseDuration(tooLong))
+    assertThatThrownBy(() -> BalancerDriverOptions.defaults().withLeaseDuration(tooLong))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("leaseDuration");
-    assertThatThrownBy(() -> b.driver((m, ctx) -> Result.ok()).leaseDuration(null))
+    assertThatThrownBy(() -> BalancerDriverOptions.defaults().withLeaseDuration(null))
         .isInstanceOf(NullPointerException.class)
         .hasMessageContaining("leaseDuration");
-    assertThatThrownBy(() -> b.driver((m, ctx) -> Result.ok()).reapInterval(Duration.ofSeconds(-1)))
+    assertThatThrownBy(
+            () -> BalancerDriverOptions.defaults().withReapInterval(Duration.ofSeconds(-1)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("reapInterval");
-    assertThatThrownBy(() -> b.extendLease(1, UUID.randomUUID(), tooLong))
+    assertThatThrownBy(() -> b.operations().extendLease(1, UUID.randomUUID(), tooLong))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("duration");
-    assertThatThrownBy(() -> b.requeue(1, UUID.randomUUID(), "{\"a\":\"\\u0000\"}"))
+    assertThatThrownBy(() -> b.operations().requeue(1, UUID.randomUUID(), "{\"a\":\"\\u0000\"}"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("NUL");
-    assertThatThrownBy(() -> b.confirm(1, null))
+    assertThatThrownBy(() -> b.operations().confirm(1, null))
         .isInstanceOf(NullPointerException.class)
         .hasMessageContaining("token");
     assertThatThrownBy(() -> MessageBalancer.builder(ds, "g").schema("Bad-Schema"))
@@ -194,16 +219,16 @@ class InputValidationIT {
     assertThatThrownBy(() -> MessageBalancer.builder(ds, "g").schema("pg_catalog"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("schema");
-    assertThatThrownBy(() -> Balancer.migrate(ds, "a\"; DROP TABLE x; --"))
+    assertThatThrownBy(() -> BalancerOperations.of(ds, "a\"; DROP TABLE x; --").migrate())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("schema");
-    assertThatThrownBy(() -> Balancer.grantStatements("balancer", "r\0"))
+    assertThatThrownBy(() -> BalancerOperations.of(ds, "balancer").grantStatements("r\0"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("role");
-    assertThatThrownBy(() -> Balancer.grantStatements("balancer", "r".repeat(64)))
+    assertThatThrownBy(() -> BalancerOperations.of(ds, "balancer").grantStatements("r".repeat(64)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("role");
-    assertThat(Balancer.grantStatements("balancer", "we\"ird"))
+    assertThat(BalancerOperations.of(ds, "balancer").grantStatements("we\"ird"))
         .allMatch(s -> s.endsWith(" TO \"we\"\"ird\""));
   }
 
@@ -229,7 +254,7 @@ class InputValidationIT {
       c.commit();
       assertThat(second).isGreaterThan(first);
     }
-    assertThat(b.messageCount()).isEqualTo(2);
+    assertThat(b.operations().messageCount(b.group())).isEqualTo(2);
   }
 
   @Test
@@ -240,14 +265,16 @@ class InputValidationIT {
     AtomicInteger good = new AtomicInteger();
     BalancerDriver driver =
         b.driver(
-                (m, ctx) -> {
-                  if (m.partitionKey().equals("bad")) {
-                    throw new IllegalStateException("broken\0value " + "z".repeat(5_000));
-                  }
-                  good.incrementAndGet();
-                  return Result.ok();
-                })
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      if (m.partitionKey().equals("bad")) {
+                        throw new IllegalStateException("broken\0value " + "z".repeat(5_000));
+                      }
+                      good.incrementAndGet();
+                      return Result.ok();
+                    })
+                .build());
     try (MessagePump pump =
         MessagePump.builder(ds)
             .name("nul-reason")
@@ -258,12 +285,15 @@ class InputValidationIT {
             .maxFailures(3)
             .build()) {
       pump.start();
-      await().atMost(Duration.ofSeconds(60)).until(() -> b.parkedKeys().containsKey("bad"));
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> b.operations().parkedKeys(b.group()).containsKey("bad"));
     }
     assertThat(good).hasValue(1);
-    String reason = b.parkedKeys().get("bad");
+    String reason = b.operations().parkedKeys(b.group()).get("bad");
     assertThat(reason).contains("broken").doesNotContain("\0");
     assertThat(reason.length()).isLessThanOrEqualTo(Limits.MAX_REASON_CHARS + 100);
-    assertThat(b.partitionStats("bad").orElseThrow().failures()).isEqualTo(3);
+    assertThat(b.operations().partitionStats(b.group(), "bad").orElseThrow().failures())
+        .isEqualTo(3);
   }
 }

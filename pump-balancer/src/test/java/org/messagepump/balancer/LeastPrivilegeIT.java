@@ -12,10 +12,10 @@ import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
 /**
- * The grants of {@link Balancer#grantStatements} are enough to run everything at run time (issue
- * 13): migrated by the owner, the whole workload (stores, pumps with and without lockPartition,
- * every result, parking and unparking, the reaper, hand-off with extend and confirm, figures) runs
- * as a role with only those grants, which cannot change the schema.
+ * The grants of {@link BalancerOperations#grantStatements} are enough to run everything at run time
+ * (issue 13): migrated by the owner, the whole workload (stores, pumps with and without
+ * lockPartition, every result, parking and unparking, the reaper, hand-off with extend and confirm,
+ * figures) runs as a role with only those grants, which cannot change the schema.
  */
 @ExtendWith(PostgresExtension.class)
 class LeastPrivilegeIT {
@@ -25,9 +25,9 @@ class LeastPrivilegeIT {
 
   @Test
   void theWholeWorkloadRunsAsADmlOnlyRole(TestDatabase db) throws Exception {
-    Balancer.migrate(db.dataSource(), SCHEMA);
+    BalancerOperations.of(db.dataSource(), SCHEMA).migrate();
     db.createLoginRole(ROLE, "secret'pw");
-    for (String grant : Balancer.grantStatements(SCHEMA, ROLE)) {
+    for (String grant : BalancerOperations.of(db.dataSource(), SCHEMA).grantStatements(ROLE)) {
       db.execute(grant);
     }
     DataSource app = db.newDataSource("dml-role", 8, ROLE, "secret'pw");
@@ -35,11 +35,11 @@ class LeastPrivilegeIT {
     Workload.run(app, SCHEMA, Workload.emptyKeyRow(db.dataSource(), SCHEMA));
     // The cluster-wide pause of a group (paused_groups) is DML of the role too.
     MessageBalancer paused = MessageBalancer.builder(app, "paused-g").schema(SCHEMA).build();
-    assertThat(paused.pauseGroup("maintenance")).isTrue();
-    assertThat(Balancer.pausedGroups(app, SCHEMA))
+    assertThat(paused.operations().pauseGroup(paused.group(), "maintenance")).isTrue();
+    assertThat(BalancerOperations.of(app, SCHEMA).pausedGroups())
         .extracting(PausedGroup::group)
         .containsExactly("paused-g");
-    assertThat(paused.resumeGroup()).isTrue();
+    assertThat(paused.operations().resumeGroup(paused.group())).isTrue();
 
     try (Connection c = app.getConnection()) {
       assertThatThrownBy(() -> c.createStatement().execute("CREATE TABLE dml_app.x (i int)"))
@@ -47,7 +47,8 @@ class LeastPrivilegeIT {
           .hasMessageContaining("permission denied");
       assertThatThrownBy(() -> c.createStatement().execute("DROP TABLE dml_app.messages"))
           .isInstanceOf(SQLException.class);
-      assertThatThrownBy(() -> Balancer.migrate(app, SCHEMA)).isInstanceOf(RuntimeException.class);
+      assertThatThrownBy(() -> BalancerOperations.of(app, SCHEMA).migrate())
+          .isInstanceOf(RuntimeException.class);
     }
   }
 }

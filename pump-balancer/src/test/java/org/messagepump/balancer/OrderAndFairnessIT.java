@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.balancer.testing.BalancerFixture;
+import org.messagepump.core.BusyException;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
@@ -66,7 +67,12 @@ class OrderAndFairnessIT {
         DataSource pool = db.newDataSource(node, 6);
         MessagePump pump =
             Pumps.pump(
-                pool, node, MessageBalancer.create(pool, "order").driver(handler).build(), 4, 4);
+                pool,
+                node,
+                MessageBalancer.create(pool, "order")
+                    .driver(BalancedHandlers.builder().on(handler).build()),
+                4,
+                4);
         pumps.add(pump);
         pump.start();
       }
@@ -122,11 +128,13 @@ class OrderAndFairnessIT {
             ds,
             "fair",
             b.driver(
-                    (m, ctx) -> {
-                      order.add(m.partitionKey());
-                      return Result.ok();
-                    })
-                .build(),
+                BalancedHandlers.builder()
+                    .on(
+                        (m, ctx) -> {
+                          order.add(m.partitionKey());
+                          return Result.ok();
+                        })
+                    .build()),
             1)) {
       pump.start();
       await().atMost(WAIT).until(() -> order.size() >= 150);
@@ -184,7 +192,8 @@ class OrderAndFairnessIT {
             Pumps.pump(
                 pool,
                 node,
-                MessageBalancer.create(pool, "fair-cluster").driver(handler).build(),
+                MessageBalancer.create(pool, "fair-cluster")
+                    .driver(BalancedHandlers.builder().on(handler).build()),
                 4);
         pumps.add(pump);
       }
@@ -227,23 +236,26 @@ class OrderAndFairnessIT {
     b.storeMessage("b", bytes("1"));
     b.storeMessage("c", bytes("1"));
     // Another worker, polling while the first one holds "a".
-    PumpTester other = Pumps.tester(ds, b.driver((m, ctx) -> Result.ok()).build());
+    PumpTester other =
+        Pumps.tester(ds, b.driver(BalancedHandlers.builder().on((m, ctx) -> Result.ok()).build()));
     List<String> whileAIsHeld = new ArrayList<>();
     AtomicInteger calls = new AtomicInteger();
     PumpTester tester =
         Pumps.tester(
             ds,
             b.driver(
-                    (m, ctx) -> {
-                      if (calls.getAndIncrement() == 0) {
-                        b.storeMessage("d", bytes("1")); // joins behind a (moved back), b, c
-                        other.runOnce().forEach(r -> whileAIsHeld.add(Pumps.key(r)));
-                        // Released without being served: "a" keeps its place.
-                        return Result.busy("held");
-                      }
-                      return Result.ok();
-                    })
-                .build());
+                BalancedHandlers.builder()
+                    .on(
+                        (m, ctx) -> {
+                          if (calls.getAndIncrement() == 0) {
+                            b.storeMessage("d", bytes("1")); // joins behind a (moved back), b, c
+                            other.runOnce().forEach(r -> whileAIsHeld.add(Pumps.key(r)));
+                            // Released without being served: "a" keeps its place.
+                            throw new BusyException("held");
+                          }
+                          return Result.ok();
+                        })
+                    .build()));
     List<PumpTester.Result> results = tester.drainUntilIdle();
     assertThat(whileAIsHeld).containsExactly("b");
     assertThat(results).extracting(Pumps::key).containsExactly("a", "a", "c", "d", "a");
@@ -274,20 +286,22 @@ class OrderAndFairnessIT {
             ds,
             "throwing",
             b.driver(
-                    (m, ctx) -> {
-                      if (m.partitionKey().equals("k")
-                          && seq(m) == 0
-                          && throwsLeft.getAndDecrement() > 0) {
-                        order.add("k:0!");
-                        throw new IllegalStateException("handler bug");
-                      }
-                      order.add(m.partitionKey() + ":" + seq(m));
-                      return Result.ok();
-                    })
-                .build(),
+                BalancedHandlers.builder()
+                    .on(
+                        (m, ctx) -> {
+                          if (m.partitionKey().equals("k")
+                              && seq(m) == 0
+                              && throwsLeft.getAndDecrement() > 0) {
+                            order.add("k:0!");
+                            throw new IllegalStateException("handler bug");
+                          }
+                          order.add(m.partitionKey() + ":" + seq(m));
+                          return Result.ok();
+                        })
+                    .build()),
             4)) {
       pump.start();
-      await().atMost(WAIT).until(() -> b.messageCount() == 0);
+      await().atMost(WAIT).until(() -> b.operations().messageCount(b.group()) == 0);
     }
     List<String> k = order.stream().filter(s -> s.startsWith("k:")).toList();
     assertThat(k).containsExactly("k:0!", "k:0!", "k:0!", "k:0", "k:1", "k:2");
@@ -334,21 +348,21 @@ class OrderAndFairnessIT {
                 pool,
                 node,
                 MessageBalancer.create(pool, "unlocked")
-                    .driver(handler)
-                    .lockPartition(false)
-                    .build(),
+                    .driver(
+                        BalancedHandlers.builder().on(handler).build(),
+                        BalancerDriverOptions.defaults().withLockPartition(false)),
                 4);
         pumps.add(pump);
         pump.start();
       }
       await().atMost(WAIT).until(() -> ids.size() == keys * perKey);
       // Key rows left empty by parallel removals are cleaned up by acquisition.
-      await().atMost(WAIT).until(() -> producer.partitionCount() == 0);
+      await().atMost(WAIT).until(() -> producer.operations().partitionCount(producer.group()) == 0);
     } finally {
       pumps.forEach(MessagePump::close);
     }
     assertThat(duplicates).hasValue(0);
     assertThat(maxParallel.get()).isGreaterThan(1);
-    assertThat(producer.messageCount()).isZero();
+    assertThat(producer.operations().messageCount(producer.group())).isZero();
   }
 }

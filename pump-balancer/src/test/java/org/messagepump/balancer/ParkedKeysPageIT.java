@@ -40,14 +40,14 @@ class ParkedKeysPageIT {
     List<ParkedKey> paged = new ArrayList<>();
     ParkedKey after = null;
     while (true) {
-      List<ParkedKey> page = b.parkedKeys(after, 3);
+      List<ParkedKey> page = b.operations().parkedKeys(b.group(), after, 3);
       paged.addAll(page);
       if (page.size() < 3) {
         break;
       }
       after = page.get(page.size() - 1);
     }
-    Map<String, String> all = b.parkedKeys();
+    Map<String, String> all = b.operations().parkedKeys(b.group());
     assertThat(paged).extracting(ParkedKey::partitionKey).doesNotHaveDuplicates().hasSize(10);
     assertThat(paged)
         .extracting(ParkedKey::partitionKey)
@@ -57,7 +57,7 @@ class ParkedKeysPageIT {
         .startsWith("key-3", "key-6", "key-9", "key-10", "key-4");
     assertThat(paged).allMatch(k -> k.reason().equals("why " + k.partitionKey()));
     assertThat(paged.get(0).parkedAt().getNano()).isEqualTo(1_000);
-    assertThat(other.parkedKeys(null, 10))
+    assertThat(other.operations().parkedKeys(other.group(), null, 10))
         .extracting(ParkedKey::partitionKey)
         .containsExactly("key-3");
   }
@@ -65,9 +65,12 @@ class ParkedKeysPageIT {
   @Test
   void aLimitOutOfRangeIsRefused(DataSource ds) {
     MessageBalancer b = MessageBalancer.create(ds, "paged-bad");
-    assertThatThrownBy(() -> b.parkedKeys(null, 0)).isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> b.parkedKeys(null, MessageBalancer.MAX_PARKED_PAGE + 1))
+    assertThatThrownBy(() -> b.operations().parkedKeys(b.group(), null, 0))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThat(b.parkedKeys(null, 1)).isEmpty();
+    assertThatThrownBy(
+            () ->
+                b.operations().parkedKeys(b.group(), null, BalancerOperations.MAX_PARKED_PAGE + 1))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThat(b.operations().parkedKeys(b.group(), null, 1)).isEmpty();
   }
 }

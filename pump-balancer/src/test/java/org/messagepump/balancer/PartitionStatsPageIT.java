@@ -50,10 +50,10 @@ class PartitionStatsPageIT {
           "SELECT 1 FROM balancer.partitions WHERE partition_group = 'stats-page'"
               + " AND partition_key = 'key-3' FOR NO KEY UPDATE");
 
-      List<PartitionStats> page = b.partitionStats(asked);
+      List<PartitionStats> page = b.operations().partitionStats(b.group(), asked);
       List<PartitionStats> alone = new ArrayList<>();
       for (String k : asked) {
-        b.partitionStats(k).ifPresent(alone::add);
+        b.operations().partitionStats(b.group(), k).ifPresent(alone::add);
       }
       assertThat(page)
           .extracting(PartitionStats::partitionKey)
@@ -70,22 +70,25 @@ class PartitionStatsPageIT {
       assertThat(page).allMatch(p -> !p.oldestAge().isNegative());
       holder.rollback();
     }
-    assertThat(b.partitionStats(List.of())).isEmpty();
-    assertThat(b.partitionStats(List.of("missing"))).isEmpty();
+    assertThat(b.operations().partitionStats(b.group(), List.of())).isEmpty();
+    assertThat(b.operations().partitionStats(b.group(), List.of("missing"))).isEmpty();
   }
 
   @Test
   void refusesBadInputBeforeSending(TestDatabase db) {
     MessageBalancer b = MessageBalancer.create(db.dataSource(), "stats-bad");
     assertThatThrownBy(
-            () -> b.partitionStats(Collections.nCopies(MessageBalancer.MAX_STATS_KEYS + 1, "k")))
+            () ->
+                b.operations()
+                    .partitionStats(
+                        b.group(), Collections.nCopies(BalancerOperations.MAX_STATS_KEYS + 1, "k")))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("at most");
-    assertThatThrownBy(() -> b.partitionStats(List.of("ok", "")))
+    assertThatThrownBy(() -> b.operations().partitionStats(b.group(), List.of("ok", "")))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> b.partitionStats(List.of("a\u0000b")))
+    assertThatThrownBy(() -> b.operations().partitionStats(b.group(), List.of("a\u0000b")))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> b.partitionStats(List.of("x".repeat(5_000))))
+    assertThatThrownBy(() -> b.operations().partitionStats(b.group(), List.of("x".repeat(5_000))))
         .isInstanceOf(IllegalArgumentException.class);
   }
 }

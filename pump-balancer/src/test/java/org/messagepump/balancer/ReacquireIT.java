@@ -60,20 +60,24 @@ class ReacquireIT {
       b.storeMessage("good-" + i, bytes("good-" + i));
     }
     return b.driver(
-            (m, ctx) -> {
-              calls.computeIfAbsent(ctx.partitionKey(), k -> new AtomicInteger()).incrementAndGet();
-              try (PreparedStatement ps =
-                  ctx.tx()
-                      .connection()
-                      .prepareStatement(
-                          "INSERT INTO reacquire_written (group_name, v) VALUES (?, ?)")) {
-                ps.setString(1, ctx.group());
-                ps.setString(2, new String(m.content(), StandardCharsets.UTF_8));
-                ps.executeUpdate();
-              }
-              return Result.ok();
-            })
-        .build();
+        BalancedHandlers.builder()
+            .on(
+                (m, ctx) -> {
+                  calls
+                      .computeIfAbsent(ctx.partitionKey(), k -> new AtomicInteger())
+                      .incrementAndGet();
+                  try (PreparedStatement ps =
+                      ctx.tx()
+                          .connection()
+                          .prepareStatement(
+                              "INSERT INTO reacquire_written (group_name, v) VALUES (?, ?)")) {
+                    ps.setString(1, ctx.group());
+                    ps.setString(2, new String(m.content(), StandardCharsets.UTF_8));
+                    ps.executeUpdate();
+                  }
+                  return Result.ok();
+                })
+            .build());
   }
 
   private static PumpTester tester(DataSource ds, BalancerDriver driver) {
@@ -108,15 +112,18 @@ class ReacquireIT {
         assertThat(r.get(0).cause()).hasMessageContaining("reacquire_written_unique");
         // Counted in its own transaction at once.
         int counted = (int) results.stream().filter(x -> Pumps.key(x).equals("bad")).count();
-        assertThat(b.partitionStats("bad").orElseThrow().failures()).isEqualTo(counted);
+        assertThat(b.operations().partitionStats(b.group(), "bad").orElseThrow().failures())
+            .isEqualTo(counted);
       }
     }
     assertThat(results.stream().filter(x -> Pumps.key(x).equals("bad")))
         .extracting(PumpTester.Result::kind)
         .containsExactly(Kind.ABANDONED, Kind.ABANDONED, Kind.ABANDONED);
-    assertThat(b.parkedKeys()).containsOnlyKeys("bad");
-    assertThat(b.parkedKeys().get("bad")).contains("reacquire_written_unique");
-    assertThat(b.partitionStats("bad").orElseThrow().failures()).isEqualTo(MAX_FAILURES);
+    assertThat(b.operations().parkedKeys(b.group())).containsOnlyKeys("bad");
+    assertThat(b.operations().parkedKeys(b.group()).get("bad"))
+        .contains("reacquire_written_unique");
+    assertThat(b.operations().partitionStats(b.group(), "bad").orElseThrow().failures())
+        .isEqualTo(MAX_FAILURES);
     assertHandledOnce(calls, b);
   }
 
@@ -135,7 +142,8 @@ class ReacquireIT {
     List<PumpTester.Result> first = tester.runOnce();
     assertThat(first).extracting(Pumps::key).containsExactly("bad");
     assertThat(first).extracting(PumpTester.Result::kind).containsExactly(Kind.ABANDONED);
-    assertThat(b.partitionStats("bad").orElseThrow().failures()).isEqualTo(1);
+    assertThat(b.operations().partitionStats(b.group(), "bad").orElseThrow().failures())
+        .isEqualTo(1);
 
     List<PumpTester.Result> rest = tester.drainUntilIdle();
     assertThat(rest.stream().filter(x -> Pumps.key(x).equals("bad")))
@@ -145,8 +153,9 @@ class ReacquireIT {
         .extracting(PumpTester.Result::kind)
         .containsOnly(Kind.HANDLED)
         .hasSize(5);
-    assertThat(b.parkedKeys()).containsOnlyKeys("bad");
-    assertThat(b.partitionStats("bad").orElseThrow().failures()).isEqualTo(MAX_FAILURES);
+    assertThat(b.operations().parkedKeys(b.group())).containsOnlyKeys("bad");
+    assertThat(b.operations().partitionStats(b.group(), "bad").orElseThrow().failures())
+        .isEqualTo(MAX_FAILURES);
     assertHandledOnce(calls, b);
   }
 
@@ -155,8 +164,8 @@ class ReacquireIT {
       assertThat(calls.get("good-" + i)).as("good-" + i).hasValue(1);
     }
     assertThat(calls.get("bad")).hasValue(MAX_FAILURES);
-    assertThat(b.messageCount()).isEqualTo(1); // only bad's message is left
-    assertThat(b.partitionKeys()).containsExactly("bad");
+    assertThat(b.operations().messageCount(b.group())).isEqualTo(1); // only bad's message is left
+    assertThat(b.operations().partitionKeys(b.group())).containsExactly("bad");
   }
 
   /**
@@ -169,7 +178,10 @@ class ReacquireIT {
     long first = b.storeMessage("k", bytes("1"));
     b.storeMessage("k", bytes("2"));
     for (boolean lock : new boolean[] {true, false}) {
-      BalancerDriver driver = b.driver((m, ctx) -> Result.ok()).lockPartition(lock).build();
+      BalancerDriver driver =
+          b.driver(
+              BalancedHandlers.builder().on((m, ctx) -> Result.ok()).build(),
+              BalancerDriverOptions.defaults().withLockPartition(lock));
       Delivery stale;
       try (Connection c = ds.getConnection()) {
         c.setAutoCommit(false);
@@ -194,7 +206,8 @@ class ReacquireIT {
       }
     }
     // The head was handled: the stale delivery has moved on.
-    BalancerDriver driver = b.driver((m, ctx) -> Result.ok()).build();
+    BalancerDriver driver =
+        b.driver(BalancedHandlers.builder().on((m, ctx) -> Result.ok()).build());
     Delivery stale;
     try (Connection c = ds.getConnection()) {
       c.setAutoCommit(false);

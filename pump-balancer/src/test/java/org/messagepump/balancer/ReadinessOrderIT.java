@@ -20,6 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.balancer.testing.BalancerFixture;
+import org.messagepump.core.BusyException;
 import org.messagepump.core.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
 
@@ -67,11 +68,13 @@ class ReadinessOrderIT {
         Pumps.tester(
             ds,
             b.driver(
-                    (m, ctx) -> {
-                      handled.add(name(m));
-                      return Result.ok();
-                    })
-                .build());
+                BalancedHandlers.builder()
+                    .on(
+                        (m, ctx) -> {
+                          handled.add(name(m));
+                          return Result.ok();
+                        })
+                    .build()));
     assertThat(tester.runOnce()).hasSize(1);
     store(b, "d1");
     tester.drainUntilIdle();
@@ -88,13 +91,15 @@ class ReadinessOrderIT {
         Pumps.tester(
             ds,
             b.driver(
-                    (m, ctx) -> {
-                      boolean first = handled.first(m);
-                      boolean requeue = first && name(m).equals("a1");
-                      handled.add(name(m) + (requeue ? "(requeue)" : ""));
-                      return requeue ? Result.requeue() : Result.ok();
-                    })
-                .build());
+                BalancedHandlers.builder()
+                    .on(
+                        (m, ctx) -> {
+                          boolean first = handled.first(m);
+                          boolean requeue = first && name(m).equals("a1");
+                          handled.add(name(m) + (requeue ? "(requeue)" : ""));
+                          return requeue ? Result.requeue() : Result.ok();
+                        })
+                    .build()));
     assertThat(tester.runOnce()).hasSize(1);
     store(b, "d1");
     tester.drainUntilIdle();
@@ -118,16 +123,22 @@ class ReadinessOrderIT {
         PumpTester.builder(
                 ds,
                 b.driver(
-                        (m, ctx) -> {
-                          boolean first = handled.first(m);
-                          boolean fail = first && name(m).equals("a1");
-                          handled.add(name(m) + (fail ? "(failed)" : ""));
-                          if (name(m).equals("c1")) {
-                            aAfterC1.set(b.partitionStats("a").orElseThrow());
-                          }
-                          return fail ? Result.failed("a1 fails once") : Result.ok();
-                        })
-                    .build())
+                    BalancedHandlers.builder()
+                        .on(
+                            (m, ctx) -> {
+                              boolean first = handled.first(m);
+                              boolean fail = first && name(m).equals("a1");
+                              handled.add(name(m) + (fail ? "(failed)" : ""));
+                              if (name(m).equals("c1")) {
+                                aAfterC1.set(
+                                    b.operations().partitionStats(b.group(), "a").orElseThrow());
+                              }
+                              if (fail) {
+                                throw new IllegalStateException("a1 fails once");
+                              }
+                              return Result.ok();
+                            })
+                        .build()))
             .batchSize(1)
             .backoff(backoff, backoff)
             .build();
@@ -155,11 +166,13 @@ class ReadinessOrderIT {
         Pumps.tester(
             ds,
             b.driver(
-                    (m, ctx) -> {
-                      handled.add(name(m));
-                      return Result.ok();
-                    })
-                .build());
+                BalancedHandlers.builder()
+                    .on(
+                        (m, ctx) -> {
+                          handled.add(name(m));
+                          return Result.ok();
+                        })
+                    .build()));
     assertThat(tester.runOnce()).hasSize(1);
     store(b, "d1");
     tester.drainUntilIdle();
@@ -180,19 +193,21 @@ class ReadinessOrderIT {
         Pumps.tester(
             ds,
             b.driver(
-                    (m, ctx) -> {
-                      handled.add(name(m));
-                      if (name(m).equals("a1")) {
-                        handedOff.set(m);
-                        return Result.handoff();
-                      }
-                      return Result.ok();
-                    })
-                .build());
+                BalancedHandlers.builder()
+                    .on(
+                        (m, ctx) -> {
+                          handled.add(name(m));
+                          if (name(m).equals("a1")) {
+                            handedOff.set(m);
+                            return Result.handoff();
+                          }
+                          return Result.ok();
+                        })
+                    .build()));
     assertThat(tester.runOnce()).hasSize(1); // a1, handed off: a is blocked
     assertThat(tester.runOnce()).hasSize(1); // b1
     BalancedMessage a1 = handedOff.get();
-    assertThat(b.confirm(a1.id(), a1.handoffToken())).isEqualTo(LeaseResult.APPLIED);
+    assertThat(b.operations().confirm(a1.id(), a1.handoffToken())).isEqualTo(LeaseResult.APPLIED);
     store(b, "d1");
     tester.drainUntilIdle();
     assertThat(handled).containsExactly("a1", "b1", "c1", "e1", "a2", "d1");
@@ -223,23 +238,25 @@ class ReadinessOrderIT {
         Pumps.tester(
             ds,
             b.driver(
-                    (m, ctx) -> {
-                      handled.add(name(m));
-                      switch (answer.get()) {
-                        case "requeue":
-                          return Result.requeue();
-                        case "busy":
-                          return Result.busy("the model says so");
-                        case "failed":
-                          return Result.failed("the model says so");
-                        case "handoff":
-                          leases.add(m);
-                          return Result.handoff();
-                        default:
-                          return Result.ok();
-                      }
-                    })
-                .build());
+                BalancedHandlers.builder()
+                    .on(
+                        (m, ctx) -> {
+                          handled.add(name(m));
+                          switch (answer.get()) {
+                            case "requeue":
+                              return Result.requeue();
+                            case "busy":
+                              throw new BusyException("the model says so");
+                            case "failed":
+                              throw new IllegalStateException("the model says so");
+                            case "handoff":
+                              leases.add(m);
+                              return Result.handoff();
+                            default:
+                              return Result.ok();
+                          }
+                        })
+                    .build()));
     int keys = 0;
     for (int step = 0; step < steps; step++) {
       int op = random.nextInt(10);
@@ -253,10 +270,12 @@ class ReadinessOrderIT {
       } else if (op < 4 && !leases.isEmpty()) {
         BalancedMessage lease = leases.remove(random.nextInt(leases.size()));
         if (random.nextBoolean()) {
-          assertThat(b.confirm(lease.id(), lease.handoffToken())).isEqualTo(LeaseResult.APPLIED);
+          assertThat(b.operations().confirm(lease.id(), lease.handoffToken()))
+              .isEqualTo(LeaseResult.APPLIED);
           model.endLease(lease.partitionKey(), true);
         } else {
-          assertThat(b.requeue(lease.id(), lease.handoffToken())).isEqualTo(LeaseResult.APPLIED);
+          assertThat(b.operations().requeue(lease.id(), lease.handoffToken()))
+              .isEqualTo(LeaseResult.APPLIED);
           model.endLease(lease.partitionKey(), false);
         }
       } else {

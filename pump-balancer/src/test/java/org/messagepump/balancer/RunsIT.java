@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.balancer.testing.BalancerFixture;
+import org.messagepump.core.BusyException;
 import org.messagepump.core.MessagePump;
 import org.messagepump.core.PumpTester;
 import org.messagepump.core.PumpTester.Kind;
@@ -74,12 +75,14 @@ class RunsIT {
     List<String> seen = new ArrayList<>();
     BalancerDriver driver =
         b.driver(
-                (m, ctx) -> {
-                  seen.add(m.partitionKey() + seq(m));
-                  return Result.ok();
-                })
-            .messagesPerTurn(3)
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      seen.add(m.partitionKey() + seq(m));
+                      return Result.ok();
+                    })
+                .build(),
+            BalancerDriverOptions.defaults().withMessagesPerTurn(3));
     assertThat(driver.messagesPerTurn()).isEqualTo(3);
     PumpTester t = tester(ds, driver, 5);
     // Walk order a, b, c; three of a key per turn, five per batch.
@@ -88,8 +91,8 @@ class RunsIT {
     // The next batch goes on from b in the walk (the cursor is the last key taken): c, then a.
     assertThat(t.runOnce()).extracting(RunsIT::key).containsExactly("c", "c", "c", "a", "a");
     t.drainUntilIdle();
-    assertThat(b.messageCount()).isZero();
-    assertThat(b.partitionCount()).isZero(); // emptied keys are deleted
+    assertThat(b.operations().messageCount(b.group())).isZero();
+    assertThat(b.operations().partitionCount(b.group())).isZero(); // emptied keys are deleted
     Map<String, List<Long>> byKey = new HashMap<>();
     for (String s : seen) {
       byKey
@@ -110,15 +113,17 @@ class RunsIT {
     List<Long> handled = new CopyOnWriteArrayList<>();
     BalancerDriver driver =
         b.driver(
-                (m, ctx) -> {
-                  if (seq(m) == 2 && failOnce.getAndSet(false)) {
-                    throw new IllegalStateException("downstream down");
-                  }
-                  handled.add(seq(m));
-                  return Result.ok();
-                })
-            .messagesPerTurn(5)
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      if (seq(m) == 2 && failOnce.getAndSet(false)) {
+                        throw new IllegalStateException("downstream down");
+                      }
+                      handled.add(seq(m));
+                      return Result.ok();
+                    })
+                .build(),
+            BalancerDriverOptions.defaults().withMessagesPerTurn(5));
     PumpTester t = tester(ds, driver, 5);
     List<PumpTester.Result> first = t.runOnce();
     assertThat(first)
@@ -126,25 +131,25 @@ class RunsIT {
         .containsExactly(Kind.HANDLED, Kind.HANDLED, Kind.FAILED, Kind.BUSY, Kind.BUSY);
     assertThat(handled).containsExactly(0L, 1L);
     // 2, 3, 4 are stored again, untouched (no attempt counted on the skipped ones), and 5 too.
-    assertThat(b.messageCount()).isEqualTo(4);
+    assertThat(b.operations().messageCount(b.group())).isEqualTo(4);
     assertThat(
             db.queryLong(
                 "SELECT sum(attempts) FROM balancer.messages WHERE partition_group = 'runs-failure'"))
         .isZero();
-    PartitionStats stats = b.partitionStats("k").orElseThrow();
+    PartitionStats stats = b.operations().partitionStats(b.group(), "k").orElseThrow();
     assertThat(stats.failures()).isEqualTo(1);
     // A key with failures counted gets one message per turn: the failed one, alone.
     List<PumpTester.Result> retry = t.runOnce();
     assertThat(retry).extracting(PumpTester.Result::kind).containsExactly(Kind.HANDLED);
     assertThat(handled).containsExactly(0L, 1L, 2L);
-    assertThat(b.partitionStats("k").orElseThrow().failures()).isZero();
+    assertThat(b.operations().partitionStats(b.group(), "k").orElseThrow().failures()).isZero();
     // Then runs again.
     assertThat(t.runOnce())
         .extracting(PumpTester.Result::kind)
         .containsOnly(Kind.HANDLED)
         .hasSize(3);
     assertThat(handled).containsExactly(0L, 1L, 2L, 3L, 4L, 5L);
-    assertThat(b.messageCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
   }
 
   @Test
@@ -157,38 +162,42 @@ class RunsIT {
     List<BalancedMessage> leases = new CopyOnWriteArrayList<>();
     BalancerDriver driver =
         b.driver(
-                (m, ctx) -> {
-                  seen.add(seq(m) + ":" + m.properties().getOrDefault("retry", 0));
-                  if (seq(m) == 1 && requeues.getAndDecrement() > 0) {
-                    return Result.requeue(Map.of("retry", 1));
-                  }
-                  if (seq(m) == 3 && handoffs.getAndDecrement() > 0) {
-                    leases.add(m);
-                    return Result.handoff();
-                  }
-                  return Result.ok();
-                })
-            .messagesPerTurn(5)
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      seen.add(seq(m) + ":" + m.properties().getOrDefault("retry", 0));
+                      if (seq(m) == 1 && requeues.getAndDecrement() > 0) {
+                        return Result.requeue(Map.of("retry", 1));
+                      }
+                      if (seq(m) == 3 && handoffs.getAndDecrement() > 0) {
+                        leases.add(m);
+                        return Result.handoff();
+                      }
+                      return Result.ok();
+                    })
+                .build(),
+            BalancerDriverOptions.defaults().withMessagesPerTurn(5));
     PumpTester t = tester(ds, driver, 5);
     assertThat(t.runOnce())
         .extracting(PumpTester.Result::kind)
         .containsExactly(Kind.HANDLED, Kind.HANDLED, Kind.BUSY, Kind.BUSY, Kind.BUSY);
     assertThat(seen).containsExactly("0:0", "1:0");
-    assertThat(b.messageCount()).isEqualTo(4);
+    assertThat(b.operations().messageCount(b.group())).isEqualTo(4);
     // The requeued message is first again, with its new properties; the hand-off of 3 blocks
     // the key and keeps 4 stored.
     assertThat(t.runOnce()).hasSize(4);
     assertThat(seen).containsExactly("0:0", "1:0", "1:1", "2:0", "3:0");
     assertThat(t.runOnce()).isEmpty(); // leased
-    assertThat(b.messageCount()).isEqualTo(2);
+    assertThat(b.operations().messageCount(b.group())).isEqualTo(2);
     assertThat(leases).hasSize(1);
     BalancedMessage leased = leases.get(0);
-    assertThat(b.partitionStats("k").orElseThrow().leasedMessageId()).isEqualTo(leased.id());
-    assertThat(b.confirm(leased.id(), leased.handoffToken())).isEqualTo(LeaseResult.APPLIED);
+    assertThat(b.operations().partitionStats(b.group(), "k").orElseThrow().leasedMessageId())
+        .isEqualTo(leased.id());
+    assertThat(b.operations().confirm(leased.id(), leased.handoffToken()))
+        .isEqualTo(LeaseResult.APPLIED);
     assertThat(t.runOnce()).extracting(PumpTester.Result::kind).containsExactly(Kind.HANDLED);
     assertThat(seen).containsExactly("0:0", "1:0", "1:1", "2:0", "3:0", "4:0");
-    assertThat(b.messageCount()).isZero();
+    assertThat(b.operations().messageCount(b.group())).isZero();
   }
 
   @Test
@@ -206,36 +215,38 @@ class RunsIT {
     AtomicInteger calls = new AtomicInteger();
     BalancerDriver driver =
         b.driver(
-                (m, ctx) -> {
-                  // Every 37th call fails once, every 53rd is Busy: runs stop in the middle.
-                  int n = calls.incrementAndGet();
-                  if (n % 37 == 0) {
-                    throw new IllegalStateException("flaky " + n);
-                  }
-                  if (n % 53 == 0) {
-                    return Result.busy("later");
-                  }
-                  try (var ps =
-                      ctx.tx()
-                          .connection()
-                          .prepareStatement("INSERT INTO runs_ledger VALUES (?, ?)")) {
-                    ps.setString(1, m.partitionKey());
-                    ps.setLong(2, seq(m));
-                    ps.executeUpdate();
-                  }
-                  // Only committed work counts towards order: the handler runs in the
-                  // transaction, so a later rollback would take the ledger row with it.
-                  Long before = last.put(m.partitionKey(), seq(m));
-                  if (before != null && before >= seq(m)) {
-                    violations.incrementAndGet();
-                  }
-                  return Result.ok();
-                })
-            .messagesPerTurn(4)
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      // Every 37th call fails once, every 53rd is Busy: runs stop in the middle.
+                      int n = calls.incrementAndGet();
+                      if (n % 37 == 0) {
+                        throw new IllegalStateException("flaky " + n);
+                      }
+                      if (n % 53 == 0) {
+                        throw new BusyException("later");
+                      }
+                      try (var ps =
+                          ctx.tx()
+                              .connection()
+                              .prepareStatement("INSERT INTO runs_ledger VALUES (?, ?)")) {
+                        ps.setString(1, m.partitionKey());
+                        ps.setLong(2, seq(m));
+                        ps.executeUpdate();
+                      }
+                      // Only committed work counts towards order: the handler runs in the
+                      // transaction, so a later rollback would take the ledger row with it.
+                      Long before = last.put(m.partitionKey(), seq(m));
+                      if (before != null && before >= seq(m)) {
+                        violations.incrementAndGet();
+                      }
+                      return Result.ok();
+                    })
+                .build(),
+            BalancerDriverOptions.defaults().withMessagesPerTurn(4));
     try (MessagePump pump = Pumps.pump(ds, "runs-many", driver, 4, 10)) {
       pump.start();
-      await().atMost(WAIT).until(() -> b.messageCount() == 0);
+      await().atMost(WAIT).until(() -> b.operations().messageCount(b.group()) == 0);
     }
     assertThat(db.queryLong("SELECT count(*) FROM runs_ledger")).isEqualTo(20 * 60);
     assertThat(violations).hasValue(0);
@@ -257,12 +268,14 @@ class RunsIT {
     List<String> order = new ArrayList<>();
     BalancerDriver driver =
         b.driver(
-                (m, ctx) -> {
-                  order.add(m.partitionKey());
-                  return Result.ok();
-                })
-            .messagesPerTurn(5)
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      order.add(m.partitionKey());
+                      return Result.ok();
+                    })
+                .build(),
+            BalancerDriverOptions.defaults().withMessagesPerTurn(5));
     PumpTester t = tester(ds, driver, 10);
     for (int i = 0; i < 10; i++) {
       t.runOnce();
@@ -277,14 +290,19 @@ class RunsIT {
   @Test
   void badSettingsAreRefused(DataSource ds) {
     MessageBalancer b = MessageBalancer.create(ds, "runs-bad");
-    assertThatThrownBy(() -> b.driver((m, ctx) -> Result.ok()).messagesPerTurn(0))
+    assertThatThrownBy(() -> BalancerDriverOptions.defaults().withMessagesPerTurn(0))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("messagesPerTurn");
-    assertThatThrownBy(() -> b.driver((m, ctx) -> Result.ok()).messagesPerTurn(1001))
+    assertThatThrownBy(() -> BalancerDriverOptions.defaults().withMessagesPerTurn(1001))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("messagesPerTurn");
     assertThatThrownBy(
-            () -> b.driver((m, ctx) -> Result.ok()).lockPartition(false).messagesPerTurn(2).build())
+            () ->
+                b.driver(
+                    BalancedHandlers.builder().on((m, ctx) -> Result.ok()).build(),
+                    BalancerDriverOptions.defaults()
+                        .withLockPartition(false)
+                        .withMessagesPerTurn(2)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("lockPartition");
   }

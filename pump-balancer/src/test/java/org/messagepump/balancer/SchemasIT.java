@@ -24,9 +24,9 @@ class SchemasIT {
 
   @BeforeAll
   static void migrate(DataSource ds) {
-    Balancer.migrate(ds, "tenant_a");
-    Balancer.migrate(ds, "tenant_b");
-    Balancer.migrate(ds, "tenant_a"); // idempotent, per schema
+    BalancerOperations.of(ds, "tenant_a").migrate();
+    BalancerOperations.of(ds, "tenant_b").migrate();
+    BalancerOperations.of(ds, "tenant_a").migrate(); // idempotent, per schema
   }
 
   @Test
@@ -48,14 +48,14 @@ class SchemasIT {
     for (int i = 0; i < 4; i++) {
       b.storeMessage("k" + (i % 2), ("b" + i).getBytes(StandardCharsets.UTF_8));
     }
-    assertThat(a.messageCount()).isEqualTo(6);
-    assertThat(b.messageCount()).isEqualTo(4);
-    assertThat(b.partitionKeys()).containsExactly("k0", "k1");
+    assertThat(a.operations().messageCount(a.group())).isEqualTo(6);
+    assertThat(b.operations().messageCount(b.group())).isEqualTo(4);
+    assertThat(b.operations().partitionKeys(b.group())).containsExactly("k0", "k1");
 
     Map<String, String> seenA = new ConcurrentHashMap<>();
     Map<String, String> seenB = new ConcurrentHashMap<>();
-    BalancerDriver da = a.driver(record(seenA)).build();
-    BalancerDriver dbr = b.driver(record(seenB)).build();
+    BalancerDriver da = a.driver(BalancedHandlers.builder().on(record(seenA)).build());
+    BalancerDriver dbr = b.driver(BalancedHandlers.builder().on(record(seenB)).build());
     assertThat(da.wakeChannel()).contains("messagepump_balancer_tenant_a");
     assertThat(dbr.wakeChannel()).contains("messagepump_balancer_tenant_b");
     try (MessagePump pa = pump(ds, "tenant-a", da);
@@ -68,24 +68,24 @@ class SchemasIT {
               () ->
                   seenA.size() == 4
                       && seenB.size() == 2
-                      && b.parkedKeys().size() == 1
-                      && a.parkedKeys().size() == 1);
+                      && b.operations().parkedKeys(b.group()).size() == 1
+                      && a.operations().parkedKeys(a.group()).size() == 1);
     }
     assertThat(seenA.values()).allMatch(v -> v.startsWith("a"));
     assertThat(seenB.values()).allMatch(v -> v.startsWith("b"));
     // "k0" fails in both; each parked it in its own schema only.
-    assertThat(a.parkedKeys()).containsOnlyKeys("k0");
-    assertThat(b.parkedKeys()).containsOnlyKeys("k0");
-    assertThat(a.unpark("k0")).isTrue();
-    assertThat(b.parkedKeys()).containsOnlyKeys("k0");
-    assertThat(Balancer.groups(ds, "tenant_a"))
+    assertThat(a.operations().parkedKeys(a.group())).containsOnlyKeys("k0");
+    assertThat(b.operations().parkedKeys(b.group())).containsOnlyKeys("k0");
+    assertThat(a.operations().unpark(a.group(), "k0")).isTrue();
+    assertThat(b.operations().parkedKeys(b.group())).containsOnlyKeys("k0");
+    assertThat(BalancerOperations.of(ds, "tenant_a").groups())
         .singleElement()
         .satisfies(
             g -> {
               assertThat(g.group()).isEqualTo("orders");
               assertThat(g.messages()).isEqualTo(2);
             });
-    assertThat(Balancer.groups(ds, "tenant_b"))
+    assertThat(BalancerOperations.of(ds, "tenant_b").groups())
         .singleElement()
         .satisfies(
             g -> {

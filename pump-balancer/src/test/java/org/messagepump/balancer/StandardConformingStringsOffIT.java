@@ -28,7 +28,7 @@ class StandardConformingStringsOffIT {
       rs.next();
       assertThat(rs.getString(1)).isEqualTo("off");
     }
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     Workload.run(ds, "balancer", Workload.emptyKeyRow(ds, "balancer"));
     assertThat(db.queryLong("SELECT count(*) FROM pg_tables WHERE tablename = 'pwned'")).isZero();
   }

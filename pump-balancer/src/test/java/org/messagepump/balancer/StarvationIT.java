@@ -98,11 +98,13 @@ class StarvationIT {
             db.dataSource(),
             group,
             b.driver(
-                    (m, ctx) -> {
-                      times.add(System.nanoTime());
-                      return Result.ok();
-                    })
-                .build(),
+                BalancedHandlers.builder()
+                    .on(
+                        (m, ctx) -> {
+                          times.add(System.nanoTime());
+                          return Result.ok();
+                        })
+                    .build()),
             1)) {
       pump.start();
       await().atMost(Duration.ofMinutes(2)).until(() -> times.size() == keys);
@@ -147,7 +149,8 @@ class StarvationIT {
     long start;
     long end;
     try (var pool = db.newDataSource(group, 3);
-        MessagePump pump = Pumps.pump(pool, group, b.driver(handler).build(), 1)) {
+        MessagePump pump =
+            Pumps.pump(pool, group, b.driver(BalancedHandlers.builder().on(handler).build()), 1)) {
       pump.start();
       start = System.nanoTime();
       long until = start + duration.toNanos();

@@ -72,16 +72,18 @@ class UnreadableRowsIT {
     AtomicInteger badSeen = new AtomicInteger();
     BalancerDriver driver =
         b.driver(
-                (m, ctx) -> {
-                  if (m.partitionKey().startsWith("bad")) {
-                    badSeen.incrementAndGet();
-                  }
-                  m.properties(); // readable for every message the handler gets
-                  handled.computeIfAbsent(m.id(), id -> new AtomicInteger()).incrementAndGet();
-                  return Result.ok();
-                })
-            .lockPartition(lockPartition)
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      if (m.partitionKey().startsWith("bad")) {
+                        badSeen.incrementAndGet();
+                      }
+                      m.properties(); // readable for every message the handler gets
+                      handled.computeIfAbsent(m.id(), id -> new AtomicInteger()).incrementAndGet();
+                      return Result.ok();
+                    })
+                .build(),
+            BalancerDriverOptions.defaults().withLockPartition(lockPartition));
     try (MessagePump pump =
         MessagePump.builder(ds)
             .name(group)
@@ -95,21 +97,22 @@ class UnreadableRowsIT {
       pump.start();
       await()
           .atMost(Duration.ofSeconds(60))
-          .until(() -> handled.size() == 12 && b.parkedKeys().size() == 3);
+          .until(() -> handled.size() == 12 && b.operations().parkedKeys(b.group()).size() == 3);
     }
     assertThat(handled.values()).allMatch(n -> n.get() == 1);
     assertThat(badSeen).hasValue(0);
-    Map<String, String> parked = b.parkedKeys();
+    Map<String, String> parked = b.operations().parkedKeys(b.group());
     assertThat(parked).containsOnlyKeys("bad-number", "bad-time", "bad-shape");
     for (String key : parked.keySet()) {
-      assertThat(b.partitionStats(key).orElseThrow().failures()).isEqualTo(MAX_FAILURES);
+      assertThat(b.operations().partitionStats(b.group(), key).orElseThrow().failures())
+          .isEqualTo(MAX_FAILURES);
     }
     assertThat(parked.get("bad-number"))
         .contains("cannot be read", "properties")
         .doesNotContain("00000000");
     assertThat(parked.get("bad-time")).contains("cannot be read", "received_at");
     assertThat(parked.get("bad-shape")).contains("cannot be read", "not a JSON object");
-    assertThat(b.messageCount()).isEqualTo(3);
+    assertThat(b.operations().messageCount(b.group())).isEqualTo(3);
     assertThat(db.queryString(asStored)).as("the bad rows as stored").isEqualTo(before);
     db.execute("DELETE FROM balancer.messages WHERE partition_group = '" + group + "'");
     db.execute("DELETE FROM balancer.partitions WHERE partition_group = '" + group + "'");

@@ -12,6 +12,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
+import org.messagepump.core.BusyException;
 import org.messagepump.core.MessagePump;
 
 /**
@@ -88,7 +89,7 @@ final class Workload {
               return Result.handoff(Duration.ofMillis(1));
             case "busy'\\":
               if (once.putIfAbsent(key, true) == null) {
-                return Result.busy("busy 'now' \\");
+                throw new BusyException("busy 'now' \\");
               }
               seen.put(key, new Seen(key, text(m.content()), m.propertiesJson()));
               return Result.ok();
@@ -98,11 +99,12 @@ final class Workload {
           }
         };
     BalancerDriver driver =
-        b.driver(handler)
-            .leaseOwner("owner 'o' \\")
-            .maxAttempts(1)
-            .reapInterval(Duration.ofMillis(20))
-            .build();
+        b.driver(
+            BalancedHandlers.builder().on(handler).build(),
+            BalancerDriverOptions.defaults()
+                .withLeaseOwner("owner 'o' \\")
+                .withMaxAttempts(1)
+                .withReapInterval(Duration.ofMillis(20)));
     try (MessagePump pump =
         MessagePump.builder(ds)
             .name("workload")
@@ -122,41 +124,54 @@ final class Workload {
                       && seen.containsKey("requeue'\\")
                       && seen.containsKey("busy'\\")
                       && handedOff.size() == 1
-                      && b.parkedKeys().keySet().containsAll(List.of("fail'\\", "expire'\\")));
+                      && b.operations()
+                          .parkedKeys(b.group())
+                          .keySet()
+                          .containsAll(List.of("fail'\\", "expire'\\")));
     }
     for (Seen s : stored.values()) {
       Seen got = seen.get(s.key());
       assertThat(got.content()).isEqualTo(s.content());
       assertThat(Json.tree(got.properties())).isEqualTo(Json.tree(s.properties()));
     }
-    assertThat(b.parkedKeys().get("fail'\\")).contains("failed on 'fail'\\' \\");
+    assertThat(b.operations().parkedKeys(b.group()).get("fail'\\"))
+        .contains("failed on 'fail'\\' \\");
 
     // Operations, all with the hostile values.
-    assertThat(b.partitionKeys()).contains("fail'\\", "expire'\\", "handoff'\\");
-    assertThat(b.partitionStats("fail'\\").orElseThrow().failures()).isEqualTo(2);
-    assertThat(b.partitionStats("handoff'\\").orElseThrow().leasedMessageId()).isNotNull();
-    assertThat(b.stats().parked()).isEqualTo(2);
-    assertThat(Balancer.groups(ds, schema)).extracting(GroupStats::group).contains(GROUP);
+    assertThat(b.operations().partitionKeys(b.group()))
+        .contains("fail'\\", "expire'\\", "handoff'\\");
+    assertThat(b.operations().partitionStats(b.group(), "fail'\\").orElseThrow().failures())
+        .isEqualTo(2);
+    assertThat(
+            b.operations().partitionStats(b.group(), "handoff'\\").orElseThrow().leasedMessageId())
+        .isNotNull();
+    assertThat(b.operations().stats(b.group()).parked()).isEqualTo(2);
+    assertThat(BalancerOperations.of(ds, schema).groups())
+        .extracting(GroupStats::group)
+        .contains(GROUP);
     BalancedMessage h = handedOff.get(0);
-    assertThat(b.extendLease(h.id(), h.handoffToken(), Duration.ofMinutes(1)))
+    assertThat(b.operations().extendLease(h.id(), h.handoffToken(), Duration.ofMinutes(1)))
         .isEqualTo(LeaseResult.APPLIED);
-    assertThat(b.confirm(h.id(), UUID.randomUUID())).isEqualTo(LeaseResult.STALE_TOKEN);
-    assertThat(Balancer.confirm(ds, schema, h.id(), h.handoffToken()))
+    assertThat(b.operations().confirm(h.id(), UUID.randomUUID()))
+        .isEqualTo(LeaseResult.STALE_TOKEN);
+    assertThat(BalancerOperations.of(ds, schema).confirm(h.id(), h.handoffToken()))
         .isEqualTo(LeaseResult.APPLIED);
-    assertThat(b.unpark("fail'\\")).isTrue();
-    assertThat(b.unpark("expire'\\")).isTrue();
+    assertThat(b.operations().unpark(b.group(), "fail'\\")).isTrue();
+    assertThat(b.operations().unpark(b.group(), "expire'\\")).isTrue();
 
     // The same group without lockPartition: key rotation on its own transaction, then the head.
     b.storeMessage("free'\\", bytes("free"), PROPS);
     Map<String, String> freeSeen = new ConcurrentHashMap<>();
     BalancerDriver free =
         b.driver(
-                (m, ctx) -> {
-                  freeSeen.put(m.partitionKey(), text(m.content()));
-                  return Result.ok();
-                })
-            .lockPartition(false)
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      freeSeen.put(m.partitionKey(), text(m.content()));
+                      return Result.ok();
+                    })
+                .build(),
+            BalancerDriverOptions.defaults().withLockPartition(false));
     emptyKeyRow.accept("empty'\\key2");
     try (MessagePump pump =
         MessagePump.builder(ds)
@@ -168,10 +183,12 @@ final class Workload {
             .backoff(Duration.ofMillis(5), Duration.ofMillis(20))
             .build()) {
       pump.start();
-      await().atMost(Duration.ofSeconds(60)).until(() -> b.messageCount() == 0);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> b.operations().messageCount(b.group()) == 0);
     }
     assertThat(freeSeen).containsEntry("free'\\", "free").containsKey("fail'\\");
-    assertThat(b.parkedKeys()).isEmpty();
+    assertThat(b.operations().parkedKeys(b.group())).isEmpty();
   }
 
   /** Inserts a key row without messages through {@code owner} (not the data source under test). */

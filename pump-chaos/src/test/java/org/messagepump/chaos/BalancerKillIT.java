@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.LeaseResult;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.testing.BalancerFixture;
@@ -148,7 +148,7 @@ class BalancerKillIT {
         while (rs.next()) {
           long id = rs.getLong(1);
           UUID token = (UUID) rs.getObject(2);
-          LeaseResult r = Balancer.confirm(db.dataSource(), id, token);
+          LeaseResult r = BalancerOperations.of(db.dataSource()).confirm(id, token);
           if (r != LeaseResult.APPLIED) {
             stale.incrementAndGet();
           }

@@ -26,7 +26,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancedHandlers;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
 import org.messagepump.chaos.Hostile.Case;
@@ -102,7 +103,7 @@ class HostileDeliveriesIT {
   static void schemas(TestDatabase db) {
     CommandOperations.of(db.dataSource()).migrate();
     EventOperations.of(db.dataSource()).migrate();
-    Balancer.migrate(db.dataSource());
+    BalancerOperations.of(db.dataSource()).migrate();
     Ledger.install(db.dataSource());
     db.execute(Hostile.SCHEMA);
   }
@@ -775,24 +776,25 @@ class HostileDeliveriesIT {
 
     @Override
     Driver driver(AtomicInteger hostileCalls, Case c) {
-      return balancer
-          .driver(
-              (m, ctx) -> {
-                Tx tx = ctx.tx();
-                if (m.partitionKey().equals(HOSTILE_KEY)) {
-                  hostileCalls.incrementAndGet();
-                }
-                // The balancer stores bytes: decoding is the handler's (case 2 fails here).
-                Work w = (Work) Work.CODEC.decode(Work.TYPE, m.content());
-                if (w.n() == Hostile.HOSTILE_N) {
-                  c.act(tx);
-                  return Result.ok();
-                }
-                Ledger.record(
-                    tx.connection(), "b" + m.id(), 1 + m.failures(), "h", m.partitionKey(), -1);
-                return Result.ok();
-              })
-          .build();
+      return balancer.driver(
+          BalancedHandlers.builder()
+              .on(
+                  (m, ctx) -> {
+                    Tx tx = ctx.tx();
+                    if (m.partitionKey().equals(HOSTILE_KEY)) {
+                      hostileCalls.incrementAndGet();
+                    }
+                    // The balancer stores bytes: decoding is the handler's (case 2 fails here).
+                    Work w = (Work) Work.CODEC.decode(Work.TYPE, m.content());
+                    if (w.n() == Hostile.HOSTILE_N) {
+                      c.act(tx);
+                      return Result.ok();
+                    }
+                    Ledger.record(
+                        tx.connection(), "b" + m.id(), 1 + m.failures(), "h", m.partitionKey(), -1);
+                    return Result.ok();
+                  })
+              .build());
     }
 
     @Override

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.commands.CommandOperations;
@@ -60,7 +60,7 @@ class HostileInputsIT {
   static void schemas(TestDatabase db) {
     CommandOperations.of(db.dataSource()).migrate();
     EventOperations.of(db.dataSource()).migrate();
-    Balancer.migrate(db.dataSource());
+    BalancerOperations.of(db.dataSource()).migrate();
     db.execute(Hostile.SCHEMA);
     Arrays.fill(TWENTY_MB, (byte) '7');
   }

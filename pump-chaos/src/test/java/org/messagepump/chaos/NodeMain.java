@@ -72,7 +72,7 @@ public final class NodeMain {
         EventStore.create(ds, Work.CODEC).operations().streams();
         break;
       default:
-        MessageBalancer.create(ds, GROUP).stats();
+        MessageBalancer.create(ds, GROUP).operations().stats(GROUP);
     }
   }
 

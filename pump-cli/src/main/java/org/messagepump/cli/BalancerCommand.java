@@ -1,12 +1,12 @@
 package org.messagepump.cli;
 
 import java.io.PrintWriter;
+import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.Callable;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.GroupStats;
 import org.messagepump.balancer.LeaseResult;
-import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.PartitionStats;
 import org.messagepump.core.Inputs;
 import picocli.CommandLine.Command;
@@ -59,7 +59,8 @@ final class BalancerCommand implements Runnable {
         PrintWriter out = spec.commandLine().getOut();
         if (group == null) {
           Table t = new Table("group", "partitions", "messages", "leases", "parked", "oldest (s)");
-          for (GroupStats g : Balancer.groups(database.dataSource(), checked(schema))) {
+          for (GroupStats g :
+              BalancerOperations.of(database.dataSource(), checked(schema)).groups()) {
             t.row(
                 g.group(),
                 g.partitions(),
@@ -71,16 +72,17 @@ final class BalancerCommand implements Runnable {
           t.print(out);
           return 0;
         }
-        MessageBalancer balancer;
+        BalancerOperations operations =
+            BalancerOperations.of(database.dataSource(), checked(schema));
+        List<String> keys;
         try {
-          balancer =
-              MessageBalancer.builder(database.dataSource(), group).schema(schema.schema).build();
+          keys = operations.partitionKeys(group);
         } catch (IllegalArgumentException e) {
           throw new CliException(e.getMessage(), 2);
         }
         Table t = new Table("key", "messages", "in flight", "leased message", "failures", "parked");
-        for (String key : balancer.partitionKeys().stream().limit(limit).toList()) {
-          PartitionStats s = balancer.partitionStats(key).orElse(null);
+        for (String key : keys.stream().limit(limit).toList()) {
+          PartitionStats s = operations.partitionStats(group, key).orElse(null);
           if (s != null) {
             t.row(
                 key,
@@ -93,7 +95,8 @@ final class BalancerCommand implements Runnable {
         }
         t.print(out);
         out.printf(
-            "%d partitions, %d messages%n", balancer.partitionCount(), balancer.messageCount());
+            "%d partitions, %d messages%n",
+            operations.partitionCount(group), operations.messageCount(group));
       }
       return 0;
     }
@@ -122,7 +125,7 @@ final class BalancerCommand implements Runnable {
         return lease(
             spec,
             "confirmed",
-            Balancer.confirm(database.dataSource(), checked(schema), messageId, token),
+            BalancerOperations.of(database.dataSource(), checked(schema)).confirm(messageId, token),
             messageId);
       }
     }
@@ -151,7 +154,8 @@ final class BalancerCommand implements Runnable {
         return lease(
             spec,
             "requeued",
-            Balancer.requeue(database.dataSource(), checked(schema), messageId, token, null),
+            BalancerOperations.of(database.dataSource(), checked(schema))
+                .requeue(messageId, token, null),
             messageId);
       }
     }

@@ -13,6 +13,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
+import org.messagepump.balancer.BalancedHandlers;
+import org.messagepump.balancer.BalancerDriverOptions;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.NewMessage;
 import org.messagepump.balancer.Result;
@@ -82,23 +84,24 @@ final class BenchBalancer {
         MessagePump.builder(ds)
             .name("bench-balancer")
             .driver(
-                balancer
-                    .driver(
-                        (m, ctx) -> {
-                          long seq = ByteBuffer.wrap(m.content()).getLong();
-                          Long before = last.put(m.partitionKey(), seq);
-                          if (before != null && before > seq) {
-                            violations.incrementAndGet();
-                          }
-                          if (served.getAndIncrement() < window) {
-                            synchronized (firstWindow) {
-                              firstWindow.merge(m.partitionKey(), 1, Integer::sum);
-                            }
-                          }
-                          return Result.ok();
-                        })
-                    .messagesPerTurn(messagesPerTurn)
-                    .build())
+                balancer.driver(
+                    BalancedHandlers.builder()
+                        .on(
+                            (m, ctx) -> {
+                              long seq = ByteBuffer.wrap(m.content()).getLong();
+                              Long before = last.put(m.partitionKey(), seq);
+                              if (before != null && before > seq) {
+                                violations.incrementAndGet();
+                              }
+                              if (served.getAndIncrement() < window) {
+                                synchronized (firstWindow) {
+                                  firstWindow.merge(m.partitionKey(), 1, Integer::sum);
+                                }
+                              }
+                              return Result.ok();
+                            })
+                        .build(),
+                    BalancerDriverOptions.defaults().withMessagesPerTurn(messagesPerTurn)))
             .workers(workers)
             .batchSize(batchSize)
             .pollInterval(Duration.ofMillis(20))
@@ -108,7 +111,7 @@ final class BenchBalancer {
       while (served.get() < n) {
         Thread.sleep(5);
       }
-      while (balancer.messageCount() > 0) {
+      while (balancer.operations().messageCount(balancer.group()) > 0) {
         Thread.sleep(5);
       }
       double rate = n / ((System.nanoTime() - start) / 1e9);

@@ -11,7 +11,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import javax.sql.DataSource;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.console.ConsoleAudit;
 import org.messagepump.console.ConsoleConfig;
@@ -143,8 +143,8 @@ final class ConsoleCommand implements Callable<Integer> {
   @Option(
       names = "--balancer-schema",
       paramLabel = "NAME",
-      description = "The balancer's schema (default: " + Balancer.DEFAULT_SCHEMA + ").")
-  String balancerSchema = Balancer.DEFAULT_SCHEMA;
+      description = "The balancer's schema (default: " + BalancerOperations.DEFAULT_SCHEMA + ").")
+  String balancerSchema = BalancerOperations.DEFAULT_SCHEMA;
 
   @Option(
       names = "--audit-schema",

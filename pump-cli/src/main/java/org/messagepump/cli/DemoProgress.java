@@ -58,7 +58,7 @@ final class DemoProgress {
       long parked = deadLettersAdded();
       long viewLag = handlers.lag(DemoScenario.VIEW_HANDLER);
       long totalsLag = handlers.lag(DemoScenario.TOTALS_HANDLER);
-      long notes = scenario.notifications.messageCount();
+      long notes = scenario.notifications.operations().messageCount(scenario.notifications.group());
       long handledOrders = (long) count("orders", "handled");
       boolean done =
           pending == 0

@@ -6,6 +6,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import javax.sql.DataSource;
+import org.messagepump.balancer.BalancedHandlers;
+import org.messagepump.balancer.BalancerDriverOptions;
 import org.messagepump.balancer.LeaseResult;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
@@ -83,11 +85,9 @@ final class DemoWorkload implements AutoCloseable {
         pump(
                 ds,
                 "notifications",
-                scenario
-                    .notifications
-                    .driver(scenario::notify)
-                    .leaseDuration(Duration.ofSeconds(5))
-                    .build(),
+                scenario.notifications.driver(
+                    BalancedHandlers.builder().on(scenario::notify).build(),
+                    BalancerDriverOptions.defaults().withLeaseDuration(Duration.ofSeconds(5))),
                 workers)
             .maxFailures(NOTIFY_MAX_FAILURES)
             .build());
@@ -148,7 +148,8 @@ final class DemoWorkload implements AutoCloseable {
                 }
                 try (Connection c = ds.getConnection()) {
                   c.setAutoCommit(false);
-                  LeaseResult r = scenario.notifications.confirm(c, h.messageId(), h.token());
+                  LeaseResult r =
+                      scenario.notifications.operations().confirm(c, h.messageId(), h.token());
                   if (r == LeaseResult.APPLIED) {
                     scenario.recordNotification(c, h.customer(), h.messageId(), "gateway");
                     c.commit();

@@ -1,6 +1,6 @@
 package org.messagepump.cli;
 
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.eventstream.EventStore;
 
@@ -15,7 +15,7 @@ enum DriverName {
   /** The event store (pump-eventstream). */
   events(EventStore.DEFAULT_SCHEMA),
   /** The partition balancer (pump-balancer). */
-  balancer(Balancer.DEFAULT_SCHEMA);
+  balancer(BalancerOperations.DEFAULT_SCHEMA);
 
   private final String defaultSchema;
 

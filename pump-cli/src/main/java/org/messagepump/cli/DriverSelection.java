@@ -2,7 +2,7 @@ package org.messagepump.cli;
 
 import java.util.EnumSet;
 import java.util.Set;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.eventstream.EventStore;
 import picocli.CommandLine.Model.CommandSpec;
@@ -32,7 +32,7 @@ final class DriverSelection {
               + ", events: "
               + EventStore.DEFAULT_SCHEMA
               + ", balancer: "
-              + Balancer.DEFAULT_SCHEMA
+              + BalancerOperations.DEFAULT_SCHEMA
               + ").")
   String schema;
 

@@ -7,7 +7,7 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.eventstream.EventOperations;
 import org.postgresql.ds.PGSimpleDataSource;
@@ -90,7 +90,7 @@ final class GrantsCommand implements Callable<Integer> {
     return switch (d) {
       case commands -> CommandOperations.of(UNCONNECTED, name).grantStatements(role);
       case events -> EventOperations.of(UNCONNECTED, name).grantStatements(role);
-      case balancer -> Balancer.grantStatements(name, role);
+      case balancer -> BalancerOperations.of(UNCONNECTED, name).grantStatements(role);
     };
   }
 }

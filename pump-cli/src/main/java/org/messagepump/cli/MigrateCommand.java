@@ -2,7 +2,7 @@ package org.messagepump.cli;
 
 import java.util.concurrent.Callable;
 import javax.sql.DataSource;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.eventstream.EventOperations;
 import picocli.CommandLine.Command;
@@ -45,7 +45,7 @@ final class MigrateCommand implements Callable<Integer> {
     switch (driver) {
       case commands -> CommandOperations.of(ds, schema).migrate();
       case events -> EventOperations.of(ds, schema).migrate();
-      case balancer -> Balancer.migrate(ds, schema);
+      case balancer -> BalancerOperations.of(ds, schema).migrate();
     }
   }
 

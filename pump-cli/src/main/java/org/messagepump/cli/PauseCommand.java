@@ -2,8 +2,7 @@ package org.messagepump.cli;
 
 import java.util.concurrent.Callable;
 import javax.sql.DataSource;
-import org.messagepump.balancer.Balancer;
-import org.messagepump.balancer.MessageBalancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.eventstream.EventStore;
 import picocli.CommandLine.Command;
@@ -45,7 +44,7 @@ final class PauseCommand {
                 + ", "
                 + EventStore.DEFAULT_SCHEMA
                 + ", "
-                + Balancer.DEFAULT_SCHEMA
+                + BalancerOperations.DEFAULT_SCHEMA
                 + ").")
     String schema;
 
@@ -71,7 +70,7 @@ final class PauseCommand {
           return Stores.events(ds, schemaOr(EventStore.DEFAULT_SCHEMA))
               .pauseHandler(handler, reason);
         }
-        return balancer(ds).pauseGroup(reason);
+        return balancer(ds).pauseGroup(group, reason);
       } catch (IllegalArgumentException e) {
         throw new CliException(e.getMessage(), 2);
       }
@@ -85,14 +84,14 @@ final class PauseCommand {
         if (handler != null) {
           return Stores.events(ds, schemaOr(EventStore.DEFAULT_SCHEMA)).resumeHandler(handler);
         }
-        return balancer(ds).resumeGroup();
+        return balancer(ds).resumeGroup(group);
       } catch (IllegalArgumentException e) {
         throw new CliException(e.getMessage(), 2);
       }
     }
 
-    private MessageBalancer balancer(DataSource ds) {
-      return MessageBalancer.builder(ds, group).schema(schemaOr(Balancer.DEFAULT_SCHEMA)).build();
+    private BalancerOperations balancer(DataSource ds) {
+      return BalancerOperations.of(ds, schemaOr(BalancerOperations.DEFAULT_SCHEMA));
     }
 
     private String schemaOr(String dflt) {

@@ -1,6 +1,6 @@
 package org.messagepump.cli;
 
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.eventstream.EventStore;
 import picocli.CommandLine.Option;
@@ -39,7 +39,7 @@ final class SchemaOption {
     @Option(
         names = "--schema",
         paramLabel = "NAME",
-        defaultValue = Balancer.DEFAULT_SCHEMA,
+        defaultValue = BalancerOperations.DEFAULT_SCHEMA,
         description = "The balancer's schema (default: ${DEFAULT-VALUE}).")
     String schema;
   }

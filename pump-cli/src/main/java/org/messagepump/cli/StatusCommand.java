@@ -9,7 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import javax.sql.DataSource;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.GroupStats;
 import org.messagepump.balancer.PausedGroup;
 import org.messagepump.commands.CommandOperations;
@@ -163,8 +163,9 @@ final class StatusCommand implements Callable<Integer> {
 
   /** The balancer groups' part of the status. */
   private static void balancer(DataSource ds, String schema, Map<String, Object> status) {
+    BalancerOperations operations = BalancerOperations.of(ds, schema);
     List<Object> groups = new ArrayList<>();
-    for (GroupStats g : Balancer.groups(ds, schema)) {
+    for (GroupStats g : operations.groups()) {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("group", g.group());
       m.put("partitions", g.partitions());
@@ -178,7 +179,7 @@ final class StatusCommand implements Callable<Integer> {
     }
     status.put("balancer", groups);
     List<Object> pausedGroups = new ArrayList<>();
-    for (PausedGroup p : Balancer.pausedGroups(ds, schema)) {
+    for (PausedGroup p : operations.pausedGroups()) {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("group", p.group());
       m.put("pausedAt", p.pausedAt().toString());

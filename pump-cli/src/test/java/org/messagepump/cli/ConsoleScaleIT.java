@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
@@ -63,7 +63,7 @@ class ConsoleScaleIT {
   void everyPageAnswersAtScale(TestDatabase db, @TempDir Path dir) throws Exception {
     CommandOperations.of(db.dataSource()).migrate();
     EventOperations.of(db.dataSource()).migrate();
-    Balancer.migrate(db.dataSource());
+    BalancerOperations.of(db.dataSource()).migrate();
     StringBuilder report = new StringBuilder();
     long fillStart = System.nanoTime();
     fill(db);

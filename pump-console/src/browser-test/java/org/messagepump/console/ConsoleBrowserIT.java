@@ -58,7 +58,9 @@ class ConsoleBrowserIT {
     fixture.mail.storeMessage(HOSTILE_KEY, "<img src=x onerror=alert(2)>".getBytes(StandardCharsets.UTF_8));
     await()
         .atMost(Duration.ofSeconds(30))
-        .until(() -> fixture.mail.parkedKeys().containsKey(HOSTILE_KEY));
+        .until(
+            () ->
+                fixture.mail.operations().parkedKeys(fixture.mail.group()).containsKey(HOSTILE_KEY));
     fixture.startTraffic();
     server =
         ConsoleServer.start(
@@ -293,7 +295,13 @@ class ConsoleBrowserIT {
         .contains("unparked");
     await()
         .atMost(Duration.ofSeconds(30))
-        .until(() -> fixture.mail.partitionStats(HOSTILE_KEY).isEmpty());
+        .until(
+            () ->
+                fixture
+                    .mail
+                    .operations()
+                    .partitionStats(fixture.mail.group(), HOSTILE_KEY)
+                    .isEmpty());
 
     // The job view: a parked command's detail, what a bulk action will touch, and pauses of a
     // type, a handler and a group, each paused with a hostile reason and resumed.
@@ -330,7 +338,7 @@ class ConsoleBrowserIT {
     }
     assertThat(fixture.queue.operations().pausedTypes()).isEmpty();
     assertThat(fixture.events.operations().pausedHandlers()).isEmpty();
-    assertThat(fixture.mail.isPaused()).isFalse();
+    assertThat(fixture.mail.operations().isPaused(fixture.mail.group())).isFalse();
 
     open("audit");
     assertThat(browser.findElement(By.id("audit")).getText())

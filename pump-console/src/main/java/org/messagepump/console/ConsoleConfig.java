@@ -11,7 +11,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.function.Function;
 import java.util.regex.Pattern;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.console.internal.Hosts;
 import org.messagepump.console.internal.MeterReadings;
@@ -272,16 +272,16 @@ public final class ConsoleConfig {
     private String title = "messagepump console";
     private String commandsSchema = CommandQueue.DEFAULT_SCHEMA;
     private String eventsSchema = EventStore.DEFAULT_SCHEMA;
-    private String balancerSchema = Balancer.DEFAULT_SCHEMA;
+    private String balancerSchema = BalancerOperations.DEFAULT_SCHEMA;
 
     private Builder() {}
 
     /**
      * The schemas of the command queue, the event store and the balancer the console shows
      * (default: the drivers' own, {@value CommandQueue#DEFAULT_SCHEMA}, {@value
-     * EventStore#DEFAULT_SCHEMA} and {@value Balancer#DEFAULT_SCHEMA}). Each driver checks its name
-     * when the console is built ({@code ConsoleServlet}'s constructor), with an {@link
-     * IllegalArgumentException} that names the rule.
+     * EventStore#DEFAULT_SCHEMA} and {@value BalancerOperations#DEFAULT_SCHEMA}). Each driver
+     * checks its name when the console is built ({@code ConsoleServlet}'s constructor), with an
+     * {@link IllegalArgumentException} that names the rule.
      */
     public Builder schemas(String commands, String events, String balancer) {
       this.commandsSchema = Objects.requireNonNull(commands, "commands schema");

@@ -51,7 +51,9 @@ class ConsoleAuditIT {
     fixture.mail.storeMessage(FORGED_KEY, "x".getBytes(StandardCharsets.UTF_8));
     await()
         .atMost(Duration.ofSeconds(30))
-        .until(() -> fixture.mail.parkedKeys().containsKey(FORGED_KEY));
+        .until(
+            () ->
+                fixture.mail.operations().parkedKeys(fixture.mail.group()).containsKey(FORGED_KEY));
     tokened =
         ConsoleServer.start(
             ds,
@@ -223,7 +225,13 @@ class ConsoleAuditIT {
     fixture.mail.storeMessage(ConsoleFixture.FAILING_PREFIX + "2", new byte[] {1});
     await()
         .atMost(Duration.ofSeconds(30))
-        .until(() -> fixture.mail.parkedKeys().containsKey(ConsoleFixture.FAILING_PREFIX + "2"));
+        .until(
+            () ->
+                fixture
+                    .mail
+                    .operations()
+                    .parkedKeys(fixture.mail.group())
+                    .containsKey(ConsoleFixture.FAILING_PREFIX + "2"));
     Http h = login(tokened, ALICE);
     sql("ALTER TABLE pumpconsole.audit RENAME TO audit_away");
     try {
@@ -237,7 +245,8 @@ class ConsoleAuditIT {
               ConsoleFixture.FAILING_PREFIX + "2");
       assertThat(r.statusCode()).isEqualTo(503);
       assertThat(r.body()).contains("pumpconsole.audit does not exist");
-      assertThat(fixture.mail.parkedKeys()).containsKey(ConsoleFixture.FAILING_PREFIX + "2");
+      assertThat(fixture.mail.operations().parkedKeys(fixture.mail.group()))
+          .containsKey(ConsoleFixture.FAILING_PREFIX + "2");
     } finally {
       sql("ALTER TABLE pumpconsole.audit_away RENAME TO audit");
     }

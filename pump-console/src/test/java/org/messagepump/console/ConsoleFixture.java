@@ -11,7 +11,8 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancedHandlers;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandHandlers;
@@ -68,7 +69,7 @@ final class ConsoleFixture implements AutoCloseable {
     this.ds = ds;
     CommandOperations.of(ds).migrate();
     EventOperations.of(ds).migrate();
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     ConsoleAudit.migrate(ds);
     this.queue = CommandQueue.builder(ds).codec(CODEC).meterRegistry(registry).build();
     this.events = EventStore.create(ds, CODEC);
@@ -113,15 +114,18 @@ final class ConsoleFixture implements AutoCloseable {
         pump(
                 "mail",
                 mail.driver(
-                        (m, ctx) -> {
-                          if ((m.partitionKey().equals(BAD_KEY)
-                                  || m.partitionKey().startsWith(FAILING_PREFIX))
-                              && !healed.get()) {
-                            throw new IllegalStateException("mailbox of " + BAD_KEY + " is full");
-                          }
-                          return Result.ok();
-                        })
-                    .build())
+                    BalancedHandlers.builder()
+                        .on(
+                            (m, ctx) -> {
+                              if ((m.partitionKey().equals(BAD_KEY)
+                                      || m.partitionKey().startsWith(FAILING_PREFIX))
+                                  && !healed.get()) {
+                                throw new IllegalStateException(
+                                    "mailbox of " + BAD_KEY + " is full");
+                              }
+                              return Result.ok();
+                            })
+                        .build()))
             .maxFailures(2)
             .build());
     // The poisoned stream: three events the ledger fails on, so it parks with lag 3.
@@ -150,7 +154,7 @@ final class ConsoleFixture implements AutoCloseable {
             () ->
                 queue.operations().deadLetters().count() == expected
                     && !events.operations().parked(LEDGER).isEmpty()
-                    && mail.parkedKeys().containsKey(BAD_KEY));
+                    && mail.operations().parkedKeys(mail.group()).containsKey(BAD_KEY));
     return this;
   }
 

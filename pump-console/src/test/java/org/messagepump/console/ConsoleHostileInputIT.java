@@ -125,7 +125,9 @@ class ConsoleHostileInputIT {
   void aFormSendsAStoredKeyBackExactlyCarriageReturnAndAll() throws Exception {
     String key = ConsoleFixture.FAILING_PREFIX + "a\r\nb\rc";
     fixture.mail.storeMessage(key, new byte[] {1});
-    await().atMost(Duration.ofSeconds(30)).until(() -> fixture.mail.parkedKeys().containsKey(key));
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> fixture.mail.operations().parkedKeys(fixture.mail.group()).containsKey(key));
     Http h = new Http(server.uri());
     String page = h.get("balancer?group=" + ConsoleFixture.MAIL).body();
     String encoded =

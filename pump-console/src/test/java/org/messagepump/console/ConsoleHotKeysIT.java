@@ -10,7 +10,7 @@ import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.testkit.PostgresExtension;
 
@@ -20,7 +20,7 @@ class ConsoleHotKeysIT {
 
   @Test
   void theHottestKeyIsShownFirstEvenWhenItJoinedTheRotationLast(DataSource ds) throws Exception {
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     MessageBalancer group = MessageBalancer.create(ds, "hot-keys");
     byte[] body = "m".getBytes(StandardCharsets.UTF_8);
     for (int i = 0; i < 250; i++) {

@@ -189,7 +189,8 @@ class ConsoleHttpIT {
     // Nothing moved.
     assertThat(deadLetters()).hasSize(3);
     assertThat(fixture.events.operations().parked(ConsoleFixture.LEDGER)).hasSize(1);
-    assertThat(fixture.mail.parkedKeys()).containsKey(ConsoleFixture.BAD_KEY);
+    assertThat(fixture.mail.operations().parkedKeys(fixture.mail.group()))
+        .containsKey(ConsoleFixture.BAD_KEY);
     assertThat(h.get("commands").body())
         .contains(before.substring(before.indexOf("<table id=\"dead-letters\"")));
   }
@@ -342,7 +343,13 @@ class ConsoleHttpIT {
         .isEqualTo(303);
     await()
         .atMost(Duration.ofSeconds(30))
-        .until(() -> fixture.mail.partitionStats(ConsoleFixture.BAD_KEY).isEmpty());
+        .until(
+            () ->
+                fixture
+                    .mail
+                    .operations()
+                    .partitionStats(fixture.mail.group(), ConsoleFixture.BAD_KEY)
+                    .isEmpty());
     assertThat(h.get("audit").body())
         .contains("keys.unpark", "checkpoints.reset", "checkpoints.set", "streams.resume");
   }

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.Tx;
 import org.messagepump.testkit.PostgresExtension;
@@ -350,12 +350,12 @@ class ConsoleJobsIT {
             post(h, "pauses/pause", "driver", "balancer", "name64", b64(ConsoleFixture.MAIL))
                 .statusCode())
         .isEqualTo(303);
-    assertThat(fixture.mail.isPaused()).isTrue();
+    assertThat(fixture.mail.operations().isPaused(fixture.mail.group())).isTrue();
     assertThat(
             post(h, "pauses/resume", "driver", "balancer", "name64", b64(ConsoleFixture.MAIL))
                 .statusCode())
         .isEqualTo(303);
-    assertThat(Balancer.pausedGroups(db)).isEmpty();
+    assertThat(BalancerOperations.of(db).pausedGroups()).isEmpty();
 
     assertThat(
             post(h, "pauses/pause", "driver", "events", "name64", b64("no-handler")).statusCode())

@@ -11,7 +11,7 @@ import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandDriverOptions;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandOperations;
@@ -38,7 +38,7 @@ class ConsoleLeasesIT {
   @Test
   void aLeasedCommandIsShownRunningWithItsHolderAndExpiry(DataSource ds) throws Exception {
     EventOperations.of(ds).migrate();
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     CommandOperations.of(ds, SCHEMA).migrate();
     CommandQueue queue =
         CommandQueue.builder(ds)

@@ -18,7 +18,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
@@ -77,7 +77,7 @@ class ConsoleSamplingIT {
   void concurrentClientsShareOneRoundOfQueriesPerInterval(DataSource ds) throws Exception {
     CommandOperations.of(ds).migrate();
     EventOperations.of(ds).migrate();
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     EventStore store = EventStore.create(ds, JsonMessageCodec.of(MessageTypes.builder().build()));
     long stream = Transactions.inNew(ds, "creating a stream", tx -> store.createStream(tx));
     store.operations().setCheckpoint("projection", stream, 0, 0);

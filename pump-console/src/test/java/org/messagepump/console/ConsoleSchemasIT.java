@@ -7,7 +7,7 @@ import java.nio.charset.StandardCharsets;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
@@ -24,10 +24,10 @@ class ConsoleSchemasIT {
   void aConsoleShowsTheSchemasItIsGiven(DataSource ds) throws Exception {
     CommandOperations.of(ds).migrate();
     EventOperations.of(ds).migrate();
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     CommandOperations.of(ds, "console_cq").migrate();
     EventOperations.of(ds, "console_es").migrate();
-    Balancer.migrate(ds, "console_bal");
+    BalancerOperations.of(ds, "console_bal").migrate();
     CommandQueue.builder(ds)
         .codec(JsonMessageCodec.of(MessageTypes.builder().build()))
         .schema("console_cq")

@@ -17,7 +17,8 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancedHandlers;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandHandlers;
@@ -79,7 +80,7 @@ class WithoutMicrometerIT {
   void everyDriverTheJobsAndTheConsoleRunWithoutMicrometer(DataSource ds) throws Exception {
     CommandOperations.of(ds).migrate();
     EventOperations.of(ds).migrate();
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     ConsoleAudit.migrate(ds);
     CommandQueue queue = CommandQueue.builder(ds).codec(CODEC).build();
     EventStore store = EventStore.create(ds, CODEC);
@@ -120,14 +121,16 @@ class WithoutMicrometerIT {
                 .build());
     Driver mailer =
         mail.driver(
-                (m, ctx) -> {
-                  if (m.partitionKey().equals(BAD_KEY)) {
-                    throw new IllegalStateException("mailbox full");
-                  }
-                  mailed.incrementAndGet();
-                  return Result.ok();
-                })
-            .build();
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      if (m.partitionKey().equals(BAD_KEY)) {
+                        throw new IllegalStateException("mailbox full");
+                      }
+                      mailed.incrementAndGet();
+                      return Result.ok();
+                    })
+                .build());
 
     List<MessagePump> pumps = new ArrayList<>();
     CommandScheduler scheduler = CommandScheduler.builder(queue).build();
@@ -158,7 +161,9 @@ class WithoutMicrometerIT {
                     .as("dead letters")
                     .isEqualTo(1);
                 assertThat(store.operations().parked(LEDGER)).as("parked streams").hasSize(1);
-                assertThat(mail.parkedKeys()).as("parked keys").containsOnlyKeys(BAD_KEY);
+                assertThat(mail.operations().parkedKeys(mail.group()))
+                    .as("parked keys")
+                    .containsOnlyKeys(BAD_KEY);
                 assertThat(shipped.get()).as("shipments booked").isEqualTo(ORDERS - 1);
                 assertThat(mailed.get()).as("mails sent").isEqualTo(ORDERS);
               });
@@ -168,8 +173,8 @@ class WithoutMicrometerIT {
       assertThat(queue.operations().depth().of("nomm.Order").deadLetters()).isEqualTo(1);
       assertThat(store.operations().lag(LEDGER)).isEqualTo(1);
       assertThat(store.operations().lagSummaries()).isNotEmpty();
-      assertThat(mail.stats().parked()).isEqualTo(1);
-      assertThat(mail.partitionStats(BAD_KEY)).isPresent();
+      assertThat(mail.operations().stats(mail.group()).parked()).isEqualTo(1);
+      assertThat(mail.operations().partitionStats(mail.group(), BAD_KEY)).isPresent();
       assertThat(queue.operations().schedules().list()).hasSize(1);
       assertThat(retention.purge()).isNotNull();
       for (MessagePump p : pumps) {

@@ -20,7 +20,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.chaos.Work;
 import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.chaos.kit.Ledger;
@@ -76,7 +76,7 @@ class PgBouncerIT {
       for (int round = 0; round < 2; round++) {
         runs.add(pool.submit(() -> CommandOperations.of(bouncer, "bq_commands").migrate()));
         runs.add(pool.submit(() -> EventOperations.of(bouncer, "bq_events").migrate()));
-        runs.add(pool.submit(() -> Balancer.migrate(bouncer, "bq_balancer")));
+        runs.add(pool.submit(() -> BalancerOperations.of(bouncer, "bq_balancer").migrate()));
       }
       int applied = 0;
       for (Future<Integer> f : runs) {

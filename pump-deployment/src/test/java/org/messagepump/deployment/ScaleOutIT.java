@@ -16,7 +16,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.chaos.NodeMain;
 import org.messagepump.chaos.Work;
@@ -80,7 +80,7 @@ class ScaleOutIT {
     admin = Cluster.pool(Cluster.multiHostUrl(), "admin-scale", 4);
     CommandOperations.of(admin).migrate();
     EventOperations.of(admin).migrate();
-    Balancer.migrate(admin);
+    BalancerOperations.of(admin).migrate();
   }
 
   @AfterAll

@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.UnaryOperator;
 import javax.sql.DataSource;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.chaos.Work;
 import org.messagepump.chaos.kit.Ledger;
@@ -66,7 +67,7 @@ final class Workload implements AutoCloseable {
     this.admin = admin;
     CommandOperations.of(admin).migrate();
     EventOperations.of(admin).migrate();
-    org.messagepump.balancer.Balancer.migrate(admin);
+    BalancerOperations.of(admin).migrate();
     this.ledger = Ledger.install(admin);
     try (Connection c = admin.getConnection()) {
       c.createStatement()

@@ -18,7 +18,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancedHandlers;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.NewMessage;
 import org.messagepump.balancer.Result;
@@ -283,7 +284,7 @@ class AutomaticTracingIT {
 
   @Test
   void balancerStoresCarryTheirProducerSpanInTheirPropertiesAndTheirOwnWin() {
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     MessageBalancer balancer =
         MessageBalancer.builder(ds, "tenants").producerHook(tracing.producerHook()).build();
     byte[] body = "{}".getBytes(StandardCharsets.UTF_8);
@@ -300,13 +301,14 @@ class AutomaticTracingIT {
     }
     Map<Long, Object> tenant = new ConcurrentHashMap<>();
     var driver =
-        balancer
-            .driver(
-                (m, ctx) -> {
-                  tenant.put(m.id(), m.properties().getOrDefault("tenant", "none"));
-                  return Result.ok();
-                })
-            .build();
+        balancer.driver(
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      tenant.put(m.id(), m.properties().getOrDefault("tenant", "none"));
+                      return Result.ok();
+                    })
+                .build());
     PumpTester.builder(ds, driver)
         .interceptor(tracing.interceptor())
         .batchSize(10)

@@ -18,8 +18,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancedHandlers;
 import org.messagepump.balancer.BalancerDriver;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandDriverOptions;
@@ -168,7 +169,7 @@ class PumpTracingIT {
 
   @Test
   void aBalancerDeliveryIsLinkedToTheStoresContextThroughItsProperties() {
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     MessageBalancer balancer = MessageBalancer.create(ds, "traced-group");
     PumpTracing tracing = PumpTracing.create(otel.getOpenTelemetry());
     Span producer = otel.getOpenTelemetry().getTracer("test").spanBuilder("ingest").startSpan();
@@ -184,14 +185,15 @@ class PumpTracingIT {
     Map<Long, String> traceInHandler = new java.util.concurrent.ConcurrentHashMap<>();
     Map<Long, Object> tenant = new java.util.concurrent.ConcurrentHashMap<>();
     var driver =
-        balancer
-            .driver(
-                (m, ctx) -> {
-                  traceInHandler.put(m.id(), Span.current().getSpanContext().getTraceId());
-                  tenant.put(m.id(), m.properties().get("tenant"));
-                  return Result.ok();
-                })
-            .build();
+        balancer.driver(
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      traceInHandler.put(m.id(), Span.current().getSpanContext().getTraceId());
+                      tenant.put(m.id(), m.properties().get("tenant"));
+                      return Result.ok();
+                    })
+                .build());
     PumpTester tester =
         PumpTester.builder(ds, driver).interceptor(tracing.interceptor()).batchSize(10).build();
     assertThat(tester.drainUntilIdle())

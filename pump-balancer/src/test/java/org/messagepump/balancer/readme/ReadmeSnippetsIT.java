@@ -10,7 +10,10 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.balancer.BalancedHandler;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancedHandlers;
+import org.messagepump.balancer.BalancerDriver;
+import org.messagepump.balancer.BalancerDriverOptions;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
 import org.messagepump.core.MessagePump;
@@ -44,26 +47,26 @@ class ReadmeSnippetsIT {
     Downstream downstream = new Downstream();
     // README:balancer begin
     // spotless:off
-    Balancer.migrate(dataSource);
+    BalancerOperations.of(dataSource).migrate();
     MessageBalancer tenants = MessageBalancer.create(dataSource, "tenants");
     tenants.storeMessage("account-1", "hello".getBytes(StandardCharsets.UTF_8));
-    BalancedHandler handler = (message, ctx) ->
-        downstream.send(message.content()) ? Result.ok() : Result.requeue();
+    BalancedHandlers handlers = BalancedHandlers.builder().on((message, ctx) ->
+        downstream.send(message.content()) ? Result.ok() : Result.requeue()).build();
     MessagePump pump = MessagePump.builder(dataSource)
-        .name("tenants").driver(tenants.driver(handler).build()).build();
+        .name("tenants").driver(tenants.driver(handlers)).build();
     // spotless:on
     // README:balancer end
     pump.close(); // never started: the tester runs the same driver synchronously
-    PumpTester.builder(dataSource, tenants.driver(handler).build()).build().drainUntilIdle();
+    PumpTester.builder(dataSource, tenants.driver(handlers)).build().drainUntilIdle();
     assertThat(downstream.sent).containsExactly("hello");
-    assertThat(tenants.messageCount()).isZero();
+    assertThat(tenants.operations().messageCount(tenants.group())).isZero();
   }
 
   /** The "Coming from balancer-core" snippet: Requeue with a retry counter, then Ok. */
   @Test
   void theBalancerCoreSnippetRuns(TestDatabase db) {
     DataSource dataSource = db.dataSource();
-    Balancer.migrate(dataSource);
+    BalancerOperations.of(dataSource).migrate();
     Downstream downstream = new Downstream();
     downstream.refuse = 2;
     // README:balancercore begin
@@ -77,13 +80,15 @@ class ReadmeSnippetsIT {
       }
       return Result.requeue(Map.of("retry", retry + 1));   // {type: 'Requeue', update: {properties}}
     };
+    BalancerDriver driver = accounts.driver(BalancedHandlers.builder().on(retrying).build(),
+        BalancerDriverOptions.defaults().withLockPartition(true));
     MessagePump consumers = MessagePump.builder(dataSource).name("A")  // the processNextMessage loops
-        .driver(accounts.driver(retrying).lockPartition(true).build()).workers(10).build();
+        .driver(driver).workers(10).build();
     // spotless:on
     // README:balancercore end
     consumers.close(); // never started: the tester runs the same driver synchronously
-    PumpTester.builder(dataSource, accounts.driver(retrying).build()).build().drainUntilIdle();
+    PumpTester.builder(dataSource, driver).build().drainUntilIdle();
     assertThat(downstream.sent).containsExactly("x1", "x1", "x1");
-    assertThat(accounts.messageCount()).isZero();
+    assertThat(accounts.operations().messageCount(accounts.group())).isZero();
   }
 }

@@ -1,7 +1,6 @@
 package org.messagepump.balancer.testing;
 
-import javax.sql.DataSource;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.testkit.FreshTables;
 import org.messagepump.testkit.TablesFixture;
@@ -20,8 +19,7 @@ import org.messagepump.testkit.TablesFixture;
  *
  * <p>It reaches the chaos suite through this module's test-jar, which holds this package only. It
  * is internal to the project's tests, not API: an application's tests use {@link FreshTables} with
- * {@link Balancer#migrate(DataSource, String)}, or a {@link TablesFixture} of their own
- * (docs/testing.md).
+ * {@link BalancerOperations#migrate()}, or a {@link TablesFixture} of their own (docs/testing.md).
  */
 public final class BalancerFixture extends TablesFixture<BalancerFixture> {
 
@@ -31,7 +29,9 @@ public final class BalancerFixture extends TablesFixture<BalancerFixture> {
 
   /** Fresh {@code balancer} tables. */
   public static BalancerFixture create() {
-    return new BalancerFixture(FreshTables.schema("balancer", Balancer::migrate));
+    return new BalancerFixture(
+        FreshTables.schema(
+            "balancer", (ds, schema) -> BalancerOperations.of(ds, schema).migrate()));
   }
 
   /** The partition group {@code group} on the class's database. */

@@ -3,6 +3,8 @@ package org.messagepump.chaos.kit;
 import java.nio.ByteBuffer;
 import java.sql.PreparedStatement;
 import javax.sql.DataSource;
+import org.messagepump.balancer.BalancedHandlers;
+import org.messagepump.balancer.BalancerDriverOptions;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
 import org.messagepump.chaos.Work;
@@ -65,32 +67,35 @@ public final class LedgerDrivers {
       case "balancer-runs":
         return MessageBalancer.create(ds, group)
             .driver(
-                (m, ctx) -> {
-                  long seq = ByteBuffer.wrap(m.content()).getLong();
-                  Ledger.record(
-                      ctx.tx().connection(),
-                      "b" + m.id(),
-                      1 + m.attempts(),
-                      node,
-                      m.partitionKey(),
-                      seq);
-                  if (handoffEvery <= 0 || seq % handoffEvery != 0) {
-                    return Result.ok();
-                  }
-                  try (PreparedStatement ps =
-                      ctx.tx()
-                          .connection()
-                          .prepareStatement(
-                              "INSERT INTO chaos.handoffs (message_id, token) VALUES (?, ?)")) {
-                    ps.setLong(1, m.id());
-                    ps.setObject(2, m.handoffToken());
-                    ps.executeUpdate();
-                  }
-                  return Result.handoff();
-                })
-            // balancer-runs: batches of runs (NodeMain gives its pump batches of 10).
-            .messagesPerTurn(kind.equals("balancer-runs") ? 5 : 1)
-            .build();
+                BalancedHandlers.builder()
+                    .on(
+                        (m, ctx) -> {
+                          long seq = ByteBuffer.wrap(m.content()).getLong();
+                          Ledger.record(
+                              ctx.tx().connection(),
+                              "b" + m.id(),
+                              1 + m.attempts(),
+                              node,
+                              m.partitionKey(),
+                              seq);
+                          if (handoffEvery <= 0 || seq % handoffEvery != 0) {
+                            return Result.ok();
+                          }
+                          try (PreparedStatement ps =
+                              ctx.tx()
+                                  .connection()
+                                  .prepareStatement(
+                                      "INSERT INTO chaos.handoffs (message_id, token) VALUES (?, ?)")) {
+                            ps.setLong(1, m.id());
+                            ps.setObject(2, m.handoffToken());
+                            ps.executeUpdate();
+                          }
+                          return Result.handoff();
+                        })
+                    .build(),
+                // balancer-runs: batches of runs (NodeMain gives its pump batches of 10).
+                BalancerDriverOptions.defaults()
+                    .withMessagesPerTurn(kind.equals("balancer-runs") ? 5 : 1));
       default:
         throw new IllegalArgumentException(
             "kind must be commands, events, balancer or balancer-runs, not " + kind);

@@ -18,9 +18,9 @@ import org.messagepump.core.Tx;
  * One transaction per console action, which the drivers' operator calls join: the pool, except on
  * the thread running an action, where every {@code getConnection()} returns the action's connection
  * with commit, close and auto-commit changes ignored. So {@code DeadLetters.retry}, {@code
- * EventOperations.reset} or {@code MessageBalancer.unpark}, each of which runs "in a transaction of
- * its own", run in the action's transaction, and the audit row written after them commits with them
- * or not at all.
+ * EventOperations.reset} or {@code BalancerOperations.unpark}, each of which runs "in a transaction
+ * of its own", run in the action's transaction, and the audit row written after them commits with
+ * them or not at all.
  *
  * <p>This is what Spring's {@code TransactionAwareDataSourceProxy} does; it is written here (a JDK
  * proxy of {@link Connection}) because the console does not depend on Spring.

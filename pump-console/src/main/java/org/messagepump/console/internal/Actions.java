@@ -288,7 +288,7 @@ public final class Actions {
     if (stores.groups().stream().noneMatch(g -> g.group().equals(group))) {
       throw HttpError.notFound("no balancer group " + group);
     }
-    if (!stores.balancer(group).unpark(key)) {
+    if (!stores.balancer().unpark(group, key)) {
       throw HttpError.notFound("key " + key + " is not parked in " + group);
     }
     return new Done(
@@ -337,8 +337,10 @@ public final class Actions {
           if (stores.groups().stream().noneMatch(g -> g.group().equals(name))) {
             throw HttpError.notFound("no balancer group " + name);
           }
-          MessageBalancer group = stores.balancer(name);
-          changed = pause ? group.pauseGroup(reason) : group.resumeGroup();
+          changed =
+              pause
+                  ? stores.balancer().pauseGroup(name, reason)
+                  : stores.balancer().resumeGroup(name);
           target = "group " + name;
         }
         default -> throw HttpError.badRequest("driver must be commands, events or balancer");

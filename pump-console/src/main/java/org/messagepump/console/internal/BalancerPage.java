@@ -9,6 +9,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.GroupStats;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.ParkedKey;
@@ -64,13 +65,18 @@ final class BalancerPage {
       }
       long total =
           groups.stream().filter(s -> s.group().equals(g)).findFirst().orElseThrow().partitions();
-      group(b, r, stores, stores.balancer(group), total);
+      group(b, r, stores, stores.balancer(), group, total);
     }
     return Html.page(r, "/balancer", "Balancer groups", b.toString());
   }
 
   private static void group(
-      StringBuilder b, Request r, Stores stores, MessageBalancer balancer, long total) {
+      StringBuilder b,
+      Request r,
+      Stores stores,
+      BalancerOperations balancer,
+      String group,
+      long total) {
     ParkedKey parkedAfter = null;
     String afterParked = r.optional("parked_after_key", 4 * MessageBalancer.MAX_NAME_LENGTH);
     if (afterParked != null) {
@@ -81,9 +87,9 @@ final class BalancerPage {
         throw HttpError.badRequest("parameter parked_after_at is not an instant: " + at);
       }
     }
-    List<ParkedKey> parked = balancer.parkedKeys(parkedAfter, PAGE);
+    List<ParkedKey> parked = balancer.parkedKeys(group, parkedAfter, PAGE);
     b.append("<section><h2>Parked keys of ")
-        .append(esc(balancer.group()))
+        .append(esc(group))
         .append("</h2><p class=\"note\">")
         .append("The oldest parked first, ")
         .append(PAGE)
@@ -109,7 +115,7 @@ final class BalancerPage {
                 r,
                 "keys/unpark",
                 "Unpark key " + key + "? Its messages are delivered again.",
-                text("group", balancer.group()) + text("key", key),
+                text("group", group) + text("key", key),
                 "Unpark"));
       }
       b.append("</td></tr>");
@@ -125,7 +131,7 @@ final class BalancerPage {
               esc(
                   r.base()
                       + "/balancer?group="
-                      + Html.url(balancer.group())
+                      + Html.url(group)
                       + "&parked_after_at="
                       + Html.url(last.parkedAt().toString())
                       + "&parked_after_key="
@@ -146,7 +152,7 @@ final class BalancerPage {
           new Stores.KeyCount(
               r.required("after_key", 4 * MessageBalancer.MAX_NAME_LENGTH), messages);
     }
-    List<Stores.KeyCount> hottest = stores.hottestKeys(balancer.group(), after, PAGE);
+    List<Stores.KeyCount> hottest = stores.hottestKeys(group, after, PAGE);
     List<String> readable = new ArrayList<>();
     List<String> unreadable = new ArrayList<>();
     for (Stores.KeyCount k : hottest) {
@@ -156,7 +162,7 @@ final class BalancerPage {
         readable.add(k.key());
       }
     }
-    List<PartitionStats> keys = new ArrayList<>(balancer.partitionStats(readable));
+    List<PartitionStats> keys = new ArrayList<>(balancer.partitionStats(group, readable));
     keys.sort(
         Comparator.comparingLong(PartitionStats::messageCount)
             .reversed()
@@ -218,7 +224,7 @@ final class BalancerPage {
               esc(
                   r.base()
                       + "/balancer?group="
-                      + Html.url(balancer.group())
+                      + Html.url(group)
                       + "&after_messages="
                       + last.messages()
                       + "&after_key="

@@ -776,10 +776,9 @@ final class JobsPage {
     if (groups.stream().noneMatch(s -> s.group().equals(g))) {
       throw HttpError.notFound("no balancer group " + group);
     }
-    MessageBalancer balancer = stores.balancer(group);
     List<PartitionStats> stats;
     try {
-      stats = balancer.partitionStats(List.of(key));
+      stats = stores.balancer().partitionStats(group, List.of(key));
     } catch (IllegalArgumentException e) {
       throw HttpError.badRequest(e.getMessage());
     }

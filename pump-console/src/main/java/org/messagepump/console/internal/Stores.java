@@ -8,9 +8,8 @@ import org.jooq.Condition;
 import org.jooq.Field;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.GroupStats;
-import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.PendingCommand;
 import org.messagepump.core.Transactions;
@@ -48,6 +47,7 @@ public final class Stores {
   private final DataSource dataSource;
   private final CommandOperations commands;
   private final EventOperations events;
+  private final BalancerOperations balancer;
   private final String balancerSchema;
 
   /**
@@ -59,8 +59,7 @@ public final class Stores {
     this.dataSource = dataSource;
     this.commands = CommandOperations.of(dataSource, commandsSchema);
     this.events = EventOperations.of(dataSource, eventsSchema);
-    // The balancer checks its schema when a MessageBalancer is built: do it now, not at a request.
-    MessageBalancer.builder(dataSource, "console").schema(balancerSchema).build();
+    this.balancer = BalancerOperations.of(dataSource, balancerSchema);
     this.balancerSchema = balancerSchema;
   }
 
@@ -73,19 +72,17 @@ public final class Stores {
   }
 
   List<GroupStats> groups() {
-    return Balancer.groups(dataSource, balancerSchema);
+    return balancer.groups();
   }
 
   /** What is paused in each driver: three reads of the drivers' pause tables. */
   Sampler.Pauses pauses() {
     return new Sampler.Pauses(
-        commands.pausedTypes(),
-        events.pausedHandlers(),
-        Balancer.pausedGroups(dataSource, balancerSchema));
+        commands.pausedTypes(), events.pausedHandlers(), balancer.pausedGroups());
   }
 
-  MessageBalancer balancer(String group) {
-    return MessageBalancer.builder(dataSource, group).schema(balancerSchema).build();
+  BalancerOperations balancer() {
+    return balancer;
   }
 
   /**

@@ -12,7 +12,7 @@ import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandDriverOptions;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandOperations;
@@ -37,7 +37,7 @@ class StoresLeaseIT {
   @Test
   void aCommandIsWaitingThenLeasedWithItsHolderThenDone(DataSource ds) throws Exception {
     EventOperations.of(ds).migrate();
-    Balancer.migrate(ds);
+    BalancerOperations.of(ds).migrate();
     CommandOperations.of(ds, SCHEMA).migrate();
     Stores stores = new Stores(ds, SCHEMA, "eventstream", "balancer");
     CommandQueue queue =

@@ -1,9 +1,9 @@
 package org.messagepump.spring.boot;
 
 import java.util.Objects;
-import java.util.function.Consumer;
 import org.messagepump.balancer.BalancedHandler;
-import org.messagepump.balancer.BalancerDriver;
+import org.messagepump.balancer.BalancedHandlers;
+import org.messagepump.balancer.BalancerDriverOptions;
 import org.messagepump.core.spi.Driver;
 import org.springframework.beans.factory.BeanFactory;
 
@@ -21,31 +21,26 @@ import org.springframework.beans.factory.BeanFactory;
 public final class BalancedPump extends PumpDefinition {
 
   private final String group;
-  private final BalancedHandler handler;
-  private final Consumer<BalancerDriver.Builder> options;
+  private final BalancedHandlers handlers;
+  private final BalancerDriverOptions options;
 
   private BalancedPump(
-      String pumpName,
-      String group,
-      BalancedHandler handler,
-      Consumer<BalancerDriver.Builder> options) {
+      String pumpName, String group, BalancedHandler handler, BalancerDriverOptions options) {
     super(pumpName);
     this.group = Objects.requireNonNull(group, "group");
-    this.handler = Objects.requireNonNull(handler, "handler");
+    this.handlers =
+        BalancedHandlers.builder().on(Objects.requireNonNull(handler, "handler")).build();
     this.options = Objects.requireNonNull(options, "options");
   }
 
   /** A pump named {@code pumpName} handing the messages of {@code group} to {@code handler}. */
   public static BalancedPump of(String pumpName, String group, BalancedHandler handler) {
-    return new BalancedPump(pumpName, group, handler, b -> {});
+    return new BalancedPump(pumpName, group, handler, BalancerDriverOptions.defaults());
   }
 
-  /** As {@link #of(String, String, BalancedHandler)}; {@code options} sets the driver's options. */
+  /** As {@link #of(String, String, BalancedHandler)}, the driver run with {@code options}. */
   public static BalancedPump of(
-      String pumpName,
-      String group,
-      BalancedHandler handler,
-      Consumer<BalancerDriver.Builder> options) {
+      String pumpName, String group, BalancedHandler handler, BalancerDriverOptions options) {
     return new BalancedPump(pumpName, group, handler, options);
   }
 
@@ -56,9 +51,6 @@ public final class BalancedPump extends PumpDefinition {
 
   @Override
   Driver driver(BeanFactory beans) {
-    BalancerDriver.Builder b =
-        beans.getBean(TransactionalBalancer.class).balancer(group).driver(handler);
-    options.accept(b);
-    return b.build();
+    return beans.getBean(TransactionalBalancer.class).balancer(group).driver(handlers, options);
   }
 }

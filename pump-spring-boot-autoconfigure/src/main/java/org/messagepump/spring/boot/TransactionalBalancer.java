@@ -28,7 +28,10 @@ public final class TransactionalBalancer {
     this.factory = Objects.requireNonNull(factory, "factory");
   }
 
-  /** The balancer of {@code group} (stats, parked keys, confirm, requeue). */
+  /**
+   * The balancer of {@code group}; its {@link MessageBalancer#operations() operations()} give the
+   * figures, parked keys, pausing, confirm and requeue.
+   */
   public MessageBalancer balancer(String group) {
     return groups.computeIfAbsent(group, factory);
   }

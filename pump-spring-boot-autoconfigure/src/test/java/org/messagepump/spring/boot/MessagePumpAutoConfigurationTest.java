@@ -16,7 +16,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
-import org.messagepump.balancer.Balancer;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.console.ConsoleServlet;
@@ -416,7 +416,7 @@ class MessagePumpAutoConfigurationTest {
           MessagePumpProperties p = ctx.getBean(MessagePumpProperties.class);
           assertThat(p.getCommands().getSchema()).isEqualTo(CommandQueue.DEFAULT_SCHEMA);
           assertThat(p.getEvents().getSchema()).isEqualTo(EventStore.DEFAULT_SCHEMA);
-          assertThat(p.getBalancer().getSchema()).isEqualTo(Balancer.DEFAULT_SCHEMA);
+          assertThat(p.getBalancer().getSchema()).isEqualTo(BalancerOperations.DEFAULT_SCHEMA);
           assertThat(ctx.getBean(CommandQueue.class).schema()).isEqualTo("commandqueue");
         });
     for (String bad :
@@ -523,7 +523,7 @@ class MessagePumpAutoConfigurationTest {
     assertThat(properties.get("messagepump.events.schema").get("defaultValue").asText())
         .isEqualTo(EventStore.DEFAULT_SCHEMA);
     assertThat(properties.get("messagepump.balancer.schema").get("defaultValue").asText())
-        .isEqualTo(Balancer.DEFAULT_SCHEMA);
+        .isEqualTo(BalancerOperations.DEFAULT_SCHEMA);
   }
 
   private static String kebab(String camel) {

@@ -9,6 +9,7 @@ import org.flywaydb.core.api.FlywayException;
 import org.flywaydb.core.api.MigrationVersion;
 import org.flywaydb.core.api.configuration.Configuration;
 import org.flywaydb.core.api.migration.JavaMigration;
+import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.PumpException;
 import org.slf4j.Logger;
@@ -52,7 +53,7 @@ public final class LibraryMigrations {
               "classpath:db/eventstream",
               false),
           new Module(
-              "org.messagepump.balancer.Balancer",
+              "org.messagepump.balancer.BalancerOperations",
               "balancer",
               "balancer_flyway_history",
               "classpath:db/balancer",
@@ -124,7 +125,7 @@ public final class LibraryMigrations {
       done.add("eventstream");
     }
     if (ClassUtils.isPresent(MODULES.get(2).className(), loader)) {
-      org.messagepump.balancer.Balancer.migrate(dataSource, schemas.of(2));
+      BalancerOperations.of(dataSource, schemas.of(2)).migrate();
       done.add("balancer");
     }
     log.info("messagepump: migrated {} with the library's migrate", done);
