@@ -1,7 +1,6 @@
 package org.messagepump.spring.boot;
 
 import java.util.Objects;
-import org.messagepump.balancer.BalancedHandler;
 import org.messagepump.balancer.BalancedHandlers;
 import org.messagepump.balancer.BalancerDriverOptions;
 import org.messagepump.core.spi.Driver;
@@ -13,8 +12,9 @@ import org.springframework.beans.factory.BeanFactory;
  * <pre>{@code
  * @Bean
  * BalancedPump shipping(Warehouse warehouse) {
- *   return BalancedPump.of("shipping", "warehouses",
- *       (message, ctx) -> warehouse.ship(message.content()) ? Result.ok() : Result.requeue());
+ *   return BalancedPump.of("shipping", "warehouses", BalancedHandlers.builder()
+ *       .on((message, ctx) -> warehouse.ship(message.content()) ? Result.ok() : Result.requeue())
+ *       .build());
  * }
  * }</pre>
  */
@@ -25,23 +25,22 @@ public final class BalancedPump extends PumpDefinition {
   private final BalancerDriverOptions options;
 
   private BalancedPump(
-      String pumpName, String group, BalancedHandler handler, BalancerDriverOptions options) {
+      String pumpName, String group, BalancedHandlers handlers, BalancerDriverOptions options) {
     super(pumpName);
     this.group = Objects.requireNonNull(group, "group");
-    this.handlers =
-        BalancedHandlers.builder().on(Objects.requireNonNull(handler, "handler")).build();
+    this.handlers = Objects.requireNonNull(handlers, "handlers");
     this.options = Objects.requireNonNull(options, "options");
   }
 
-  /** A pump named {@code pumpName} handing the messages of {@code group} to {@code handler}. */
-  public static BalancedPump of(String pumpName, String group, BalancedHandler handler) {
-    return new BalancedPump(pumpName, group, handler, BalancerDriverOptions.defaults());
+  /** A pump named {@code pumpName} handing the messages of {@code group} to {@code handlers}. */
+  public static BalancedPump of(String pumpName, String group, BalancedHandlers handlers) {
+    return new BalancedPump(pumpName, group, handlers, BalancerDriverOptions.defaults());
   }
 
-  /** As {@link #of(String, String, BalancedHandler)}, the driver run with {@code options}. */
+  /** As {@link #of(String, String, BalancedHandlers)}, the driver made with {@code options}. */
   public static BalancedPump of(
-      String pumpName, String group, BalancedHandler handler, BalancerDriverOptions options) {
-    return new BalancedPump(pumpName, group, handler, options);
+      String pumpName, String group, BalancedHandlers handlers, BalancerDriverOptions options) {
+    return new BalancedPump(pumpName, group, handlers, options);
   }
 
   /** The partition group. */

@@ -21,71 +21,50 @@ import org.springframework.beans.factory.BeanFactory;
  * }</pre>
  *
  * <p>For handlers that run for long (seconds to minutes), declare the pump in lease mode with
- * {@link #leased(Duration)}: each command is claimed with a lease, and its handler runs with no
- * delivery transaction; it uses Spring's ordinary transactions ({@code @Transactional},
- * JdbcTemplate), which commit on their own (docs/leases.md).
+ * {@link CommandDriverOptions#withLease(Duration)}: each command is claimed with a lease, and its
+ * handler runs with no delivery transaction bound to Spring ({@code ctx.tx()} throws); it uses
+ * Spring's ordinary transactions ({@code @Transactional}, JdbcTemplate), which commit on their own,
+ * and the command's completion is recorded after the handler, fenced by its lease (docs/leases.md).
  *
  * <pre>{@code
  * @Bean
  * CommandPump exports(ExportService service) {
  *   return CommandPump.of("exports", CommandHandlers.builder()
  *           .on(RunExport.class, (cmd, ctx) -> service.run(cmd, ctx.fencingToken().orElseThrow()))
- *           .build())
- *       .leased(Duration.ofSeconds(30));
+ *           .build(),
+ *       CommandDriverOptions.defaults().withLease(Duration.ofSeconds(30)));
  * }
  * }</pre>
  */
 public final class CommandPump extends PumpDefinition {
 
   private final CommandHandlers handlers;
-  private final Duration lease; // null: transactional mode
+  private final CommandDriverOptions options;
 
-  private CommandPump(String pumpName, CommandHandlers handlers, Duration lease) {
+  private CommandPump(String pumpName, CommandHandlers handlers, CommandDriverOptions options) {
     super(pumpName);
     this.handlers = Objects.requireNonNull(handlers, "handlers");
-    this.lease = lease;
+    this.options = Objects.requireNonNull(options, "options");
   }
 
   /** A pump named {@code pumpName} running {@code handlers} on the {@link CommandQueue} bean. */
   public static CommandPump of(String pumpName, CommandHandlers handlers) {
-    return new CommandPump(pumpName, handlers, null);
+    return new CommandPump(pumpName, handlers, CommandDriverOptions.defaults());
   }
 
-  /**
-   * This pump in lease mode, with leases of {@code lease} ({@link CommandDriverOptions#withLease}):
-   * its handlers get no delivery transaction bound to Spring ({@code ctx.tx()} throws), so each
-   * write is its own Spring transaction, committed when its {@code @Transactional} method returns;
-   * the command's completion is recorded after the handler, fenced by its lease. {@code lease} must
-   * be between {@link CommandDriverOptions#MIN_LEASE} and {@link CommandDriverOptions#MAX_LEASE},
-   * else {@link IllegalArgumentException}.
-   */
-  public CommandPump leased(Duration lease) {
-    if (lease == null
-        || lease.compareTo(CommandDriverOptions.MIN_LEASE) < 0
-        || lease.compareTo(CommandDriverOptions.MAX_LEASE) > 0) {
-      throw new IllegalArgumentException(
-          "lease of pump '"
-              + pumpName()
-              + "' must be at least "
-              + CommandDriverOptions.MIN_LEASE
-              + " and at most "
-              + CommandDriverOptions.MAX_LEASE
-              + ": "
-              + lease);
-    }
-    return new CommandPump(pumpName(), handlers, lease);
+  /** As {@link #of(String, CommandHandlers)}, the driver made with {@code options}. */
+  public static CommandPump of(
+      String pumpName, CommandHandlers handlers, CommandDriverOptions options) {
+    return new CommandPump(pumpName, handlers, options);
   }
 
-  /** The lease of lease mode; null in transactional mode (the default). */
-  public Duration lease() {
-    return lease;
+  /** The driver's options (lease mode when they have a lease). */
+  public CommandDriverOptions options() {
+    return options;
   }
 
   @Override
   Driver driver(BeanFactory beans) {
-    CommandQueue queue = beans.getBean(CommandQueue.class);
-    return lease == null
-        ? queue.driver(handlers)
-        : queue.driver(handlers, CommandDriverOptions.defaults().withLease(lease));
+    return beans.getBean(CommandQueue.class).driver(handlers, options);
   }
 }

@@ -13,6 +13,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
+import org.messagepump.balancer.BalancedHandlers;
 import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
@@ -84,10 +85,13 @@ class WithoutMicrometerIT {
       return BalancedPump.of(
           "mails",
           "nomm-mails",
-          (m, ctx) -> {
-            mailed.add(m.partitionKey());
-            return Result.ok();
-          });
+          BalancedHandlers.builder()
+              .on(
+                  (m, ctx) -> {
+                    mailed.add(m.partitionKey());
+                    return Result.ok();
+                  })
+              .build());
     }
   }
 

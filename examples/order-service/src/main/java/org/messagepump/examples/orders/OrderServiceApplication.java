@@ -1,5 +1,6 @@
 package org.messagepump.examples.orders;
 
+import org.messagepump.balancer.BalancedHandlers;
 import org.messagepump.balancer.Result;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.core.MessageTypes;
@@ -56,9 +57,12 @@ public class OrderServiceApplication {
     return BalancedPump.of(
         "shipping",
         Orders.SHIPMENTS,
-        (message, ctx) -> {
-          orders.ship(message.partitionKey(), message.content());
-          return Result.ok();
-        });
+        BalancedHandlers.builder()
+            .on(
+                (message, ctx) -> {
+                  orders.ship(message.partitionKey(), message.content());
+                  return Result.ok();
+                })
+            .build());
   }
 }

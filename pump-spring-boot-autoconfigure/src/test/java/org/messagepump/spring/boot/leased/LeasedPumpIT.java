@@ -12,6 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.messagepump.commands.CommandDriverOptions;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.MessageTypes;
@@ -102,24 +103,23 @@ class LeasedPumpIT {
     @Bean
     CommandPump exports(ExportService service, JdbcTemplate jdbc) {
       return CommandPump.of(
-              "exports",
-              CommandHandlers.builder()
-                  .on(
-                      RunExport.class,
-                      (cmd, ctx) -> {
-                        boolean bound =
-                            TransactionSynchronizationManager.isActualTransactionActive();
-                        long token = ctx.fencingToken().orElseThrow();
-                        service.record(cmd.id(), token); // commits on its own
-                        long outside =
-                            jdbc.queryForObject(
-                                "SELECT count(*) FROM exports WHERE id = ?", Long.class, cmd.id());
-                        seen.put(cmd.id(), new Seen(bound, outside, token));
-                        Thread.sleep(cmd.millis()); // longer than the lease
-                        handled.countDown();
-                      })
-                  .build())
-          .leased(LEASE);
+          "exports",
+          CommandHandlers.builder()
+              .on(
+                  RunExport.class,
+                  (cmd, ctx) -> {
+                    boolean bound = TransactionSynchronizationManager.isActualTransactionActive();
+                    long token = ctx.fencingToken().orElseThrow();
+                    service.record(cmd.id(), token); // commits on its own
+                    long outside =
+                        jdbc.queryForObject(
+                            "SELECT count(*) FROM exports WHERE id = ?", Long.class, cmd.id());
+                    seen.put(cmd.id(), new Seen(bound, outside, token));
+                    Thread.sleep(cmd.millis()); // longer than the lease
+                    handled.countDown();
+                  })
+              .build(),
+          CommandDriverOptions.defaults().withLease(LEASE));
     }
   }
 
@@ -187,13 +187,15 @@ class LeasedPumpIT {
   void aLeaseOutsideItsBoundsIsRefusedWhereThePumpIsDeclared() {
     CommandHandlers none = CommandHandlers.builder().on(RunExport.class, (cmd, ctx) -> {}).build();
     CommandPump pump = CommandPump.of("exports-2", none);
-    assertThat(pump.lease()).isNull();
-    assertThat(pump.leased(Duration.ofSeconds(30)).lease()).isEqualTo(Duration.ofSeconds(30));
-    assertThatThrownBy(() -> pump.leased(Duration.ofMillis(999)))
+    assertThat(pump.options().lease()).isEmpty();
+    CommandDriverOptions options = CommandDriverOptions.defaults();
+    assertThat(CommandPump.of("exports-2", none, options.withLease(Duration.ofSeconds(30))))
+        .satisfies(p -> assertThat(p.options().lease()).contains(Duration.ofSeconds(30)));
+    assertThatThrownBy(() -> options.withLease(Duration.ofMillis(999)))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("exports-2");
-    assertThatThrownBy(() -> pump.leased(Duration.ofHours(2)))
+        .hasMessageContaining("lease");
+    assertThatThrownBy(() -> options.withLease(Duration.ofHours(2)))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> pump.leased(null)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> options.withLease(null)).isInstanceOf(IllegalArgumentException.class);
   }
 }
