@@ -2,18 +2,13 @@ package org.messagepump.cli;
 
 import javax.sql.DataSource;
 import org.messagepump.commands.CommandOperations;
-import org.messagepump.core.JsonMessageCodec;
-import org.messagepump.core.MessageTypes;
 import org.messagepump.eventstream.EventOperations;
 
 /**
- * The stores the operational commands read. They never decode payloads, so an empty type registry
- * is enough: operations work on any database whatever its message classes.
+ * The operators the operational commands use, with a bad schema turned into the CLI's usage error.
+ * Operators need no codec: the commands work on any database whatever its message classes.
  */
 final class Stores {
-
-  private static final JsonMessageCodec NO_TYPES =
-      JsonMessageCodec.of(MessageTypes.builder().build());
 
   private Stores() {}
 

@@ -18,8 +18,7 @@ import org.messagepump.eventstream.EventOperations;
 
 /**
  * The drivers' operator APIs on the console's schemas (the drivers' defaults unless configured).
- * They never decode payloads, so an empty type registry is enough: the console works on any
- * database whatever its message classes.
+ * Operators need no codec: the console works on any database whatever its message classes.
  */
 public final class Stores {
 
