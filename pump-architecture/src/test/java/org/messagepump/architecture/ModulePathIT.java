@@ -191,7 +191,7 @@ class ModulePathIT {
             "import org.messagepump.commands.CommandOperations;",
             "import org.messagepump.commands.CommandQueue;",
             "import org.messagepump.core.JsonMessageCodec;",
-            "import org.messagepump.core.MessagePump;",
+            "import org.messagepump.core.engine.MessagePump;",
             "import org.messagepump.core.MessageTypes;",
             "import org.messagepump.eventstream.EventOperations;",
             "import org.postgresql.ds.PGSimpleDataSource;",

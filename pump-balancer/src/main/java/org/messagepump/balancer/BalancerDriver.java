@@ -23,7 +23,7 @@ import org.messagepump.balancer.internal.Schema;
 import org.messagepump.core.BusyException;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.Limits;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.RetryPolicy;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.spi.Delivery;
@@ -60,7 +60,7 @@ public final class BalancerDriver implements Driver {
   public static final int MAX_MESSAGES_PER_TURN = 1000;
 
   /** Default number of expired leases after which a key is parked: unlimited. */
-  public static final int DEFAULT_MAX_ATTEMPTS = MessagePump.UNLIMITED_FAILURES;
+  public static final int DEFAULT_MAX_ATTEMPTS = RetryPolicy.UNLIMITED_ATTEMPTS;
 
   /**
    * Default number of expired leases after which a key is parked in lease mode, where a lease that

@@ -5,9 +5,9 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
-import org.messagepump.core.GaugeReading;
-import org.messagepump.core.Meters;
-import org.messagepump.core.Meters.Timer;
+import org.messagepump.core.spi.GaugeReading;
+import org.messagepump.core.spi.Meters;
+import org.messagepump.core.spi.Meters.Timer;
 
 /**
  * The {@code messagepump.balancer.*} meters of one group. Gauges read the database, at most once

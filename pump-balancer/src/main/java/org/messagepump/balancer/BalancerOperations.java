@@ -22,11 +22,11 @@ import org.messagepump.balancer.internal.LeaseQueries;
 import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
 import org.messagepump.balancer.internal.StoreQueries.GroupFigures;
-import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
-import org.messagepump.core.Migrations;
-import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
+import org.messagepump.core.spi.Inputs;
+import org.messagepump.core.spi.Migrations;
+import org.messagepump.core.spi.Transactions;
 
 /**
  * The operator face of the partition balancer: everything that reads or changes the stored state of

@@ -1,8 +1,8 @@
 package org.messagepump.balancer;
 
 import java.time.Duration;
-import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
+import org.messagepump.core.spi.Inputs;
 
 /** The checks of this package's identifiers and durations, shared by its public types. */
 final class Checks {

@@ -10,18 +10,19 @@ import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
 import org.messagepump.core.Limits;
-import org.messagepump.core.Meters;
-import org.messagepump.core.MicrometerMeters;
 import org.messagepump.core.ProducerHook;
 import org.messagepump.core.ProducerHooks;
-import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
+import org.messagepump.core.spi.Meters;
+import org.messagepump.core.spi.MicrometerMeters;
+import org.messagepump.core.spi.Transactions;
 
 /**
  * The producer face of the partition balancer, for one partition group: stores messages by
- * partition key and makes the {@link BalancerDriver} a {@link org.messagepump.core.MessagePump}
- * runs; {@link #operations()} is the operator face of its schema (figures, parked keys, pausing,
- * confirming hand-offs). The name is kept from {@code @targetprocess/balancer-core}.
+ * partition key and makes the {@link BalancerDriver} a {@link
+ * org.messagepump.core.engine.MessagePump} runs; {@link #operations()} is the operator face of its
+ * schema (figures, parked keys, pausing, confirming hand-offs). The name is kept from
+ * {@code @targetprocess/balancer-core}.
  *
  * <pre>{@code
  * MessageBalancer tenant = MessageBalancer.builder(dataSource, "tenant-a").build();
@@ -470,9 +471,10 @@ public final class MessageBalancer {
 
     /**
      * The schema of the tables, as migrated by {@link BalancerOperations#migrate()}: lower case
-     * letters, digits and {@code _}, at most {@value org.messagepump.core.Inputs#MAX_SCHEMA_LENGTH}
-     * characters. Default {@value BalancerOperations#DEFAULT_SCHEMA}. Groups of different schemas
-     * never see each other's messages, and their pumps listen on different channels.
+     * letters, digits and {@code _}, at most {@value
+     * org.messagepump.core.spi.Inputs#MAX_SCHEMA_LENGTH} characters. Default {@value
+     * BalancerOperations#DEFAULT_SCHEMA}. Groups of different schemas never see each other's
+     * messages, and their pumps listen on different channels.
      */
     public Builder schema(String schema) {
       this.schema = org.messagepump.balancer.internal.Schema.checkSchema("schema", schema);

@@ -13,8 +13,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.balancer.testing.BalancerFixture;
-import org.messagepump.core.PumpTester;
-import org.messagepump.core.PumpTester.Kind;
+import org.messagepump.core.engine.PumpTester;
+import org.messagepump.core.engine.PumpTester.Kind;
 import org.messagepump.testkit.PostgresExtension;
 
 /** What a handler sees in its {@link BalancedContext}, and storing through it. */

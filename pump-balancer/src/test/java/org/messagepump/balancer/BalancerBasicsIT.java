@@ -17,8 +17,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.core.BusyException;
-import org.messagepump.core.PumpTester;
-import org.messagepump.core.PumpTester.Kind;
+import org.messagepump.core.engine.PumpTester;
+import org.messagepump.core.engine.PumpTester.Kind;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -184,7 +184,7 @@ class BalancerBasicsIT {
                     })
                 .build());
     try (var pump =
-        org.messagepump.core.MessagePump.builder(ds)
+        org.messagepump.core.engine.MessagePump.builder(ds)
             .name("parking")
             .driver(driver)
             .workers(2)

@@ -20,8 +20,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.core.BusyException;
-import org.messagepump.core.MessagePump;
-import org.messagepump.core.PumpTester;
+import org.messagepump.core.engine.MessagePump;
+import org.messagepump.core.engine.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 

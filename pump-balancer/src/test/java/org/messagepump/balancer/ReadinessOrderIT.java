@@ -21,7 +21,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.core.BusyException;
-import org.messagepump.core.PumpTester;
+import org.messagepump.core.engine.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
 
 /**

@@ -13,7 +13,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 import org.messagepump.core.BusyException;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 
 /**
  * A representative run of the balancer with hostile values (quotes, backslashes, SQL in keys):

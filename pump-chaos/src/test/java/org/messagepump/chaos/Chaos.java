@@ -19,7 +19,7 @@ import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueResult;
 import org.messagepump.commands.NewCommand;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.testkit.TestDatabase;
 
 /** Shared helpers of the scenarios: sizes by run, node processes, producers, waiting on marks. */

@@ -16,11 +16,11 @@ import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.JsonMessageCodec;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.MessageCodec;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.UnknownMessageTypeException;
-import org.messagepump.core.spi.MessageCodec;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 

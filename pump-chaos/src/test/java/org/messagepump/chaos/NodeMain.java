@@ -8,7 +8,7 @@ import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.chaos.kit.LedgerDrivers;
 import org.messagepump.commands.CommandQueue;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.eventstream.EventStore;
 

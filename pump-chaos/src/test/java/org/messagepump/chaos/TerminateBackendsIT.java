@@ -20,7 +20,7 @@ import org.messagepump.chaos.kit.ChaosReport;
 import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.testing.CommandQueueFixture;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 

@@ -8,7 +8,7 @@ import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.GroupStats;
 import org.messagepump.balancer.LeaseResult;
 import org.messagepump.balancer.PartitionStats;
-import org.messagepump.core.Inputs;
+import org.messagepump.core.spi.Inputs;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;

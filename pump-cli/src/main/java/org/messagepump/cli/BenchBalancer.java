@@ -18,7 +18,7 @@ import org.messagepump.balancer.BalancerDriverOptions;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.NewMessage;
 import org.messagepump.balancer.Result;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 
 /** Balancer figures: drain rate, per-key order violations, fairness (Jain's index). */
 final class BenchBalancer {

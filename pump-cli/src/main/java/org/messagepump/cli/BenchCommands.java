@@ -17,8 +17,8 @@ import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.commands.NewCommand;
 import org.messagepump.core.JsonMessageCodec;
-import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
+import org.messagepump.core.engine.MessagePump;
 
 /** Command queue figures: drain (plain and batched), enqueue, backlog, latency, heap. */
 final class BenchCommands {

@@ -12,7 +12,7 @@ import org.messagepump.balancer.LeaseResult;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.NewCommand;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.eventstream.Concurrency;
 import org.messagepump.eventstream.EventDriver;
 import org.messagepump.eventstream.EventDriverOptions;

@@ -14,15 +14,15 @@ import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.DeadLetterQueries;
 import org.messagepump.commands.internal.LeaseQueries;
 import org.messagepump.commands.internal.RetentionQueries;
-import org.messagepump.core.Inputs;
-import org.messagepump.core.Meters;
+import org.messagepump.core.MessageCodec;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.UnknownMessageTypeException;
 import org.messagepump.core.spi.AcquisitionGate;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
-import org.messagepump.core.spi.MessageCodec;
+import org.messagepump.core.spi.Inputs;
+import org.messagepump.core.spi.Meters;
 import org.messagepump.core.spi.Outcome;
 
 /**

@@ -5,7 +5,7 @@ import java.util.Collections;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
-import org.messagepump.core.Inputs;
+import org.messagepump.core.spi.Inputs;
 
 /**
  * An immutable registry of command handlers, one per command class (typed handlers, decoded by the

@@ -15,11 +15,11 @@ import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.LeaseQueries;
 import org.messagepump.commands.internal.PauseQueries;
 import org.messagepump.commands.internal.RetentionQueries;
-import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
-import org.messagepump.core.Meters;
-import org.messagepump.core.Migrations;
-import org.messagepump.core.Transactions;
+import org.messagepump.core.spi.Inputs;
+import org.messagepump.core.spi.Meters;
+import org.messagepump.core.spi.Migrations;
+import org.messagepump.core.spi.Transactions;
 
 /**
  * The operator face of the command queue: everything that reads or changes the stored state of a

@@ -8,11 +8,11 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.core.Limits;
-import org.messagepump.core.Meters;
-import org.messagepump.core.MicrometerMeters;
-import org.messagepump.core.Transactions;
+import org.messagepump.core.MessageCodec;
 import org.messagepump.core.Tx;
-import org.messagepump.core.spi.MessageCodec;
+import org.messagepump.core.spi.Meters;
+import org.messagepump.core.spi.MicrometerMeters;
+import org.messagepump.core.spi.Transactions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,9 +21,9 @@ import org.slf4j.LoggerFactory;
  * Builder#schema}): enqueue commands inside the caller's transaction or on their own, with delays,
  * idempotency keys, correlation and causation ids and headers, encoded with the queue's codec;
  * define schedules; and make the {@link CommandDriver} that a {@link
- * org.messagepump.core.MessagePump} pumps from a {@link CommandHandlers} registry. What needs no
- * codec (migrations, grants, depth, paused types, dead letters, pending commands, schedules'
- * operation, history) is the operator face's, {@link CommandOperations}, which {@link
+ * org.messagepump.core.engine.MessagePump} pumps from a {@link CommandHandlers} registry. What
+ * needs no codec (migrations, grants, depth, paused types, dead letters, pending commands,
+ * schedules' operation, history) is the operator face's, {@link CommandOperations}, which {@link
  * #operations()} returns.
  *
  * <pre>{@code
@@ -84,7 +84,7 @@ public final class CommandQueue {
 
   /** The wake channel of a queue in {@code schema}. */
   static String wakeChannel(String schema) {
-    return org.messagepump.core.WakeSignal.channel("commands", schema);
+    return org.messagepump.core.spi.WakeSignal.channel("commands", schema);
   }
 
   /** A queue on {@code dataSource} encoding commands with {@code codec}, other options default. */
@@ -120,7 +120,7 @@ public final class CommandQueue {
   /**
    * The NOTIFY channel this queue's enqueues signal (once per transaction) and its pumps listen on,
    * so an idle pump wakes at once instead of at its next poll: {@code
-   * messagepump_commands_<schema>} ({@link org.messagepump.core.WakeSignal#channel}).
+   * messagepump_commands_<schema>} ({@link org.messagepump.core.spi.WakeSignal#channel}).
    */
   public String wakeChannel() {
     return wakeChannel;

@@ -10,8 +10,8 @@ import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.JobThread;
 import org.messagepump.commands.internal.RetentionQueries;
 import org.messagepump.core.Limits;
-import org.messagepump.core.Meters;
-import org.messagepump.core.Transactions;
+import org.messagepump.core.spi.Meters;
+import org.messagepump.core.spi.Transactions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.concurrent.ThreadFactory;
 import java.util.regex.Pattern;
 import org.messagepump.commands.internal.JobThread;
-import org.messagepump.core.PumpOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -30,6 +29,9 @@ import org.slf4j.LoggerFactory;
  * }</pre>
  */
 public final class CommandScheduler implements AutoCloseable {
+
+  /** Default shortest time between two checks: 1 second, as a pump's default poll interval. */
+  public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
 
   /** Default longest sleep between checks while nothing fires: 30 seconds. */
   public static final Duration DEFAULT_MAX_IDLE = Duration.ofSeconds(30);
@@ -142,7 +144,7 @@ public final class CommandScheduler implements AutoCloseable {
   public static final class Builder {
     private final CommandQueue queue;
     private String name = "commands";
-    private Duration pollInterval = PumpOptions.defaults().pollInterval();
+    private Duration pollInterval = DEFAULT_POLL_INTERVAL;
     private Duration maxIdle = DEFAULT_MAX_IDLE;
     private ThreadFactory threadFactory = Thread::new;
 
@@ -160,8 +162,8 @@ public final class CommandScheduler implements AutoCloseable {
     }
 
     /**
-     * The shortest time between two checks (default {@link PumpOptions#pollInterval()} of the
-     * defaults, as a pump's); positive. A tick fires at most about this late.
+     * The shortest time between two checks (default {@link #DEFAULT_POLL_INTERVAL}, a pump's
+     * default poll interval too); positive. A tick fires at most about this late.
      */
     public Builder pollInterval(Duration pollInterval) {
       this.pollInterval = positive("pollInterval", pollInterval);

@@ -7,10 +7,10 @@ import java.util.UUID;
 import javax.sql.DataSource;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.DeadLetterQueries;
-import org.messagepump.core.GaugeReading;
-import org.messagepump.core.Inputs;
-import org.messagepump.core.Meters;
-import org.messagepump.core.Transactions;
+import org.messagepump.core.spi.GaugeReading;
+import org.messagepump.core.spi.Inputs;
+import org.messagepump.core.spi.Meters;
+import org.messagepump.core.spi.Transactions;
 
 /**
  * Operations on parked commands (from {@link CommandOperations#deadLetters()}): list, count, retry

@@ -5,8 +5,8 @@ import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
-import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
+import org.messagepump.core.spi.Inputs;
 
 /**
  * How one command is enqueued: when it becomes due, its priority, its idempotency key, correlation

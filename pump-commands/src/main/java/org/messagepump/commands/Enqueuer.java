@@ -24,14 +24,14 @@ import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.HeadersJson;
-import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
+import org.messagepump.core.MessageCodec;
 import org.messagepump.core.ProducerHook;
 import org.messagepump.core.ProducerHooks;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UnknownMessageTypeException;
-import org.messagepump.core.WakeSignal;
-import org.messagepump.core.spi.MessageCodec;
+import org.messagepump.core.spi.Inputs;
+import org.messagepump.core.spi.WakeSignal;
 
 /**
  * Validates, encodes and inserts commands: idempotency keys first (one multi-row insert, then one

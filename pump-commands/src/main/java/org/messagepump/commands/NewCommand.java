@@ -2,7 +2,7 @@ package org.messagepump.commands;
 
 import java.util.Arrays;
 import java.util.Objects;
-import org.messagepump.core.Inputs;
+import org.messagepump.core.spi.Inputs;
 
 /**
  * One command to enqueue in a batch: a typed command (encoded by the queue's codec) or a raw one

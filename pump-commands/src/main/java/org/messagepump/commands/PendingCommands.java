@@ -7,8 +7,8 @@ import javax.sql.DataSource;
 import org.jooq.QueryPart;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.PendingQueries;
-import org.messagepump.core.Inputs;
-import org.messagepump.core.Transactions;
+import org.messagepump.core.spi.Inputs;
+import org.messagepump.core.spi.Transactions;
 
 /**
  * One pending command at a time (from {@link CommandOperations#pending()}): find it by message id

@@ -9,9 +9,9 @@ import java.util.function.ToDoubleFunction;
 import javax.sql.DataSource;
 import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
-import org.messagepump.core.GaugeReading;
-import org.messagepump.core.Meters;
-import org.messagepump.core.Transactions;
+import org.messagepump.core.spi.GaugeReading;
+import org.messagepump.core.spi.Meters;
+import org.messagepump.core.spi.Transactions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -6,7 +6,7 @@ import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.Objects;
 import org.messagepump.commands.internal.Recurrence;
-import org.messagepump.core.Inputs;
+import org.messagepump.core.spi.Inputs;
 
 /**
  * The definition of a recurring command: a name, when it ticks (a cron expression in a time zone,

@@ -22,8 +22,8 @@ import org.messagepump.commands.internal.Recurrence;
 import org.messagepump.commands.internal.ScheduleQueries;
 import org.messagepump.commands.internal.ScheduleQueries.Row;
 import org.messagepump.commands.internal.TickPlan;
-import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
+import org.messagepump.core.spi.Transactions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -387,6 +387,6 @@ public final class Schedules {
     if (name == null) {
       throw new IllegalArgumentException("name must not be null");
     }
-    org.messagepump.core.Inputs.key("name", name);
+    org.messagepump.core.spi.Inputs.key("name", name);
   }
 }

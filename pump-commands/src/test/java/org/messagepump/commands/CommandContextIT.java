@@ -16,7 +16,7 @@ import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.Fixtures.ShipOrder;
 import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.DeliveryContext;
-import org.messagepump.core.PumpTester;
+import org.messagepump.core.engine.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
 
 /**

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.Fixtures.ShipOrder;
 import org.messagepump.commands.testing.CommandQueueFixture;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 
 /** Follow-up commands enqueued by a handler commit or roll back with it. */

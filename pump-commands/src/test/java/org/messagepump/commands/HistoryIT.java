@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.testkit.FreshTables;
 import org.messagepump.testkit.PostgresExtension;
 

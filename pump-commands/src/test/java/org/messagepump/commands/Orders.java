@@ -6,8 +6,8 @@ import java.time.Duration;
 import javax.sql.DataSource;
 import org.messagepump.core.BusyException;
 import org.messagepump.core.JsonMessageCodec;
-import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
+import org.messagepump.core.engine.MessagePump;
 
 /** The README's example, verbatim (kept compiling and running by {@link ReadmeExampleIT}). */
 public class Orders {

@@ -14,8 +14,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.Fixtures.ShipOrder;
 import org.messagepump.commands.testing.CommandQueueFixture;
-import org.messagepump.core.MessagePump;
-import org.messagepump.core.PumpTester;
+import org.messagepump.core.engine.MessagePump;
+import org.messagepump.core.engine.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
 
 /** Pausing one pump, and pausing a command type for every pump of the cluster. */

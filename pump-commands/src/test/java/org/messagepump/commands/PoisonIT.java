@@ -20,10 +20,10 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.JsonMessageCodec;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.MessageCodec;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.UnknownMessageTypeException;
-import org.messagepump.core.spi.MessageCodec;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 
 /** Undecodable payloads and unknown types are counted failures: parked or backed off, never hot. */

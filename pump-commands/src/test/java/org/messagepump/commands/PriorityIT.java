@@ -23,9 +23,9 @@ import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.testing.CommandQueueFixture;
-import org.messagepump.core.MessagePump;
-import org.messagepump.core.PumpTester;
 import org.messagepump.core.Tx;
+import org.messagepump.core.engine.MessagePump;
+import org.messagepump.core.engine.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
 
 /**

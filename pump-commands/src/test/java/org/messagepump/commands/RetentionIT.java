@@ -14,7 +14,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.RetentionQueries;
-import org.messagepump.core.Transactions;
+import org.messagepump.core.spi.Transactions;
 import org.messagepump.testkit.FreshTables;
 import org.messagepump.testkit.PostgresExtension;
 

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.BusyException;
-import org.messagepump.core.PumpTester;
+import org.messagepump.core.engine.PumpTester;
 import org.messagepump.core.spi.Outcome;
 import org.messagepump.testkit.PostgresExtension;
 

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.testing.CommandQueueFixture;
 import org.messagepump.core.BusyException;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 
 /** Delays, Busy, Failed with backoff, parking past maxFailures, and dead-letter operations. */

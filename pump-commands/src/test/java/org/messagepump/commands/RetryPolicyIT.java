@@ -16,8 +16,8 @@ import org.messagepump.commands.Fixtures.ChargeCard;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.Fixtures.ShipOrder;
 import org.messagepump.commands.testing.CommandQueueFixture;
-import org.messagepump.core.MessagePump;
 import org.messagepump.core.RetryPolicy;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 
 /**

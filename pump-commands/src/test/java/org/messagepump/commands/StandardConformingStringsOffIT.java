@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.core.Envelope;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.StatementCapture;
 import org.messagepump.testkit.TestDatabase;

@@ -26,7 +26,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.messagepump.commands.Fixtures.PlaceOrder;
 import org.messagepump.commands.testing.CommandQueueFixture;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 

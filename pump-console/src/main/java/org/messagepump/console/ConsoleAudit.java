@@ -3,8 +3,8 @@ package org.messagepump.console;
 import java.util.Map;
 import java.util.Objects;
 import javax.sql.DataSource;
-import org.messagepump.core.Inputs;
-import org.messagepump.core.Migrations;
+import org.messagepump.core.spi.Inputs;
+import org.messagepump.core.spi.Migrations;
 
 /**
  * The console's audit table ({@code <schema>.audit}): every operator action, written in the same

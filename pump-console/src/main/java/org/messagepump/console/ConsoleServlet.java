@@ -26,7 +26,7 @@ import org.messagepump.console.internal.Sampler;
 import org.messagepump.console.internal.Settings;
 import org.messagepump.console.internal.Stores;
 import org.messagepump.core.DatabaseException;
-import org.messagepump.core.Meters;
+import org.messagepump.core.spi.Meters;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

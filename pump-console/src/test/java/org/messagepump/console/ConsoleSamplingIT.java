@@ -22,7 +22,7 @@ import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.core.Transactions;
+import org.messagepump.core.spi.Transactions;
 import org.messagepump.eventstream.EventOperations;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.testkit.PostgresExtension;

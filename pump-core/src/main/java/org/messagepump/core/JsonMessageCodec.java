@@ -10,7 +10,6 @@ import java.io.IOException;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
-import org.messagepump.core.spi.MessageCodec;
 
 /** The stock {@link MessageCodec}: JSON through Jackson, type names from {@link MessageTypes}. */
 public final class JsonMessageCodec implements MessageCodec {

@@ -6,6 +6,7 @@ import java.util.LinkedHashSet;
 import java.util.Objects;
 import java.util.Set;
 import java.util.random.RandomGenerator;
+import org.messagepump.core.engine.MessagePump;
 
 /**
  * How the pump retries a delivery whose handler failed: how many attempts it gets before it is
@@ -208,8 +209,11 @@ public final class RetryPolicy {
     return backoff.delay(failures, random);
   }
 
-  /** The backoff curve, for the pump's own postponements. */
-  Backoff backoff() {
+  /**
+   * The backoff curve this policy draws its waits from (the pump also uses it for its own
+   * postponements, such as a Busy answer's delay).
+   */
+  public Backoff backoff() {
     return backoff;
   }
 

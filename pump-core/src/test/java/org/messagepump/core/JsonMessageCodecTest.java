@@ -8,6 +8,7 @@ import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
 import java.time.Instant;
 import org.junit.jupiter.api.Test;
+import org.messagepump.core.spi.SqlStates;
 
 class JsonMessageCodecTest {
 

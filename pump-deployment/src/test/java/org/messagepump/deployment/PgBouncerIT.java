@@ -27,7 +27,7 @@ import org.messagepump.chaos.kit.Ledger;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.eventstream.EventOperations;
 
 /**

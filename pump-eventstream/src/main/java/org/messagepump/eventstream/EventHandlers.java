@@ -4,7 +4,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import org.messagepump.core.Inputs;
+import org.messagepump.core.spi.Inputs;
 
 /**
  * An immutable registry of one handler's event handlers, one per event class (typed handlers and

@@ -5,8 +5,8 @@ import java.util.Map;
 import java.util.function.Supplier;
 import java.util.function.ToDoubleFunction;
 import java.util.stream.Collectors;
-import org.messagepump.core.GaugeReading;
-import org.messagepump.core.Meters;
+import org.messagepump.core.spi.GaugeReading;
+import org.messagepump.core.spi.Meters;
 import org.messagepump.eventstream.internal.LagQueries;
 
 /**

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.messagepump.core.Limits;
-import org.messagepump.core.spi.MessageCodec;
+import org.messagepump.core.MessageCodec;
 import org.messagepump.eventstream.Fixtures.Noise;
 import org.messagepump.eventstream.Fixtures.OpenTx;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;

@@ -15,7 +15,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.eventstream.Fixtures.Noise;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
 import org.messagepump.testkit.PostgresExtension;

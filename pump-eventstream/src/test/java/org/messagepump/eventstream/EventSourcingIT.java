@@ -13,7 +13,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.messagepump.core.PumpTester;
+import org.messagepump.core.engine.PumpTester;
 import org.messagepump.eventstream.Fixtures.OpenTx;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
 import org.messagepump.eventstream.Fixtures.OrderShipped;

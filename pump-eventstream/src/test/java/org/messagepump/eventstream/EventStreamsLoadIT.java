@@ -21,7 +21,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.eventstream.Fixtures.Noise;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
 import org.messagepump.eventstream.Fixtures.OrderShipped;

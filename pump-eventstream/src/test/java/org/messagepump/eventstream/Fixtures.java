@@ -5,9 +5,9 @@ import java.sql.SQLException;
 import java.util.function.Function;
 import javax.sql.DataSource;
 import org.messagepump.core.JsonMessageCodec;
+import org.messagepump.core.MessageCodec;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.Tx;
-import org.messagepump.core.spi.MessageCodec;
 
 /** Test events, the codec and small transaction helpers. */
 final class Fixtures {

@@ -7,12 +7,12 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.messagepump.core.Inputs;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.Limits;
 import org.messagepump.core.MessageTypes;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.UnknownMessageTypeException;
+import org.messagepump.core.spi.Inputs;
 import tools.jackson.databind.json.JsonMapper;
 
 class Jackson3MessageCodecTest {

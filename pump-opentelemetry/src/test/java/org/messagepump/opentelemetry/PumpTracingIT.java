@@ -32,7 +32,7 @@ import org.messagepump.commands.QueueDepth;
 import org.messagepump.core.HandlerTimeoutException;
 import org.messagepump.core.JsonMessageCodec;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.core.PumpTester;
+import org.messagepump.core.engine.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
 
 /** Trace context from enqueue to handler, through the pump's real poll path (PumpTester). */

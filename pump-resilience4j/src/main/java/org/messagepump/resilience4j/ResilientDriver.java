@@ -21,12 +21,12 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.messagepump.core.BusyException;
-import org.messagepump.core.Inputs;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.AcquisitionGate;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.ForwardingDriver;
+import org.messagepump.core.spi.Inputs;
 import org.messagepump.core.spi.Outcome;
 import org.messagepump.resilience4j.internal.BreakerClock;
 

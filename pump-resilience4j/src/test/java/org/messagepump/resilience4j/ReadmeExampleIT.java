@@ -16,8 +16,8 @@ import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.BusyException;
 import org.messagepump.core.JsonMessageCodec;
-import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 
 /** docs/resilience.md's example of working against a downstream system, run as written. */

@@ -22,8 +22,8 @@ import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.balancer.internal.Schema.M;
 import org.messagepump.balancer.internal.Schema.P;
-import org.messagepump.core.Inputs;
 import org.messagepump.core.Tx;
+import org.messagepump.core.spi.Inputs;
 
 /** The SQL of acquisition and of the bookkeeping after a handler ran. */
 public final class DeliveryQueries {

@@ -5,9 +5,9 @@ import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.Map;
-import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
 import org.messagepump.core.UndecodableMessageException;
+import org.messagepump.core.spi.Inputs;
 
 /** Properties as JSON objects: validation, reading and writing. */
 public final class Json {

@@ -222,7 +222,7 @@ public final class LeaseQueries {
   public static void parkExpired(DSLContext dsl, Expired e, String reason) {
     dsl.update(P.T)
         .set(P.PARKED_AT, clock())
-        .set(P.PARKED_REASON, org.messagepump.core.Inputs.reason(reason))
+        .set(P.PARKED_REASON, org.messagepump.core.spi.Inputs.reason(reason))
         .where(DeliveryQueries.key(e.group(), e.key()))
         .execute();
   }

@@ -15,7 +15,7 @@ import org.jooq.conf.RenderMapping;
 import org.jooq.conf.Settings;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.messagepump.core.DatabaseClock;
+import org.messagepump.core.spi.DatabaseClock;
 
 /**
  * jOOQ names of the balancer's tables, columns and sequence. They are written against the default
@@ -30,14 +30,15 @@ public final class Schema {
   public static final String SCHEMA = "balancer";
 
   /**
-   * Checks a schema name ({@link org.messagepump.core.Inputs#schema}): lower-case letters, digits
-   * and underscores, not starting with a digit, at most {@value
-   * org.messagepump.core.Inputs#MAX_SCHEMA_LENGTH} characters, and not a PostgreSQL system schema.
+   * Checks a schema name ({@link org.messagepump.core.spi.Inputs#schema}): lower-case letters,
+   * digits and underscores, not starting with a digit, at most {@value
+   * org.messagepump.core.spi.Inputs#MAX_SCHEMA_LENGTH} characters, and not a PostgreSQL system
+   * schema.
    *
    * @throws IllegalArgumentException naming {@code argument} and the rule
    */
   public static String checkSchema(String argument, String schema) {
-    return org.messagepump.core.Inputs.schema(argument, schema);
+    return org.messagepump.core.spi.Inputs.schema(argument, schema);
   }
 
   /**
@@ -78,7 +79,7 @@ public final class Schema {
                     .withSchemata(new MappedSchema().withInput(SCHEMA).withOutput(schema)));
       }
       this.settings = s;
-      this.wakeChannel = org.messagepump.core.WakeSignal.channel("balancer", schema);
+      this.wakeChannel = org.messagepump.core.spi.WakeSignal.channel("balancer", schema);
       // The default schema keeps the lock ids of earlier versions (a rolling upgrade keeps one
       // key's producers serialized); another schema gets its own.
       this.lockPrefix = schema.equals(SCHEMA) ? "" : schema + "|";

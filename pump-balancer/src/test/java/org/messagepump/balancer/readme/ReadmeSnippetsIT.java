@@ -16,8 +16,8 @@ import org.messagepump.balancer.BalancerDriverOptions;
 import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.Result;
-import org.messagepump.core.MessagePump;
-import org.messagepump.core.PumpTester;
+import org.messagepump.core.engine.MessagePump;
+import org.messagepump.core.engine.PumpTester;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 

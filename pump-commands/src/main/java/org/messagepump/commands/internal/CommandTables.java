@@ -9,8 +9,8 @@ import org.jooq.Record;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.messagepump.core.DatabaseClock;
-import org.messagepump.core.Inputs;
+import org.messagepump.core.spi.DatabaseClock;
+import org.messagepump.core.spi.Inputs;
 
 /**
  * jOOQ names of one command-queue schema (see {@code db/commandqueue/V1__*.sql}): the tables are
@@ -88,8 +88,8 @@ public final class CommandTables {
   }
 
   /**
-   * Checks a schema name ({@link org.messagepump.core.Inputs#schema}): a lower-case identifier of
-   * at most {@value Inputs#MAX_SCHEMA_LENGTH} characters, not a PostgreSQL system schema; else
+   * Checks a schema name ({@link org.messagepump.core.spi.Inputs#schema}): a lower-case identifier
+   * of at most {@value Inputs#MAX_SCHEMA_LENGTH} characters, not a PostgreSQL system schema; else
    * {@link IllegalArgumentException}.
    */
   public static String schemaName(String schema) {

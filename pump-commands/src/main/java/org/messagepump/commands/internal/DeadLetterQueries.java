@@ -23,7 +23,7 @@ import org.jooq.Record;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.Envelope;
-import org.messagepump.core.Inputs;
+import org.messagepump.core.spi.Inputs;
 
 /** The SQL of dead letters: park, list, retry, discard. */
 public final class DeadLetterQueries {

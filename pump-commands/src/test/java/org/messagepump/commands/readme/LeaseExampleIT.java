@@ -16,8 +16,8 @@ import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.JsonMessageCodec;
-import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.testkit.PostgresExtension;
 
 /** docs/leases.md's example, compiled and run as written. */

@@ -3,7 +3,7 @@ package org.messagepump.commands.testing;
 import java.util.Objects;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
-import org.messagepump.core.spi.MessageCodec;
+import org.messagepump.core.MessageCodec;
 import org.messagepump.testkit.FreshTables;
 import org.messagepump.testkit.TablesFixture;
 

@@ -11,8 +11,8 @@ import java.util.logging.Logger;
 import javax.sql.DataSource;
 import org.jooq.exception.DataAccessException;
 import org.messagepump.core.DatabaseException;
-import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
+import org.messagepump.core.spi.Transactions;
 
 /**
  * One transaction per console action, which the drivers' operator calls join: the pool, except on

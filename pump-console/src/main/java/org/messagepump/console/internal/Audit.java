@@ -15,10 +15,10 @@ import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.jooq.types.DayToSecond;
-import org.messagepump.core.DatabaseClock;
 import org.messagepump.core.DatabaseException;
-import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
+import org.messagepump.core.spi.DatabaseClock;
+import org.messagepump.core.spi.Transactions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

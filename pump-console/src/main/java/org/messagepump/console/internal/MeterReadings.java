@@ -1,7 +1,7 @@
 package org.messagepump.console.internal;
 
 import java.util.List;
-import org.messagepump.core.Meters;
+import org.messagepump.core.spi.Meters;
 
 /**
  * The pumps' meters as the console reads them, and where it records its own. The console names no

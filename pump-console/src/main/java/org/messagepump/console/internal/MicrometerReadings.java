@@ -7,8 +7,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.messagepump.core.Meters;
-import org.messagepump.core.MicrometerMeters;
+import org.messagepump.core.spi.Meters;
+import org.messagepump.core.spi.MicrometerMeters;
 
 /** {@link MeterReadings} of a Micrometer registry: loaded only when the application gives one. */
 public final class MicrometerReadings implements MeterReadings {

@@ -2,7 +2,7 @@ package org.messagepump.console.internal;
 
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
-import org.messagepump.core.Meters;
+import org.messagepump.core.spi.Meters;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

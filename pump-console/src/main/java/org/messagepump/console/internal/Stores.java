@@ -12,8 +12,8 @@ import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.GroupStats;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.PendingCommand;
-import org.messagepump.core.Transactions;
 import org.messagepump.core.Tx;
+import org.messagepump.core.spi.Transactions;
 import org.messagepump.eventstream.EventOperations;
 
 /**

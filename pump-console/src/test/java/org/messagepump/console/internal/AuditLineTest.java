@@ -51,7 +51,7 @@ class AuditLineTest {
   @Test
   void refusedRequestsAreLoggedAtMostOnceAMinute() {
     AtomicLong now = new AtomicLong(1_000_000);
-    Refusals refusals = new Refusals(org.messagepump.core.Meters.none(), now::get);
+    Refusals refusals = new Refusals(org.messagepump.core.spi.Meters.none(), now::get);
     Refused e = new Refused(403, "missing or wrong CSRF token");
     int lines = 0;
     for (int i = 0; i < 505; i++) {

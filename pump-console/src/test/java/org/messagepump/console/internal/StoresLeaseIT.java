@@ -19,8 +19,8 @@ import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.EnqueueOptions;
 import org.messagepump.core.JsonMessageCodec;
-import org.messagepump.core.MessagePump;
 import org.messagepump.core.MessageTypes;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.eventstream.EventOperations;
 import org.messagepump.testkit.PostgresExtension;
 

@@ -6,9 +6,9 @@ import java.util.List;
 import org.messagepump.core.Tx;
 
 /**
- * What a {@link org.messagepump.core.MessagePump} pumps: a driver acquires deliveries inside the
- * pump's transaction, handles them, and records postponement or parking. Every method runs inside
- * the same open transaction, which the pump commits or rolls back; a driver never commits.
+ * What a {@link org.messagepump.core.engine.MessagePump} pumps: a driver acquires deliveries inside
+ * the pump's transaction, handles them, and records postponement or parking. Every method runs
+ * inside the same open transaction, which the pump commits or rolls back; a driver never commits.
  *
  * <p>The row lock taken by {@link #acquire} ({@code FOR UPDATE SKIP LOCKED}) is the claim: if the
  * process dies, PostgreSQL aborts the transaction and the delivery is free again.

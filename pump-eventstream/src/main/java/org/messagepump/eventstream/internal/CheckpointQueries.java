@@ -19,8 +19,8 @@ import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Record4;
 import org.jooq.impl.DSL;
-import org.messagepump.core.DatabaseClock;
-import org.messagepump.core.Inputs;
+import org.messagepump.core.spi.DatabaseClock;
+import org.messagepump.core.spi.Inputs;
 
 /**
  * The SQL of one handler's checkpoints: claiming a pending stream, finding the next events of the

@@ -18,11 +18,11 @@ import org.jooq.DSLContext;
 import org.jooq.Record1;
 import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
-import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
+import org.messagepump.core.MessageCodec;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UnknownMessageTypeException;
-import org.messagepump.core.spi.MessageCodec;
+import org.messagepump.core.spi.Inputs;
 import org.messagepump.eventstream.internal.Tables.Streams;
 
 /**

@@ -12,8 +12,8 @@ import org.jooq.SQLDialect;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.messagepump.core.DatabaseClock;
-import org.messagepump.core.Inputs;
+import org.messagepump.core.spi.DatabaseClock;
+import org.messagepump.core.spi.Inputs;
 
 /**
  * The jOOQ names of one event store schema: the one place its tables are spelled. Each store has
@@ -67,10 +67,10 @@ public final class Tables {
 
   /**
    * The NOTIFY channel appends to this schema signal and its event pumps listen on: {@code
-   * messagepump_events_<schema>} ({@link org.messagepump.core.WakeSignal#channel}).
+   * messagepump_events_<schema>} ({@link org.messagepump.core.spi.WakeSignal#channel}).
    */
   public String wakeChannel() {
-    return org.messagepump.core.WakeSignal.channel("events", schema);
+    return org.messagepump.core.spi.WakeSignal.channel("events", schema);
   }
 
   /** {@code name} rendered as a quoted PostgreSQL identifier (for SQL written by hand). */

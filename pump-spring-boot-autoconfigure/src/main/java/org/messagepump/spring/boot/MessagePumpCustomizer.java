@@ -1,6 +1,6 @@
 package org.messagepump.spring.boot;
 
-import org.messagepump.core.MessagePump;
+import org.messagepump.core.engine.MessagePump;
 
 /**
  * Changes a pump's builder after the {@code messagepump.*} properties are applied, for the options

@@ -5,8 +5,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.messagepump.core.PumpOptions;
 import org.messagepump.core.RetryPolicy;
+import org.messagepump.core.engine.PumpOptions;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**

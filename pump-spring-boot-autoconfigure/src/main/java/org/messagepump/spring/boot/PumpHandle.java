@@ -1,6 +1,6 @@
 package org.messagepump.spring.boot;
 
-import org.messagepump.core.PumpHealth;
+import org.messagepump.core.engine.PumpHealth;
 
 /**
  * One pump of the {@link MessagePumpRegistry}. It outlives the {@code MessagePump} it controls: the

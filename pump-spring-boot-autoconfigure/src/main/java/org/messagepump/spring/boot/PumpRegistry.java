@@ -1,7 +1,7 @@
 package org.messagepump.spring.boot;
 
 import java.util.List;
-import org.messagepump.core.PumpHealth;
+import org.messagepump.core.engine.PumpHealth;
 import org.messagepump.spring.boot.internal.MessagePumps;
 
 /**

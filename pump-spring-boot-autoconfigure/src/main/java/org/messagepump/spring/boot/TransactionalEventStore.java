@@ -3,7 +3,7 @@ package org.messagepump.spring.boot;
 import java.util.List;
 import java.util.Objects;
 import javax.sql.DataSource;
-import org.messagepump.core.Transactions;
+import org.messagepump.core.spi.Transactions;
 import org.messagepump.eventstream.AppendResult;
 import org.messagepump.eventstream.EventMetadata;
 import org.messagepump.eventstream.EventStore;

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.core.MessageTypes;
-import org.messagepump.core.PumpHealth;
+import org.messagepump.core.engine.PumpHealth;
 import org.messagepump.eventstream.EventStore;
 import org.messagepump.testkit.PostgresServer;
 import org.springframework.boot.autoconfigure.AutoConfigurations;

@@ -2,7 +2,7 @@ package org.messagepump.spring.boot3;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.messagepump.core.PumpHealth;
+import org.messagepump.core.engine.PumpHealth;
 import org.messagepump.spring.boot.MessagePumpAutoConfiguration;
 import org.messagepump.spring.boot.MessagePumpRegistry;
 import org.springframework.boot.actuate.health.CompositeHealthContributor;

@@ -2,8 +2,8 @@ package org.messagepump.spring.boot.internal;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.messagepump.core.MessagePump;
-import org.messagepump.core.PumpHealth;
+import org.messagepump.core.engine.MessagePump;
+import org.messagepump.core.engine.PumpHealth;
 import org.springframework.boot.health.contributor.CompositeHealthContributor;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;

@@ -1,0 +1,55 @@
+package org.messagepump.core.spi;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.util.Objects;
+import org.jooq.Field;
+import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
+import org.jooq.types.DayToSecond;
+
+/**
+ * The database clock as jOOQ expressions: every time processes must agree on (due times, resume
+ * times, lease expiry) is computed by PostgreSQL, never by a JVM's clock. Durations are bound as
+ * {@code interval} values, never written into the SQL text.
+ *
+ * <p>One helper for every driver, including yours.
+ */
+public final class DatabaseClock {
+
+  private DatabaseClock() {}
+
+  /** {@code clock_timestamp()}: the database clock now; advances within a transaction. */
+  public static Field<Instant> now() {
+    return DSL.function("clock_timestamp", SQLDataType.INSTANT);
+  }
+
+  /** {@code clock_timestamp()} as an {@link OffsetDateTime} column type. */
+  public static Field<OffsetDateTime> nowOffset() {
+    return DSL.function("clock_timestamp", SQLDataType.TIMESTAMPWITHTIMEZONE);
+  }
+
+  /**
+   * {@code statement_timestamp()}: the database clock at the start of the statement. Stable within
+   * a statement, so PostgreSQL can use it as an index condition ({@code clock_timestamp()} is
+   * volatile and can only filter).
+   */
+  public static Field<Instant> statementTime() {
+    return DSL.function("statement_timestamp", SQLDataType.INSTANT);
+  }
+
+  /**
+   * {@code clock_timestamp() + delay}, the delay bound as an interval (checked by {@link Inputs}).
+   */
+  public static Field<Instant> after(Duration delay) {
+    Objects.requireNonNull(delay, "delay");
+    return now().plus(DSL.val(DayToSecond.valueOf(Inputs.delay("delay", delay))));
+  }
+
+  /** {@code clock_timestamp() + delay} as an {@link OffsetDateTime} column type. */
+  public static Field<OffsetDateTime> afterOffset(Duration delay) {
+    Objects.requireNonNull(delay, "delay");
+    return nowOffset().plus(DSL.val(DayToSecond.valueOf(Inputs.delay("delay", delay))));
+  }
+}
