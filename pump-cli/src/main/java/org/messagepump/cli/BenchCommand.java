@@ -153,9 +153,13 @@ final class BenchCommand implements Callable<Integer> {
    */
   private static final int RUN = 5;
 
-  /** How many pairs a target row measures: 3 with --quick, where one run is a second or two. */
+  /**
+   * How many pairs a target row measures: 3 with --quick, where one run is a second or two; one in
+   * a smoke run (below {@code --scale} 0.1), whose runs are too small for a median to mean more
+   * than one of them.
+   */
   private int pairs() {
-    return quick ? 3 : 1;
+    return quick && !smoke() ? 3 : 1;
   }
 
   /**
