@@ -16,7 +16,6 @@ import org.messagepump.core.Tx;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.UnknownMessageTypeException;
 import org.messagepump.core.spi.Delivery;
-import org.messagepump.core.spi.DeliveryStream;
 import org.messagepump.core.spi.Driver;
 import org.messagepump.core.spi.Inputs;
 import org.messagepump.core.spi.Meters;
@@ -301,7 +300,7 @@ public final class EventDriver implements Driver {
           new Delivery(
               event.envelope(),
               expected == claim.checkpoint() ? claim.failures() : 0,
-              new DeliveryStream(streamId, event.offset(), expected),
+              logKeys(streamId, event.offset(), expected),
               step));
       previous = step;
       expected = event.offset() + 1;
@@ -460,8 +459,22 @@ public final class EventDriver implements Driver {
         new Delivery(
             event.envelope(),
             claim.failures(),
-            new DeliveryStream(Long.toString(claim.streamId()), event.offset(), claim.checkpoint()),
+            logKeys(Long.toString(claim.streamId()), event.offset(), claim.checkpoint()),
             new Step(run, event, claim.checkpoint(), null)));
+  }
+
+  /**
+   * The MDC keys of a stream delivery: its stream, the event's offset and the handler's checkpoint
+   * in that stream when the delivery was acquired.
+   */
+  private static Map<String, String> logKeys(String streamId, long offset, long checkpoint) {
+    return Map.of(
+        "streamId",
+        streamId,
+        "offset",
+        Long.toString(offset),
+        "checkpoint",
+        Long.toString(checkpoint));
   }
 
   private Step step(Delivery delivery) {

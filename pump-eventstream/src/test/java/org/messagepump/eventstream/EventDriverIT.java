@@ -104,9 +104,9 @@ class EventDriverIT {
             res -> {
               assertThat(res.kind()).isEqualTo(Kind.HANDLED);
               Delivery d = res.delivery();
-              assertThat(d.stream().streamId()).isEqualTo(Long.toString(r.streamId()));
-              assertThat(d.stream().eventOffset()).isZero();
-              assertThat(d.stream().checkpointOffset()).isZero();
+              assertThat(d.logKeys().get("streamId")).isEqualTo(Long.toString(r.streamId()));
+              assertThat(d.logKeys().get("offset")).isEqualTo("0");
+              assertThat(d.logKeys().get("checkpoint")).isEqualTo("0");
               assertThat(d.messageId()).isEqualTo(r.messageIds().get(0));
             });
     assertThat(kinds(tester.runOnce())).containsExactly(Kind.HANDLED);
@@ -180,9 +180,9 @@ class EventDriverIT {
     assertThat(batch)
         .extracting(
             res ->
-                res.delivery().stream().eventOffset()
+                res.delivery().logKeys().get("offset")
                     + "@"
-                    + res.delivery().stream().checkpointOffset())
+                    + res.delivery().logKeys().get("checkpoint"))
         .containsExactly("0@0", "2@1", "3@3");
     // The event after the failed one is not handled (Busy), and its postponement records nothing:
     // the stream keeps the failure count and resume time of the failed event.
@@ -354,7 +354,7 @@ class EventDriverIT {
         .satisfies(
             res -> {
               assertThat(res.delivery().failures()).isZero();
-              assertThat(res.delivery().stream().eventOffset()).isZero();
+              assertThat(res.delivery().logKeys().get("offset")).isEqualTo("0");
             });
   }
 
@@ -515,7 +515,7 @@ class EventDriverIT {
 
     List<Kind> badFates =
         results.stream()
-            .filter(r -> r.delivery().stream().streamId().equals(Long.toString(bad)))
+            .filter(r -> r.delivery().logKeys().get("streamId").equals(Long.toString(bad)))
             .map(Result::kind)
             .toList();
     // The first commit fails: the batch is abandoned and the pump counts the failure in a fresh
@@ -551,7 +551,7 @@ class EventDriverIT {
             .build();
     List<Result> atOnce = runUntilParkedAndIdle(parkAtOnce, store, "at-once");
     assertThat(atOnce)
-        .filteredOn(r -> r.delivery().stream().streamId().equals(Long.toString(bad)))
+        .filteredOn(r -> r.delivery().logKeys().get("streamId").equals(Long.toString(bad)))
         .extracting(Result::kind)
         .containsExactly(Kind.ABANDONED);
     assertThat(once).containsEntry("bad", 1);
@@ -591,7 +591,7 @@ class EventDriverIT {
       Delivery again = driver.reacquire(t.tx, stale.get(0)).orElseThrow();
       assertThat(again.messageId()).isEqualTo(stale.get(0).messageId());
       assertThat(again.failures()).isEqualTo(2);
-      assertThat(again.stream()).isEqualTo(stale.get(0).stream());
+      assertThat(again.logKeys()).isEqualTo(stale.get(0).logKeys());
       driver.postpone(t.tx, again, 3, Duration.ofMinutes(1));
       t.commit();
     }

@@ -1,6 +1,7 @@
 package org.messagepump.core.engine;
 
 import java.sql.SQLException;
+import java.util.Map;
 import org.messagepump.core.UndecodableMessageException;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Inputs;
@@ -75,9 +76,8 @@ final class LogText {
     MDC.put("messageId", d.messageId());
     MDC.put("messageType", d.messageType());
     MDC.put("attempt", Integer.toString(d.attempt()));
-    if (d.stream() != null) {
-      MDC.put("streamId", d.stream().streamId());
-      MDC.put("offset", Long.toString(d.stream().eventOffset()));
+    for (Map.Entry<String, String> key : d.logKeys().entrySet()) {
+      MDC.put(key.getKey(), key.getValue());
     }
   }
 
@@ -87,9 +87,8 @@ final class LogText {
     MDC.remove("messageId");
     MDC.remove("messageType");
     MDC.remove("attempt");
-    if (d.stream() != null) {
-      MDC.remove("streamId");
-      MDC.remove("offset");
+    for (String key : d.logKeys().keySet()) {
+      MDC.remove(key);
     }
   }
 
