@@ -16,6 +16,7 @@ import org.messagepump.commands.CommandQueue;
 import org.messagepump.console.internal.Hosts;
 import org.messagepump.console.internal.MeterReadings;
 import org.messagepump.console.internal.MicrometerReadings;
+import org.messagepump.console.internal.Settings;
 import org.messagepump.eventstream.EventStore;
 
 /**
@@ -62,54 +63,52 @@ public final class ConsoleConfig {
 
   private static final Pattern HEADER = Pattern.compile("[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}");
 
-  private final boolean readOnly;
-  private final boolean showPayloads;
+  /** What the console's request handling reads; the rest of this class is what only it needs. */
+  private final Settings settings;
+
   private final String accessToken;
-  private final Map<String, String> operators;
-  private final String identityHeader;
-  private final List<String> trustedProxies;
-  private final List<String> allowedHosts;
-  private final boolean tlsInFront;
   private final String secret;
-  private final Duration loginTtl;
-  private final String auditSchema;
-  private final Duration auditRetention;
   private final Duration sampleInterval;
-  private final boolean remoteWithoutToken;
-  private final String actorName;
   private final Function<HttpServletRequest, String> actor;
-  private final MeterReadings meterReadings;
-  private final String title;
   private final String commandsSchema;
   private final String eventsSchema;
   private final String balancerSchema;
 
   private ConsoleConfig(Builder b) {
-    this.readOnly = b.readOnly;
-    this.showPayloads = b.showPayloads;
     this.accessToken = b.accessToken;
     Map<String, String> ops = new LinkedHashMap<>(b.operators);
     if (b.accessToken != null) {
       ops.putIfAbsent(b.actorName, b.accessToken);
     }
-    this.operators = Map.copyOf(ops);
-    this.identityHeader = b.identityHeader;
-    this.trustedProxies = List.copyOf(b.trustedProxies);
-    this.allowedHosts = List.copyOf(b.allowedHosts);
-    this.tlsInFront = b.tlsInFront;
     this.secret = b.secret;
-    this.loginTtl = b.loginTtl;
-    this.auditSchema = b.auditSchema;
-    this.auditRetention = b.auditRetention;
     this.sampleInterval = b.sampleInterval;
-    this.remoteWithoutToken = b.remoteWithoutToken;
-    this.actorName = b.actorName;
     this.actor = b.actor;
-    this.meterReadings = b.meterReadings;
-    this.title = b.title;
     this.commandsSchema = b.commandsSchema;
     this.eventsSchema = b.eventsSchema;
     this.balancerSchema = b.balancerSchema;
+    this.settings =
+        new Settings(
+            b.readOnly,
+            b.showPayloads,
+            b.title,
+            b.meterReadings,
+            this::actorOf,
+            b.actorName,
+            Map.copyOf(ops),
+            b.identityHeader,
+            List.copyOf(b.trustedProxies),
+            b.remoteWithoutToken,
+            List.copyOf(b.allowedHosts),
+            b.tlsInFront,
+            b.secret == null ? null : b.secret.getBytes(StandardCharsets.UTF_8),
+            b.loginTtl,
+            b.auditSchema,
+            b.auditRetention);
+  }
+
+  /** What the console's request handling reads. */
+  Settings settings() {
+    return settings;
   }
 
   /** Defaults: actions allowed, payloads hidden, no token (so direct loopback clients only). */
@@ -124,12 +123,12 @@ public final class ConsoleConfig {
 
   /** True when the console only shows and refuses every action. */
   public boolean readOnly() {
-    return readOnly;
+    return settings.readOnly();
   }
 
   /** True when dead letters show a preview of their payload. */
   public boolean showPayloads() {
-    return showPayloads;
+    return settings.showPayloads();
   }
 
   /** The token of {@link Builder#accessToken(String)}, or {@code null}. */
@@ -139,27 +138,27 @@ public final class ConsoleConfig {
 
   /** Every operator's name and token (the access token under the actor name among them). */
   public Map<String, String> operators() {
-    return operators;
+    return settings.operators();
   }
 
   /** The header a trusted proxy names the operator in, or {@code null}. */
   public String identityHeader() {
-    return identityHeader;
+    return settings.identityHeader();
   }
 
   /** The addresses or CIDR blocks the identity header is believed from. */
   public List<String> trustedProxies() {
-    return trustedProxies;
+    return settings.trustedProxies();
   }
 
   /** Host names (besides loopback names and addresses) requests may address the console by. */
   public List<String> allowedHosts() {
-    return allowedHosts;
+    return settings.allowedHosts();
   }
 
   /** True when browsers reach the console over TLS: cookies are Secure and {@code __Host-}. */
   public boolean tlsInFront() {
-    return tlsInFront;
+    return settings.tlsInFront();
   }
 
   /** The configured secret for CSRF tokens and login cookies, or {@code null} (random). */
@@ -169,17 +168,17 @@ public final class ConsoleConfig {
 
   /** How long a login by token lasts. */
   public Duration loginTtl() {
-    return loginTtl;
+    return settings.loginTtl();
   }
 
   /** The schema of the audit table ({@link ConsoleAudit}). */
   public String auditSchema() {
-    return auditSchema;
+    return settings.auditSchema();
   }
 
   /** How long audit entries are kept. */
   public Duration auditRetention() {
-    return auditRetention;
+    return settings.auditRetention();
   }
 
   /**
@@ -195,7 +194,9 @@ public final class ConsoleConfig {
    * console then serves direct loopback clients only.
    */
   public boolean tokenless() {
-    return operators.isEmpty() && identityHeader == null && !remoteWithoutToken;
+    return settings.operators().isEmpty()
+        && settings.identityHeader() == null
+        && !settings.remoteWithoutToken();
   }
 
   /**
@@ -203,12 +204,12 @@ public final class ConsoleConfig {
    * security guards the console's path.
    */
   public boolean remoteWithoutToken() {
-    return remoteWithoutToken;
+    return settings.remoteWithoutToken();
   }
 
   /** The title on every page. */
   public String title() {
-    return title;
+    return settings.title();
   }
 
   /** The command queue's schema. */
@@ -228,17 +229,17 @@ public final class ConsoleConfig {
 
   /** The optional registry the pumps record into; gives handled/s per pump. May be null. */
   public MeterRegistry meterRegistry() {
-    return meterReadings == null ? null : ((MicrometerReadings) meterReadings).registry();
+    return settings.meters() == null ? null : ((MicrometerReadings) settings.meters()).registry();
   }
 
   /** The pumps' meters as the console reads them; null without a registry. */
   MeterReadings meterReadings() {
-    return meterReadings;
+    return settings.meters();
   }
 
   /** The name of a request without an authenticated user (and of the access token's holder). */
   public String actorName() {
-    return actorName;
+    return settings.actorName();
   }
 
   /** Who made a request, as the audit log names them. */
@@ -247,7 +248,7 @@ public final class ConsoleConfig {
     if (who == null || who.isBlank()) {
       who = request.getRemoteUser();
     }
-    return who == null || who.isBlank() ? actorName : who;
+    return who == null || who.isBlank() ? settings.actorName() : who;
   }
 
   /** Builds a {@link ConsoleConfig}; setters reject bad values with IllegalArgumentException. */

@@ -96,24 +96,7 @@ public final class ConsoleServlet extends HttpServlet {
   ConsoleServlet(DataSource dataSource, ConsoleConfig config, Collection<String> listening) {
     this.config = Objects.requireNonNull(config, "config");
     Objects.requireNonNull(dataSource, "dataSource");
-    this.settings =
-        new Settings(
-            config.readOnly(),
-            config.showPayloads(),
-            config.title(),
-            config.meterReadings(),
-            config::actorOf,
-            config.actorName(),
-            config.operators(),
-            config.identityHeader(),
-            config.trustedProxies(),
-            config.remoteWithoutToken(),
-            config.allowedHosts(),
-            config.tlsInFront(),
-            config.secret() == null ? null : config.secret().getBytes(StandardCharsets.UTF_8),
-            config.loginTtl(),
-            config.auditSchema(),
-            config.auditRetention());
+    this.settings = config.settings();
     this.guard = new Guard(settings, listening);
     this.transactions = new ActionTransactions(dataSource);
     this.stores =

@@ -7,8 +7,9 @@ import java.util.Map;
 import java.util.function.Function;
 
 /**
- * The engine's view of the console's config (a copy, so that internal code does not depend on the
- * API package and the two packages form no cycle).
+ * What the console's request handling reads of its config. {@code ConsoleConfig} holds one and is
+ * the public, validated face of it (its accessors read it), so internal code reads the settings
+ * without depending on the API package, and the two packages form no cycle.
  *
  * @param meters the pumps' meters, or null without a meter registry
  * @param actorName who a tokenless console names (its one operator)
