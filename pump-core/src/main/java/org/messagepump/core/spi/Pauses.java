@@ -87,9 +87,7 @@ public final class Pauses {
    */
   public boolean pause(DSLContext dsl, String name, String reason) {
     checkName(name);
-    if (reason != null) {
-      Inputs.text("reason", reason, Limits.MAX_REASON_CHARS);
-    }
+    checkReason(reason);
     return dsl.insertInto(table)
             .set(this.name, name)
             .set(REASON, reason)
@@ -141,13 +139,31 @@ public final class Pauses {
     return DSL.notExists(DSL.selectOne().from(table).where(this.name.eq(name)));
   }
 
-  private void checkName(String value) {
-    if (value == null) {
+  /**
+   * Checks {@code name} as {@link #pause}, {@link #resume} and {@link #isPaused} do, for a caller
+   * that checks before it opens a transaction; returns it.
+   *
+   * @throws IllegalArgumentException when it is null, empty, holds NUL, is over {@link
+   *     Limits#MAX_KEY_BYTES} UTF-8 bytes, or is blank and blank names are refused
+   */
+  public String checkName(String name) {
+    if (name == null) {
       throw new IllegalArgumentException(argument + " must not be null");
     }
-    Inputs.key(argument, value);
-    if (blankRefused && value.isBlank()) {
+    Inputs.key(argument, name);
+    if (blankRefused && name.isBlank()) {
       throw new IllegalArgumentException(argument + " must not be blank");
     }
+    return name;
+  }
+
+  /**
+   * Checks a pause's reason as {@link #pause} does; returns it.
+   *
+   * @throws IllegalArgumentException when it holds NUL or is over {@link Limits#MAX_REASON_CHARS}
+   *     UTF-8 bytes (null passes)
+   */
+  public static String checkReason(String reason) {
+    return reason == null ? null : Inputs.text("reason", reason, Limits.MAX_REASON_CHARS);
   }
 }
