@@ -16,16 +16,17 @@ import javax.sql.DataSource;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
-import org.messagepump.balancer.internal.GroupPauses;
 import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
 import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
 import org.messagepump.balancer.internal.StoreQueries.GroupFigures;
 import org.messagepump.core.Limits;
+import org.messagepump.core.Pause;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Inputs;
 import org.messagepump.core.spi.Migrations;
+import org.messagepump.core.spi.Pauses;
 import org.messagepump.core.spi.Transactions;
 
 /**
@@ -161,11 +162,12 @@ public final class BalancerOperations {
         read("reading group stats", dsl -> StoreQueries.groups(dsl, null)));
   }
 
-  /** The groups paused cluster-wide ({@link #pauseGroup}), by group name. */
-  public List<PausedGroup> pausedGroups() {
-    return read("listing paused groups", GroupPauses::list).stream()
-        .map(r -> new PausedGroup(r.group(), r.pausedAt(), r.reason()))
-        .toList();
+  /**
+   * The groups paused cluster-wide ({@link #pauseGroup}), by group name; {@link Pause#name()} is
+   * the group.
+   */
+  public List<Pause> pausedGroups() {
+    return read("listing paused groups", Schema.PAUSED_GROUPS::list);
   }
 
   /** Keys of {@code group} that have messages or a lease (the whole cluster's view). */
@@ -283,23 +285,21 @@ public final class BalancerOperations {
    *     bytes or holds NUL; nothing is sent
    */
   public boolean pauseGroup(String group, String reason) {
-    Checks.name("group", group);
-    if (reason != null) {
-      Inputs.text("reason", reason, Limits.MAX_REASON_CHARS);
-    }
-    return read("pausing a group", dsl -> GroupPauses.pause(dsl, group, reason));
+    Schema.PAUSED_GROUPS.checkName(group);
+    Pauses.checkReason(reason);
+    return read("pausing a group", dsl -> Schema.PAUSED_GROUPS.pause(dsl, group, reason));
   }
 
   /** Resumes {@code group} after {@link #pauseGroup}; true when it was paused. */
   public boolean resumeGroup(String group) {
-    Checks.name("group", group);
-    return read("resuming a group", dsl -> GroupPauses.resume(dsl, group));
+    Schema.PAUSED_GROUPS.checkName(group);
+    return read("resuming a group", dsl -> Schema.PAUSED_GROUPS.resume(dsl, group));
   }
 
   /** True while {@code group} is paused cluster-wide ({@link #pauseGroup}). */
   public boolean isPaused(String group) {
-    Checks.name("group", group);
-    return read("reading a group's pause", dsl -> GroupPauses.paused(dsl, group));
+    Schema.PAUSED_GROUPS.checkName(group);
+    return read("reading a group's pause", dsl -> Schema.PAUSED_GROUPS.isPaused(dsl, group));
   }
 
   /**

@@ -93,7 +93,7 @@ class GroupPauseIT {
       assertThat(paused.operations().isPaused(paused.group())).isTrue();
       assertThat(steady.operations().isPaused(steady.group())).isFalse();
       assertThat(BalancerOperations.of(ds).pausedGroups())
-          .filteredOn(p -> p.group().equals(g))
+          .filteredOn(p -> p.name().equals(g))
           .singleElement()
           .satisfies(p -> assertThat(p.reason()).isEqualTo("downstream maintenance"));
 

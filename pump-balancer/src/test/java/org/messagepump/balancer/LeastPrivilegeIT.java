@@ -8,6 +8,7 @@ import java.sql.SQLException;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.core.Pause;
 import org.messagepump.testkit.PostgresExtension;
 import org.messagepump.testkit.TestDatabase;
 
@@ -37,7 +38,7 @@ class LeastPrivilegeIT {
     MessageBalancer paused = MessageBalancer.builder(app, "paused-g").schema(SCHEMA).build();
     assertThat(paused.operations().pauseGroup(paused.group(), "maintenance")).isTrue();
     assertThat(BalancerOperations.of(app, SCHEMA).pausedGroups())
-        .extracting(PausedGroup::group)
+        .extracting(Pause::name)
         .containsExactly("paused-g");
     assertThat(paused.operations().resumeGroup(paused.group())).isTrue();
 

@@ -11,13 +11,11 @@ import java.util.concurrent.Callable;
 import javax.sql.DataSource;
 import org.messagepump.balancer.BalancerOperations;
 import org.messagepump.balancer.GroupStats;
-import org.messagepump.balancer.PausedGroup;
 import org.messagepump.commands.CommandOperations;
-import org.messagepump.commands.PausedType;
 import org.messagepump.commands.QueueDepth;
+import org.messagepump.core.Pause;
 import org.messagepump.eventstream.Checkpoint;
 import org.messagepump.eventstream.EventOperations;
-import org.messagepump.eventstream.PausedHandler;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -105,9 +103,9 @@ final class StatusCommand implements Callable<Integer> {
     commands.put("deadLetters", depth.deadLetters());
     commands.put("byType", byType);
     List<Object> paused = new ArrayList<>();
-    for (PausedType p : operations.pausedTypes()) {
+    for (Pause p : operations.pausedTypes()) {
       Map<String, Object> m = new LinkedHashMap<>();
-      m.put("type", p.type());
+      m.put("type", p.name());
       m.put("pausedAt", p.pausedAt().toString());
       m.put("reason", p.reason());
       paused.add(m);
@@ -151,9 +149,9 @@ final class StatusCommand implements Callable<Integer> {
     }
     status.put("eventHandlers", eventHandlers);
     List<Object> pausedHandlers = new ArrayList<>();
-    for (PausedHandler p : handlers.pausedHandlers()) {
+    for (Pause p : handlers.pausedHandlers()) {
       Map<String, Object> m = new LinkedHashMap<>();
-      m.put("handlerKey", p.handlerKey());
+      m.put("handlerKey", p.name());
       m.put("pausedAt", p.pausedAt().toString());
       m.put("reason", p.reason());
       pausedHandlers.add(m);
@@ -179,9 +177,9 @@ final class StatusCommand implements Callable<Integer> {
     }
     status.put("balancer", groups);
     List<Object> pausedGroups = new ArrayList<>();
-    for (PausedGroup p : operations.pausedGroups()) {
+    for (Pause p : operations.pausedGroups()) {
       Map<String, Object> m = new LinkedHashMap<>();
-      m.put("group", p.group());
+      m.put("group", p.name());
       m.put("pausedAt", p.pausedAt().toString());
       m.put("reason", p.reason());
       pausedGroups.add(m);

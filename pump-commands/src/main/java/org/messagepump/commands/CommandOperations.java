@@ -13,12 +13,13 @@ import org.jooq.impl.DSL;
 import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
 import org.messagepump.commands.internal.LeaseQueries;
-import org.messagepump.commands.internal.PauseQueries;
 import org.messagepump.commands.internal.RetentionQueries;
 import org.messagepump.core.Limits;
+import org.messagepump.core.Pause;
 import org.messagepump.core.spi.Inputs;
 import org.messagepump.core.spi.Meters;
 import org.messagepump.core.spi.Migrations;
+import org.messagepump.core.spi.Pauses;
 import org.messagepump.core.spi.Transactions;
 
 /**
@@ -196,30 +197,27 @@ public final class CommandOperations {
    * anything is sent.
    */
   public boolean pauseType(String type, String reason) {
-    Inputs.key("type", type);
-    if (reason != null) {
-      Inputs.text("reason", reason, Limits.MAX_REASON_CHARS);
-    }
+    tables.pauses.checkName(type);
+    Pauses.checkReason(reason);
     return Transactions.inNew(
-        dataSource,
-        "pausing a command type",
-        tx -> PauseQueries.pause(tx.dsl(), tables, type, reason));
+        dataSource, "pausing a command type", tx -> tables.pauses.pause(tx.dsl(), type, reason));
   }
 
-  /** Resumes a type paused with {@link #pauseType}; true when it was paused. */
+  /**
+   * Resumes a type paused with {@link #pauseType}; true when it was paused.
+   *
+   * @throws IllegalArgumentException for a bad type name, as {@link #pauseType}; nothing is sent
+   */
   public boolean resumeType(String type) {
-    Inputs.key("type", type);
+    tables.pauses.checkName(type);
     return Transactions.inNew(
-        dataSource, "resuming a command type", tx -> PauseQueries.resume(tx.dsl(), tables, type));
+        dataSource, "resuming a command type", tx -> tables.pauses.resume(tx.dsl(), type));
   }
 
-  /** The types paused cluster-wide, by name. */
-  public List<PausedType> pausedTypes() {
+  /** The types paused cluster-wide, by name; {@link Pause#name()} is the command type. */
+  public List<Pause> pausedTypes() {
     return Transactions.inNew(
-            dataSource, "listing paused command types", tx -> PauseQueries.list(tx.dsl(), tables))
-        .stream()
-        .map(r -> new PausedType(r.type(), r.pausedAt(), r.reason()))
-        .toList();
+        dataSource, "listing paused command types", tx -> tables.pauses.list(tx.dsl()));
   }
 
   /**

@@ -82,7 +82,7 @@ class PauseIT {
         .singleElement()
         .satisfies(
             p -> {
-              assertThat(p.type()).isEqualTo("orders.PlaceOrder");
+              assertThat(p.name()).isEqualTo("orders.PlaceOrder");
               assertThat(p.reason()).isEqualTo("warehouse migration");
               assertThat(p.pausedAt()).isNotNull();
             });

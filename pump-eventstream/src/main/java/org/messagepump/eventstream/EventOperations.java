@@ -12,14 +12,15 @@ import org.jooq.Record;
 import org.jooq.impl.DSL;
 import org.messagepump.core.DatabaseException;
 import org.messagepump.core.Limits;
+import org.messagepump.core.Pause;
 import org.messagepump.core.Tx;
 import org.messagepump.core.spi.Inputs;
 import org.messagepump.core.spi.Migrations;
+import org.messagepump.core.spi.Pauses;
 import org.messagepump.core.spi.Transactions;
 import org.messagepump.eventstream.internal.CheckpointOperations;
 import org.messagepump.eventstream.internal.EventRows;
 import org.messagepump.eventstream.internal.LagQueries;
-import org.messagepump.eventstream.internal.PauseQueries;
 import org.messagepump.eventstream.internal.Tables;
 
 /**
@@ -175,14 +176,12 @@ public final class EventOperations {
    *     bytes or holds NUL; nothing is sent
    */
   public boolean pauseHandler(String handlerKey, String reason) {
-    pausedKey(handlerKey);
-    if (reason != null) {
-      Inputs.text("reason", reason, Limits.MAX_REASON_CHARS);
-    }
+    tables.pauses.checkName(handlerKey);
+    Pauses.checkReason(reason);
     return Transactions.inNew(
         dataSource,
         "pausing an event handler",
-        tx -> PauseQueries.pause(tx.dsl(), tables, handlerKey, reason));
+        tx -> tables.pauses.pause(tx.dsl(), handlerKey, reason));
   }
 
   /**
@@ -191,27 +190,15 @@ public final class EventOperations {
    * @throws IllegalArgumentException for a bad key, as {@link #pauseHandler}
    */
   public boolean resumeHandler(String handlerKey) {
-    pausedKey(handlerKey);
+    tables.pauses.checkName(handlerKey);
     return Transactions.inNew(
-        dataSource,
-        "resuming an event handler",
-        tx -> PauseQueries.resume(tx.dsl(), tables, handlerKey));
+        dataSource, "resuming an event handler", tx -> tables.pauses.resume(tx.dsl(), handlerKey));
   }
 
-  /** The handler keys paused cluster-wide, by key. */
-  public List<PausedHandler> pausedHandlers() {
+  /** The handler keys paused cluster-wide, by key; {@link Pause#name()} is the handler key. */
+  public List<Pause> pausedHandlers() {
     return Transactions.inNew(
-            dataSource, "listing paused event handlers", tx -> PauseQueries.list(tx.dsl(), tables))
-        .stream()
-        .map(r -> new PausedHandler(r.handlerKey(), r.pausedAt(), r.reason()))
-        .toList();
-  }
-
-  private static void pausedKey(String handlerKey) {
-    if (handlerKey == null || handlerKey.isBlank()) {
-      throw new IllegalArgumentException("handlerKey must not be null or blank");
-    }
-    Inputs.key("handlerKey", handlerKey);
+        dataSource, "listing paused event handlers", tx -> tables.pauses.list(tx.dsl()));
   }
 
   /** The stream of an application key, empty when nothing was appended to the key yet. */

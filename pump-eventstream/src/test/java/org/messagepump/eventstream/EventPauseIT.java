@@ -79,7 +79,7 @@ class EventPauseIT {
           .singleElement()
           .satisfies(
               h -> {
-                assertThat(h.handlerKey()).isEqualTo("billing");
+                assertThat(h.name()).isEqualTo("billing");
                 assertThat(h.reason()).isEqualTo("ledger maintenance");
                 assertThat(h.pausedAt()).isNotNull();
               });
@@ -146,7 +146,7 @@ class EventPauseIT {
     assertThat(store.operations().pausedHandlers()).isEmpty();
     // A quote in a key is data, bound, not SQL.
     assertThat(store.operations().pauseHandler("o'brien\"; DROP TABLE x; --", "r")).isTrue();
-    assertThat(store.operations().pausedHandlers().get(0).handlerKey())
+    assertThat(store.operations().pausedHandlers().get(0).name())
         .isEqualTo("o'brien\"; DROP TABLE x; --");
   }
 }

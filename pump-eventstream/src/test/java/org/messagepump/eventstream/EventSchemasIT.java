@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.messagepump.core.Pause;
 import org.messagepump.core.engine.MessagePump;
 import org.messagepump.eventstream.Fixtures.Noise;
 import org.messagepump.eventstream.Fixtures.OrderPlaced;
@@ -148,9 +149,7 @@ class EventSchemasIT {
       await().atMost(WAIT).until(() -> h.lag("proj") == 0 && h.lag("serial") == 0);
       // The cluster-wide pause of a handler (paused_handlers) is DML of the role too.
       assertThat(store.operations().pauseHandler("serial", "maintenance")).isTrue();
-      assertThat(store.operations().pausedHandlers())
-          .extracting(PausedHandler::handlerKey)
-          .contains("serial");
+      assertThat(store.operations().pausedHandlers()).extracting(Pause::name).contains("serial");
       assertThat(store.operations().resumeHandler("serial")).isTrue();
       h.setCheckpoint("proj", stream, 3, 0);
       await().atMost(WAIT).until(() -> h.lag("proj") == 0 && seen.size() == 6);

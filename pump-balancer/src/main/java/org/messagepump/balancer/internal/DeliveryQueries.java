@@ -105,7 +105,7 @@ public final class DeliveryQueries {
   }
 
   /**
-   * Ready keys of a group: the group is not paused ({@link GroupPauses#notPaused}), and the key has
+   * Ready keys of a group: the group is not paused ({@link Schema#PAUSED_GROUPS}), and the key has
    * no lease, is not parked, is due, and is not among {@code excluded} (when not null) — the keys
    * this acquisition already holds (SKIP LOCKED does not skip rows the transaction itself locks, so
    * a second round would otherwise return them again). Both are bind values: the excluded keys as
@@ -121,7 +121,7 @@ public final class DeliveryQueries {
     if (excluded != null) {
       ready = ready.and(P.KEY.notIn(Schema.keySet(excluded, "x")));
     }
-    return ready.and(GroupPauses.notPaused(group));
+    return ready.and(Schema.PAUSED_GROUPS.notPaused(group));
   }
 
   /** The excluded keys as a {@code text[]} bind value. */

@@ -16,6 +16,7 @@ import org.jooq.conf.Settings;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.spi.DatabaseClock;
+import org.messagepump.core.spi.Pauses;
 
 /**
  * jOOQ names of the balancer's tables, columns and sequence. They are written against the default
@@ -237,6 +238,17 @@ public final class Schema {
       return DSL.field(DSL.name(SCHEMA, "partitions", column), type);
     }
   }
+
+  /**
+   * {@code balancer.paused_groups}: the partition groups paused cluster-wide (V2). Acquisition
+   * carries its {@link Pauses#notPaused} condition.
+   */
+  public static final Pauses PAUSED_GROUPS =
+      Pauses.of(
+              DSL.table(DSL.name(SCHEMA, "paused_groups")),
+              DSL.field(DSL.name("partition_group"), SQLDataType.CLOB),
+              "group")
+          .refusingBlankNames();
 
   /** {@code clock_timestamp()}: the database clock, advancing within a transaction. */
   public static Field<OffsetDateTime> clock() {

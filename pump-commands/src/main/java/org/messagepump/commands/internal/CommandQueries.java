@@ -101,7 +101,7 @@ public final class CommandQueries {
           DSL.val(types.get(0), MESSAGE_TYPE),
           max,
           columns,
-          notPaused(dsl, t, DSL.val(types.get(0), MESSAGE_TYPE)));
+          t.pauses.notPaused(DSL.val(types.get(0), MESSAGE_TYPE)));
     }
     Table<?> names =
         DSL.unnest(DSL.val(types.toArray(String[]::new), SQLDataType.CLOB.array())).as("t", "type");
@@ -117,13 +117,8 @@ public final class CommandQueries {
     return dsl.select(fields)
         .from(names)
         .crossJoin(due)
-        .where(notPaused(dsl, t, name))
+        .where(t.pauses.notPaused(name))
         .limit(DSL.inline(max));
-  }
-
-  /** {@code NOT EXISTS (SELECT 1 FROM paused_types WHERE message_type = type)}. */
-  private static org.jooq.Condition notPaused(DSLContext dsl, CommandTables t, Field<String> type) {
-    return DSL.notExists(dsl.selectOne().from(t.pausedTypes).where(MESSAGE_TYPE.eq(type)));
   }
 
   private static Select<Record> headOf(

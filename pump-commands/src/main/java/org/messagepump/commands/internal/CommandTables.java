@@ -11,6 +11,7 @@ import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.spi.DatabaseClock;
 import org.messagepump.core.spi.Inputs;
+import org.messagepump.core.spi.Pauses;
 
 /**
  * jOOQ names of one command-queue schema (see {@code db/commandqueue/V1__*.sql}): the tables are
@@ -48,8 +49,8 @@ public final class CommandTables {
   /** Parked commands. */
   public final Table<Record> deadLetters;
 
-  /** Command types paused cluster-wide (V2). */
-  public final Table<Record> pausedTypes;
+  /** Command types paused cluster-wide (V2, table {@code paused_types}). */
+  public final Pauses pauses;
 
   /** Recurring commands (V3). */
   public final Table<Record> schedules;
@@ -66,7 +67,12 @@ public final class CommandTables {
     this.idempotencyKeys = DSL.table(DSL.name(schema, "idempotency_keys"));
     this.leaseTokens = DSL.sequence(DSL.name(schema, "lease_tokens"), SQLDataType.BIGINT);
     this.deadLetters = DSL.table(DSL.name(schema, "dead_letters"));
-    this.pausedTypes = DSL.table(DSL.name(schema, "paused_types"));
+    // Not MESSAGE_TYPE: DEFAULT is built before the static fields declared below it.
+    this.pauses =
+        Pauses.of(
+            DSL.table(DSL.name(schema, "paused_types")),
+            DSL.field(DSL.name("message_type"), SQLDataType.CLOB),
+            "type");
     this.schedules = DSL.table(DSL.name(schema, "schedules"));
     this.commandHistory = DSL.table(DSL.name(schema, "command_history"));
   }
@@ -151,10 +157,6 @@ public final class CommandTables {
   public static final Field<Instant> PARKED_AT =
       DSL.field(DSL.name("parked_at"), SQLDataType.INSTANT);
 
-  /** Column {@code paused_at} of paused types. */
-  public static final Field<Instant> PAUSED_AT =
-      DSL.field(DSL.name("paused_at"), SQLDataType.INSTANT);
-
   /** Column {@code lease_token} of pending commands: the fencing token of a lease (V4). */
   public static final Field<Long> LEASE_TOKEN =
       DSL.field(DSL.name("lease_token"), SQLDataType.BIGINT);
@@ -185,9 +187,6 @@ public final class CommandTables {
   /** Column {@code handled_at} of the command history. */
   public static final Field<Instant> HANDLED_AT =
       DSL.field(DSL.name("handled_at"), SQLDataType.INSTANT);
-
-  /** Column {@code reason} of paused types. */
-  public static final Field<String> REASON = DSL.field(DSL.name("reason"), SQLDataType.CLOB);
 
   /** {@code clock_timestamp()}: the database clock now, for times processes agree on. */
   public static final Field<Instant> CLOCK_TIMESTAMP = DatabaseClock.now();

@@ -20,13 +20,11 @@ import java.util.UUID;
 import org.messagepump.balancer.GroupStats;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.PartitionStats;
-import org.messagepump.balancer.PausedGroup;
 import org.messagepump.commands.DeadLetter;
-import org.messagepump.commands.PausedType;
 import org.messagepump.commands.PendingCommand;
 import org.messagepump.commands.QueueDepth;
+import org.messagepump.core.Pause;
 import org.messagepump.eventstream.HandlerLag;
-import org.messagepump.eventstream.PausedHandler;
 
 /**
  * The operator's job view: per driver what is paused (with pause and resume), the command queue's
@@ -90,35 +88,27 @@ final class JobsPage {
 
   // ---- pauses ---------------------------------------------------------------------------------
 
-  private record Paused(String name, Instant at, String reason) {}
-
   private static void pauses(StringBuilder b, Request r, String driver, Sampler.Snapshot snapshot) {
     Sampler.Pauses pauses = snapshot.pausesOrThrow();
-    List<Paused> paused = new ArrayList<>();
+    List<Pause> paused = new ArrayList<>();
     TreeSet<String> names = new TreeSet<>();
     String what;
     switch (driver) {
       case "commands" -> {
         what = "command type";
-        for (PausedType p : pauses.types()) {
-          paused.add(new Paused(p.type(), p.pausedAt(), p.reason()));
-        }
+        paused.addAll(pauses.types());
         names.addAll(snapshot.depthOrThrow().byType().keySet());
       }
       case "events" -> {
         what = "event handler";
-        for (PausedHandler p : pauses.handlers()) {
-          paused.add(new Paused(p.handlerKey(), p.pausedAt(), p.reason()));
-        }
+        paused.addAll(pauses.handlers());
         for (HandlerLag h : snapshot.handlersOrThrow()) {
           names.add(h.handlerKey());
         }
       }
       default -> {
         what = "balancer group";
-        for (PausedGroup p : pauses.groups()) {
-          paused.add(new Paused(p.group(), p.pausedAt(), p.reason()));
-        }
+        paused.addAll(pauses.groups());
         for (GroupStats g : snapshot.groupsOrThrow()) {
           names.add(g.group());
         }
@@ -130,12 +120,12 @@ final class JobsPage {
         .append("</p><table id=\"paused\"><thead><tr><th>")
         .append(what)
         .append("</th><th>paused</th><th>reason</th><th></th></tr></thead><tbody>");
-    for (Paused p : paused) {
+    for (Pause p : paused) {
       names.remove(p.name());
       b.append("<tr><td class=\"key\">")
           .append(esc(p.name()))
           .append("</td><td>")
-          .append(Html.time(p.at()))
+          .append(Html.time(p.pausedAt()))
           .append("</td><td class=\"reason\">")
           .append(p.reason() == null ? "" : esc(p.reason()))
           .append("</td><td>");

@@ -96,9 +96,9 @@ public final class Sampler implements AutoCloseable {
    * @param groups the paused balancer groups, by name
    */
   public record Pauses(
-      List<org.messagepump.commands.PausedType> types,
-      List<org.messagepump.eventstream.PausedHandler> handlers,
-      List<org.messagepump.balancer.PausedGroup> groups) {}
+      List<org.messagepump.core.Pause> types,
+      List<org.messagepump.core.Pause> handlers,
+      List<org.messagepump.core.Pause> groups) {}
 
   private final Stores stores;
   private final MeterReadings meters;

@@ -9,6 +9,9 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import org.jooq.SQLDialect;
+import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
 import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
 
 /**
@@ -69,11 +72,10 @@ public final class PendingClaim {
     // A paused handler claims nothing and has nothing pending, so its pump idles as on
     // an empty poll: an uncorrelated NOT EXISTS, one primary-key probe per statement, planned as a
     // one-time filter above everything else (nothing is scanned or locked when it fails). No
-    // extra round trip.
+    // extra round trip. Rendered once, with one bind marker: the handler key.
     String notPausedCheck =
-        "NOT EXISTS (SELECT 1 FROM "
-            + tables.quoted("paused_handlers")
-            + " AS ph WHERE ph.handler_key = ?)";
+        DSL.using(SQLDialect.POSTGRES)
+            .render(tables.pauses.notPaused(DSL.param("handlerKey", SQLDataType.CLOB)));
     this.notPaused = " WHERE " + notPausedCheck;
     // Whether anything is pending at all (held by another transaction or not): asked only when a
     // poll claimed nothing. An ordered LIMIT 1 on the ready index, not EXISTS: EXISTS was planned

@@ -14,6 +14,7 @@ import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.spi.DatabaseClock;
 import org.messagepump.core.spi.Inputs;
+import org.messagepump.core.spi.Pauses;
 
 /**
  * The jOOQ names of one event store schema: the one place its tables are spelled. Each store has
@@ -45,6 +46,9 @@ public final class Tables {
   /** {@code <schema>.stream_keys}. */
   public final StreamKeys streamKeys;
 
+  /** {@code <schema>.paused_handlers}: the handler keys paused cluster-wide (V3). */
+  public final Pauses pauses;
+
   /** The tables of {@code schema} (validated with {@link #schemaName}). */
   public Tables(String schema) {
     this.schema = schemaName("schema", schema);
@@ -54,6 +58,12 @@ public final class Tables {
     this.events = new Events(schema);
     this.streamTypes = new StreamTypes(schema);
     this.checkpoints = new Checkpoints(schema);
+    this.pauses =
+        Pauses.of(
+                table(name(schema, "paused_handlers")),
+                field(name("handler_key"), SQLDataType.CLOB),
+                "handlerKey")
+            .refusingBlankNames();
   }
 
   /**
