@@ -190,7 +190,7 @@ public final class MessagePump implements AutoCloseable {
    * unused; one whose acquisition statement is already under way finishes like a running batch).
    * Works before {@link #start()} too (the pump then starts paused). To stop every process
    * acquiring a command type, use the cluster-wide pause of the driver ({@code
-   * CommandQueue.pauseType}).
+   * CommandOperations.pauseType}).
    */
   public void pause() {
     dispatcher.pause();

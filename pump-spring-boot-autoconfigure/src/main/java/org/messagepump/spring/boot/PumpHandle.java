@@ -16,7 +16,7 @@ public interface PumpHandle {
    * Stops acquiring in this process until {@link #resume()}: batches already running finish and
    * commit, no new transaction is opened. While the context is stopped, the pump will start paused.
    * Other processes keep acquiring (a cluster-wide pause is the driver's, such as {@code
-   * CommandQueue.pauseType}).
+   * CommandOperations.pauseType}).
    */
   void pause();
 
