@@ -134,17 +134,18 @@ public final class StatementCache<K> {
     Query q = build.apply(dsl);
     markers.clear();
     String sql = dsl.render(q);
+    List<Param<?>> written = List.copyOf(markers);
     int bound = q.getBindValues().size();
-    if (markers.size() != bound) {
+    if (written.size() != bound || written.stream().anyMatch(Param::isInline)) {
       throw new IllegalStateException(
-          "statement renders " + markers.size() + " parameters but binds " + bound + ": " + sql);
+          "statement renders " + written.size() + " parameters but binds " + bound + ": " + sql);
     }
     List<String> names = List.of(parameters);
-    int[] slots = new int[markers.size()];
+    int[] slots = new int[written.size()];
     DataType<?>[] types = new DataType<?>[names.size()];
     boolean[] used = new boolean[names.size()];
     for (int i = 0; i < slots.length; i++) {
-      Param<?> p = markers.get(i);
+      Param<?> p = written.get(i);
       String name = p.getParamName();
       int slot = name == null ? -1 : names.indexOf(name);
       if (slot < 0) {
@@ -216,7 +217,7 @@ public final class StatementCache<K> {
       }
       PreparedStatement ps = connection.prepareStatement(sql);
       try {
-        bind(ps, values);
+        bindValues(ps, values);
         return ps;
       } catch (SQLException | RuntimeException e) {
         ps.close();
@@ -231,7 +232,21 @@ public final class StatementCache<K> {
       }
     }
 
-    private void bind(PreparedStatement ps, Object[] values) throws SQLException {
+    /**
+     * Binds {@code values} (as {@link #prepare}) to {@code ps}, a statement prepared from a text
+     * whose {@code ?} markers are this statement's in the same order (this text, or this text after
+     * an {@code EXPLAIN}).
+     *
+     * @throws IllegalArgumentException when the number of values or the type of one is wrong
+     */
+    public void bind(PreparedStatement ps, Object... values) throws SQLException {
+      if (values.length != parameters.size()) {
+        throw new IllegalArgumentException(values.length + " values for parameters " + parameters);
+      }
+      bindValues(ps, values);
+    }
+
+    private void bindValues(PreparedStatement ps, Object[] values) throws SQLException {
       for (int i = 0; i < slots.length; i++) {
         int slot = slots[i];
         Object v = values[slot];
@@ -268,9 +283,14 @@ public final class StatementCache<K> {
     }
   }
 
-  /** Collects the bind markers in the order the renderer writes them. */
+  /**
+   * Collects the bind markers in the order the renderer writes them: a parameter whose rendering
+   * took the next bind index wrote a marker (jOOQ may visit a part more than once, or without
+   * writing it).
+   */
   private static final class MarkerListener implements VisitListener {
     private final List<Param<?>> markers;
+    private final java.util.ArrayDeque<Integer> starts = new java.util.ArrayDeque<>();
 
     MarkerListener(List<Param<?>> markers) {
       this.markers = markers;
@@ -278,10 +298,22 @@ public final class StatementCache<K> {
 
     @Override
     public void visitStart(VisitContext context) {
-      if (context.renderContext() != null
-          && context.queryPart() instanceof Param<?> p
-          && !p.isInline()) {
-        markers.add(p);
+      if (context.renderContext() != null && context.queryPart() instanceof Param<?>) {
+        starts.push(context.renderContext().peekIndex());
+      }
+    }
+
+    @Override
+    public void visitEnd(VisitContext context) {
+      if (context.renderContext() != null && context.queryPart() instanceof Param<?> p) {
+        int start = starts.pop();
+        int end = context.renderContext().peekIndex();
+        // Bind indexes start at 1; a marker not recorded yet by a nested visit of the same part.
+        if (end == start + 1 && markers.size() == start - 1) {
+          markers.add(p);
+        } else if (end > start + 1) {
+          throw new IllegalStateException("a parameter rendered as " + (end - start) + " markers");
+        }
       }
     }
   }
