@@ -1,13 +1,12 @@
 package org.messagepump.eventstream.internal;
 
-import static org.jooq.impl.DSL.field;
-import static org.jooq.impl.DSL.name;
-import static org.jooq.impl.DSL.table;
-
 import java.time.OffsetDateTime;
+import java.util.List;
 import java.util.UUID;
 import org.jooq.Field;
+import org.jooq.JSONB;
 import org.jooq.Name;
+import org.jooq.Record;
 import org.jooq.SQLDialect;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
@@ -16,44 +15,80 @@ import org.messagepump.core.DatabaseClock;
 import org.messagepump.core.Inputs;
 
 /**
- * The jOOQ names of one event store schema: the one place its tables are spelled. Each store has
- * its own instance, so two stores in two schemas of one database never share a table.
+ * jOOQ names of one event store schema (see {@code db/eventstream/V1__*.sql}): the tables are per
+ * instance, qualified with the schema the store was built for and quoted by jOOQ; the columns are
+ * the same in every schema. A statement reading two tables that share a column name qualifies it
+ * with {@link #column}.
  */
-public final class Tables {
+public final class EventTables {
 
-  /** The default schema name. */
-  public static final String DEFAULT_SCHEMA = "eventstream";
+  /** The default schema. */
+  public static final String SCHEMA = "eventstream";
 
-  /** The schema. */
-  public final String schema;
+  /** Flyway's history table, in the store's schema (so every schema has its own). */
+  public static final String HISTORY_TABLE = "eventstream_flyway_history";
 
-  /** {@code <schema>.streams}. */
-  public final Streams streams;
+  /** The table names, in the order {@code grantStatements} lists them. */
+  public static final List<String> TABLE_NAMES =
+      List.of(
+          "streams",
+          "events",
+          "stream_types",
+          "handler_checkpoints",
+          "handlers",
+          "stream_keys",
+          "paused_handlers");
 
-  /** {@code <schema>.events}. */
-  public final Events events;
+  private static final EventTables DEFAULT = new EventTables(SCHEMA);
 
-  /** {@code <schema>.stream_types}. */
-  public final StreamTypes streamTypes;
+  private final String schema;
 
-  /** {@code <schema>.handler_checkpoints}. */
-  public final Checkpoints checkpoints;
+  /** Streams and their next offsets. */
+  public final Table<Record> streams;
 
-  /** {@code <schema>.handlers}. */
-  public final Handlers handlers;
+  /** The events, by stream and offset. */
+  public final Table<Record> events;
 
-  /** {@code <schema>.stream_keys}. */
-  public final StreamKeys streamKeys;
+  /** Per stream and event type, the latest offset of that type (V2). */
+  public final Table<Record> streamTypes;
 
-  /** The tables of {@code schema} (validated with {@link #schemaName}). */
-  public Tables(String schema) {
-    this.schema = schemaName("schema", schema);
-    this.handlers = new Handlers(schema);
-    this.streamKeys = new StreamKeys(schema);
-    this.streams = new Streams(schema);
-    this.events = new Events(schema);
-    this.streamTypes = new StreamTypes(schema);
-    this.checkpoints = new Checkpoints(schema);
+  /** Each handler's checkpoint of each stream. */
+  public final Table<Record> checkpoints;
+
+  /** Each handler's registration: its horizon and deferred streams (V2). */
+  public final Table<Record> handlers;
+
+  /** Streams addressed by an application key (V2). */
+  public final Table<Record> streamKeys;
+
+  /** Handler keys paused cluster-wide (V3). */
+  public final Table<Record> pausedHandlers;
+
+  private EventTables(String schema) {
+    this.schema = schema;
+    this.streams = DSL.table(DSL.name(schema, "streams"));
+    this.events = DSL.table(DSL.name(schema, "events"));
+    this.streamTypes = DSL.table(DSL.name(schema, "stream_types"));
+    this.checkpoints = DSL.table(DSL.name(schema, "handler_checkpoints"));
+    this.handlers = DSL.table(DSL.name(schema, "handlers"));
+    this.streamKeys = DSL.table(DSL.name(schema, "stream_keys"));
+    this.pausedHandlers = DSL.table(DSL.name(schema, "paused_handlers"));
+  }
+
+  /** The tables of {@code schema}, validated by {@link #schemaName}. */
+  public static EventTables of(String schema) {
+    String s = schemaName("schema", schema);
+    return s.equals(SCHEMA) ? DEFAULT : new EventTables(s);
+  }
+
+  /** The tables of the default schema. */
+  public static EventTables defaults() {
+    return DEFAULT;
+  }
+
+  /** The schema name. */
+  public String schema() {
+    return schema;
   }
 
   /**
@@ -73,155 +108,142 @@ public final class Tables {
     return org.messagepump.core.WakeSignal.channel("events", schema);
   }
 
-  /** {@code name} rendered as a quoted PostgreSQL identifier (for SQL written by hand). */
+  /** {@code name} rendered as a quoted PostgreSQL identifier. */
   public static String quoted(Name name) {
     return DSL.using(SQLDialect.POSTGRES).render(name);
   }
 
-  /** {@code <schema>.<table>} as a quoted identifier. */
+  /** {@code <schema>.<table>} as a quoted identifier (for SQL written by hand). */
   public String quoted(String table) {
-    return quoted(name(schema, table));
+    return quoted(DSL.name(schema, table));
   }
 
-  /** {@code <schema>.streams}. */
-  public static final class Streams {
-    public final Table<?> table;
-    public final Field<Long> id;
-    public final Field<Long> nextOffset;
-    public final Field<OffsetDateTime> createdAt;
-
-    /** The xid (as bigint) of the last transaction that appended to or created the stream. */
-    public final Field<Long> changedXid;
-
-    private Streams(String s) {
-      table = table(name(s, "streams"));
-      id = field(name(s, "streams", "id"), SQLDataType.BIGINT);
-      nextOffset = field(name(s, "streams", "next_offset"), SQLDataType.BIGINT);
-      changedXid = field(name(s, "streams", "changed_xid"), SQLDataType.BIGINT);
-      createdAt = field(name(s, "streams", "created_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
-    }
+  /** {@code column} qualified with {@code table}'s name or alias. */
+  public static <T> Field<T> column(Table<?> table, Field<T> column) {
+    return DSL.field(
+        table.getQualifiedName().append(column.getUnqualifiedName()), column.getDataType());
   }
 
-  /** {@code <schema>.events}. */
-  public static final class Events {
-    public final Table<?> table;
-    public final Field<UUID> messageId;
-    public final Field<Long> streamId;
-    public final Field<Long> offset;
-    public final Field<String> type;
-    public final Field<String> correlationId;
-    public final Field<String> causationId;
+  // streams
 
-    /** Read as text and parsed per row in Java, so a bad row cannot fail a whole read. */
-    public final Field<String> headers;
+  /** Column {@code id} of streams. */
+  public static final Field<Long> ID = DSL.field(DSL.name("id"), SQLDataType.BIGINT);
 
-    public final Field<byte[]> payload;
-    public final Field<OffsetDateTime> recordedAt;
+  /** Column {@code next_offset} of streams: every event below it is committed. */
+  public static final Field<Long> NEXT_OFFSET =
+      DSL.field(DSL.name("next_offset"), SQLDataType.BIGINT);
 
-    private Events(String s) {
-      table = table(name(s, "events"));
-      messageId = field(name(s, "events", "message_id"), SQLDataType.UUID);
-      streamId = field(name(s, "events", "stream_id"), SQLDataType.BIGINT);
-      offset = field(name(s, "events", "stream_offset"), SQLDataType.BIGINT);
-      type = field(name(s, "events", "type"), SQLDataType.CLOB);
-      correlationId = field(name(s, "events", "correlation_id"), SQLDataType.CLOB);
-      causationId = field(name(s, "events", "causation_id"), SQLDataType.CLOB);
-      headers =
-          field(name(s, "events", "headers"), SQLDataType.JSONB)
-              .cast(SQLDataType.CLOB)
-              .as("headers");
-      payload = field(name(s, "events", "payload"), SQLDataType.BLOB);
-      recordedAt = field(name(s, "events", "recorded_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
-    }
-  }
+  /** Column {@code created_at} of streams. */
+  public static final Field<OffsetDateTime> CREATED_AT =
+      DSL.field(DSL.name("created_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
 
-  /** {@code <schema>.stream_types}. */
-  public static final class StreamTypes {
-    public final Table<?> table;
-    public final Field<Long> streamId;
-    public final Field<String> type;
-    public final Field<Long> latestOffset;
+  /** Column {@code changed_xid} of streams: the xid of the last transaction that changed it. */
+  public static final Field<Long> CHANGED_XID =
+      DSL.field(DSL.name("changed_xid"), SQLDataType.BIGINT);
 
-    private StreamTypes(String s) {
-      table = table(name(s, "stream_types"));
-      streamId = field(name(s, "stream_types", "stream_id"), SQLDataType.BIGINT);
-      type = field(name(s, "stream_types", "type"), SQLDataType.CLOB);
-      latestOffset = field(name(s, "stream_types", "latest_offset"), SQLDataType.BIGINT);
-    }
-  }
+  // events
 
-  /** {@code <schema>.handler_checkpoints}. */
-  public static final class Checkpoints {
-    public final Table<?> table;
-    public final Field<String> handlerKey;
-    public final Field<Long> streamId;
-    public final Field<Long> offset;
-    public final Field<Integer> failures;
-    public final Field<OffsetDateTime> resumeAt;
-    public final Field<OffsetDateTime> parkedAt;
-    public final Field<String> parkedReason;
-    public final Field<OffsetDateTime> updatedAt;
+  /** Column {@code message_id} of events. */
+  public static final Field<UUID> MESSAGE_ID = DSL.field(DSL.name("message_id"), SQLDataType.UUID);
 
-    /** The stream's end as the handler last saw it: the row is pending while offset is below. */
-    public final Field<Long> streamEnd;
+  /** Column {@code stream_id} of events, stream types, checkpoints and stream keys. */
+  public static final Field<Long> STREAM_ID = DSL.field(DSL.name("stream_id"), SQLDataType.BIGINT);
 
-    /** The row's place in the handler's round-robin queue of pending rows. */
-    public final Field<Long> turn;
+  /** Column {@code stream_offset} of events. */
+  public static final Field<Long> STREAM_OFFSET =
+      DSL.field(DSL.name("stream_offset"), SQLDataType.BIGINT);
 
-    /**
-     * {@code checkpoint_offset < stream_end}, a stored generated column (read only): the ready
-     * index's predicate.
-     */
-    public final Field<Boolean> pending;
+  /** Column {@code type} of events and stream types. */
+  public static final Field<String> TYPE = DSL.field(DSL.name("type"), SQLDataType.CLOB);
 
-    private Checkpoints(String s) {
-      String t = "handler_checkpoints";
-      table = table(name(s, t));
-      handlerKey = field(name(s, t, "handler_key"), SQLDataType.CLOB);
-      streamId = field(name(s, t, "stream_id"), SQLDataType.BIGINT);
-      offset = field(name(s, t, "checkpoint_offset"), SQLDataType.BIGINT);
-      failures = field(name(s, t, "failures"), SQLDataType.INTEGER);
-      resumeAt = field(name(s, t, "resume_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
-      parkedAt = field(name(s, t, "parked_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
-      parkedReason = field(name(s, t, "parked_reason"), SQLDataType.CLOB);
-      updatedAt = field(name(s, t, "updated_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
-      streamEnd = field(name(s, t, "stream_end"), SQLDataType.BIGINT);
-      turn = field(name(s, t, "turn"), SQLDataType.BIGINT);
-      pending = field(name(s, t, "pending"), SQLDataType.BOOLEAN);
-    }
-  }
+  /** Column {@code correlation_id} of events. */
+  public static final Field<String> CORRELATION_ID =
+      DSL.field(DSL.name("correlation_id"), SQLDataType.CLOB);
 
-  /** {@code <schema>.handlers}. */
-  public static final class Handlers {
-    public final Table<?> table;
-    public final Field<String> handlerKey;
-    public final Field<Long> horizon;
-    public final Field<Long[]> deferred;
-    public final Field<String> startPosition;
+  /** Column {@code causation_id} of events. */
+  public static final Field<String> CAUSATION_ID =
+      DSL.field(DSL.name("causation_id"), SQLDataType.CLOB);
 
-    private Handlers(String s) {
-      String t = "handlers";
-      table = table(name(s, t));
-      handlerKey = field(name(s, t, "handler_key"), SQLDataType.CLOB);
-      horizon = field(name(s, t, "horizon"), SQLDataType.BIGINT);
-      deferred = field(name(s, t, "deferred"), SQLDataType.BIGINT.array());
-      startPosition = field(name(s, t, "start_position"), SQLDataType.CLOB);
-    }
-  }
+  /** Column {@code headers} of events (read as text and parsed per row: see {@link EventRows}). */
+  public static final Field<JSONB> HEADERS = DSL.field(DSL.name("headers"), SQLDataType.JSONB);
 
-  /** {@code <schema>.stream_keys}. */
-  public static final class StreamKeys {
-    public final Table<?> table;
-    public final Field<String> key;
-    public final Field<Long> streamId;
+  /** Column {@code payload} of events. */
+  public static final Field<byte[]> PAYLOAD = DSL.field(DSL.name("payload"), SQLDataType.BLOB);
 
-    private StreamKeys(String s) {
-      String t = "stream_keys";
-      table = table(name(s, t));
-      key = field(name(s, t, "stream_key"), SQLDataType.CLOB);
-      streamId = field(name(s, t, "stream_id"), SQLDataType.BIGINT);
-    }
-  }
+  /** Column {@code recorded_at} of events. */
+  public static final Field<OffsetDateTime> RECORDED_AT =
+      DSL.field(DSL.name("recorded_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+
+  // stream_types
+
+  /** Column {@code latest_offset} of stream types. */
+  public static final Field<Long> LATEST_OFFSET =
+      DSL.field(DSL.name("latest_offset"), SQLDataType.BIGINT);
+
+  // handler_checkpoints
+
+  /** Column {@code handler_key} of checkpoints, handlers and paused handlers. */
+  public static final Field<String> HANDLER_KEY =
+      DSL.field(DSL.name("handler_key"), SQLDataType.CLOB);
+
+  /** Column {@code checkpoint_offset} of checkpoints: the next offset the handler reads. */
+  public static final Field<Long> CHECKPOINT_OFFSET =
+      DSL.field(DSL.name("checkpoint_offset"), SQLDataType.BIGINT);
+
+  /** Column {@code failures} of checkpoints. */
+  public static final Field<Integer> FAILURES =
+      DSL.field(DSL.name("failures"), SQLDataType.INTEGER);
+
+  /** Column {@code resume_at} of checkpoints. */
+  public static final Field<OffsetDateTime> RESUME_AT =
+      DSL.field(DSL.name("resume_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+
+  /** Column {@code parked_at} of checkpoints. */
+  public static final Field<OffsetDateTime> PARKED_AT =
+      DSL.field(DSL.name("parked_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+
+  /** Column {@code parked_reason} of checkpoints. */
+  public static final Field<String> PARKED_REASON =
+      DSL.field(DSL.name("parked_reason"), SQLDataType.CLOB);
+
+  /** Column {@code updated_at} of checkpoints. */
+  public static final Field<OffsetDateTime> UPDATED_AT =
+      DSL.field(DSL.name("updated_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+
+  /**
+   * Column {@code stream_end} of checkpoints: the stream's end as the handler last saw it; the row
+   * is pending while its offset is below.
+   */
+  public static final Field<Long> STREAM_END =
+      DSL.field(DSL.name("stream_end"), SQLDataType.BIGINT);
+
+  /** Column {@code turn} of checkpoints: the row's place in the handler's round-robin queue. */
+  public static final Field<Long> TURN = DSL.field(DSL.name("turn"), SQLDataType.BIGINT);
+
+  /**
+   * Column {@code pending} of checkpoints: {@code checkpoint_offset < stream_end}, a stored
+   * generated column (read only), the ready index's predicate.
+   */
+  public static final Field<Boolean> PENDING = DSL.field(DSL.name("pending"), SQLDataType.BOOLEAN);
+
+  // handlers
+
+  /** Column {@code horizon} of handlers. */
+  public static final Field<Long> HORIZON = DSL.field(DSL.name("horizon"), SQLDataType.BIGINT);
+
+  /** Column {@code deferred} of handlers: the streams the last refresh could not update. */
+  public static final Field<Long[]> DEFERRED =
+      DSL.field(DSL.name("deferred"), SQLDataType.BIGINT.array());
+
+  /** Column {@code start_position} of handlers. */
+  public static final Field<String> START_POSITION =
+      DSL.field(DSL.name("start_position"), SQLDataType.CLOB);
+
+  // stream_keys
+
+  /** Column {@code stream_key} of stream keys. */
+  public static final Field<String> STREAM_KEY =
+      DSL.field(DSL.name("stream_key"), SQLDataType.CLOB);
 
   /**
    * A new turn for a checkpoint row: {@code DEFAULT}, the column's {@code nextval} of {@code

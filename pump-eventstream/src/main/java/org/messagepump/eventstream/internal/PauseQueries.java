@@ -22,14 +22,14 @@ public final class PauseQueries {
 
   private PauseQueries() {}
 
-  private static Table<Record> table(Tables t) {
-    return DSL.table(DSL.name(t.schema, "paused_handlers"));
+  private static Table<Record> table(EventTables t) {
+    return DSL.table(DSL.name(t.schema(), "paused_handlers"));
   }
 
   /**
    * Pauses {@code handlerKey}; true when it was not paused yet (a second pause keeps the first).
    */
-  public static boolean pause(DSLContext dsl, Tables t, String handlerKey, String reason) {
+  public static boolean pause(DSLContext dsl, EventTables t, String handlerKey, String reason) {
     return dsl.insertInto(table(t))
             .set(KEY, handlerKey)
             .set(REASON, reason)
@@ -39,7 +39,7 @@ public final class PauseQueries {
   }
 
   /** Resumes {@code handlerKey}; true when it was paused. */
-  public static boolean resume(DSLContext dsl, Tables t, String handlerKey) {
+  public static boolean resume(DSLContext dsl, EventTables t, String handlerKey) {
     return dsl.deleteFrom(table(t)).where(KEY.eq(handlerKey)).execute() == 1;
   }
 
@@ -47,7 +47,7 @@ public final class PauseQueries {
   public record Row(String handlerKey, java.time.Instant pausedAt, String reason) {}
 
   /** The paused handler keys, by key. */
-  public static List<Row> list(DSLContext dsl, Tables t) {
+  public static List<Row> list(DSLContext dsl, EventTables t) {
     return dsl.select(KEY, AT, REASON)
         .from(table(t))
         .orderBy(KEY)
