@@ -59,6 +59,7 @@ public final class CommandDriver implements Driver {
   private final CommandQueries.ClaimStatement claim;
   private final CommandTables tables;
   private final Duration lease; // null: transactional mode
+  private final LeaseQueries.Statements leaseStatements; // null: transactional mode
   private final String holder;
   private final Meters.Counter expired;
   private final boolean history;
@@ -85,6 +86,7 @@ public final class CommandDriver implements Driver {
     this.tables = queue.tables();
     this.history = queue.keepsHistory();
     this.claim = types.isEmpty() ? null : new CommandQueries.ClaimStatement(tables, types);
+    this.leaseStatements = lease == null ? null : new LeaseQueries.Statements(tables);
     this.parked =
         queue.meters().counter("messagepump.commands.parked", "Commands moved to the dead letters");
     this.expired =
@@ -190,7 +192,7 @@ public final class CommandDriver implements Driver {
     if (lease == null) {
       return Driver.super.extendLeases(tx, running);
     }
-    return LeaseQueries.extend(tx.connection(), tables, running, lease);
+    return LeaseQueries.extend(tx.connection(), leaseStatements, running, lease);
   }
 
   private List<Delivery> claimLeased(Tx tx, int max, AcquisitionGate gate) throws SQLException {
@@ -199,7 +201,7 @@ public final class CommandDriver implements Driver {
       return List.of();
     }
     List<LeaseQueries.Claim> claims =
-        LeaseQueries.claim(tx.connection(), tables, List.of(order), max, holder, lease);
+        LeaseQueries.claim(tx.connection(), leaseStatements, List.of(order), max, holder, lease);
     List<Delivery> out = new java.util.ArrayList<>(claims.size());
     for (LeaseQueries.Claim c : claims) {
       if (c.expiredHolder() != null) {

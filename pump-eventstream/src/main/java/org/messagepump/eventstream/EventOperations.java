@@ -8,7 +8,9 @@ import java.util.Objects;
 import java.util.OptionalLong;
 import javax.sql.DataSource;
 import org.jooq.Condition;
+import org.jooq.Field;
 import org.jooq.Record;
+import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.messagepump.core.DatabaseException;
 import org.messagepump.core.Limits;
@@ -20,8 +22,8 @@ import org.messagepump.core.spi.Pauses;
 import org.messagepump.core.spi.Transactions;
 import org.messagepump.eventstream.internal.CheckpointOperations;
 import org.messagepump.eventstream.internal.EventRows;
+import org.messagepump.eventstream.internal.EventTables;
 import org.messagepump.eventstream.internal.LagQueries;
-import org.messagepump.eventstream.internal.Tables;
 
 /**
  * The operator face of the event store: everything that reads or changes a store's state without
@@ -66,23 +68,39 @@ public final class EventOperations {
   private static final int MAX_ROLE_BYTES = 63;
 
   private final DataSource dataSource;
-  private final Tables tables;
+  private final EventTables tables;
   private final CheckpointOperations operations;
-  private final Tables.Checkpoints cp;
-  private final Tables.Streams streams;
   private final LagQueries lagQueries;
   private final LagGauges gauges;
-  private final EventRows rows;
 
-  EventOperations(DataSource dataSource, Tables tables) {
+  // The columns of the statements joining streams and checkpoints, qualified with their table.
+  private final Field<Long> streamId;
+  private final Field<Long> nextOffset;
+  private final Field<String> cpHandlerKey;
+  private final Field<Long> cpStreamId;
+  private final Field<Long> cpOffset;
+  private final Field<Integer> cpFailures;
+  private final Field<OffsetDateTime> cpResumeAt;
+  private final Field<OffsetDateTime> cpParkedAt;
+  private final Field<String> cpParkedReason;
+
+  EventOperations(DataSource dataSource, EventTables tables) {
     this.dataSource = dataSource;
     this.tables = tables;
     this.operations = new CheckpointOperations(tables);
     this.lagQueries = new LagQueries(tables);
-    this.gauges = new LagGauges(tables.schema, this::summaries);
-    this.cp = tables.checkpoints;
-    this.streams = tables.streams;
-    this.rows = new EventRows(tables);
+    this.gauges = new LagGauges(tables.schema(), this::summaries);
+    Table<?> streams = tables.streams;
+    Table<?> cp = tables.checkpoints;
+    this.streamId = EventTables.column(streams, EventTables.ID);
+    this.nextOffset = EventTables.column(streams, EventTables.NEXT_OFFSET);
+    this.cpHandlerKey = EventTables.column(cp, EventTables.HANDLER_KEY);
+    this.cpStreamId = EventTables.column(cp, EventTables.STREAM_ID);
+    this.cpOffset = EventTables.column(cp, EventTables.CHECKPOINT_OFFSET);
+    this.cpFailures = EventTables.column(cp, EventTables.FAILURES);
+    this.cpResumeAt = EventTables.column(cp, EventTables.RESUME_AT);
+    this.cpParkedAt = EventTables.column(cp, EventTables.PARKED_AT);
+    this.cpParkedReason = EventTables.column(cp, EventTables.PARKED_REASON);
   }
 
   /** The operations on the {@value EventStore#DEFAULT_SCHEMA} schema of {@code dataSource}. */
@@ -101,12 +119,12 @@ public final class EventOperations {
     if (dataSource == null) {
       throw new IllegalArgumentException("dataSource must not be null");
     }
-    return new EventOperations(dataSource, new Tables(Inputs.schema("schema", schema)));
+    return new EventOperations(dataSource, EventTables.of(Inputs.schema("schema", schema)));
   }
 
   /** The schema the store's tables live in. */
   public String schema() {
-    return tables.schema;
+    return tables.schema();
   }
 
   /** The data source these operations run on. */
@@ -124,9 +142,9 @@ public final class EventOperations {
     // table, serialized across processes by an advisory lock (core's Migrations).
     return Migrations.migrate(
         dataSource,
-        tables.schema,
-        "eventstream_flyway_history",
-        "classpath:db/eventstream",
+        tables.schema(),
+        EventTables.HISTORY_TABLE,
+        "classpath:db/" + EventTables.SCHEMA,
         java.util.Map.of());
   }
 
@@ -141,20 +159,15 @@ public final class EventOperations {
    */
   public List<String> grantStatements(String role) {
     Inputs.text("role", Inputs.key("role", role), MAX_ROLE_BYTES);
-    Tables t = tables;
-    String r = Tables.quoted(DSL.name(role));
-    String tableList =
-        String.join(
-            ", ",
-            t.quoted("streams"),
-            t.quoted("events"),
-            t.quoted("stream_types"),
-            t.quoted("handler_checkpoints"),
-            t.quoted("handlers"),
-            t.quoted("stream_keys"),
-            t.quoted("paused_handlers"));
+    EventTables t = tables;
+    String r = EventTables.quoted(DSL.name(role));
+    List<String> names = new java.util.ArrayList<>();
+    for (String table : EventTables.TABLE_NAMES) {
+      names.add(t.quoted(table));
+    }
+    String tableList = String.join(", ", names);
     return List.of(
-        "GRANT USAGE ON SCHEMA " + Tables.quoted(DSL.name(t.schema)) + " TO " + r,
+        "GRANT USAGE ON SCHEMA " + EventTables.quoted(DSL.name(t.schema())) + " TO " + r,
         "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE " + tableList + " TO " + r,
         "GRANT USAGE, SELECT ON SEQUENCE "
             + t.quoted("streams_id_seq")
@@ -210,9 +223,9 @@ public final class EventOperations {
             "looking up a stream key",
             tx ->
                 tx.dsl()
-                    .select(tables.streamKeys.streamId)
-                    .from(tables.streamKeys.table)
-                    .where(tables.streamKeys.key.eq(streamKey))
+                    .select(EventTables.STREAM_ID)
+                    .from(tables.streamKeys)
+                    .where(EventTables.STREAM_KEY.eq(streamKey))
                     .fetchOne(org.jooq.Record1::value1));
     return id == null ? OptionalLong.empty() : OptionalLong.of(id);
   }
@@ -245,13 +258,13 @@ public final class EventOperations {
         "reading stream " + streamId,
         tx ->
             tx.dsl()
-                .select(rows.columns())
-                .from(tables.events.table)
-                .where(tables.events.streamId.eq(streamId))
-                .and(tables.events.offset.ge(fromOffset))
-                .orderBy(tables.events.offset)
+                .select(EventRows.COLUMNS)
+                .from(tables.events)
+                .where(EventTables.STREAM_ID.eq(streamId))
+                .and(EventTables.STREAM_OFFSET.ge(fromOffset))
+                .orderBy(EventTables.STREAM_OFFSET)
                 .limit(limit)
-                .fetch(r -> EventStore.storedEvent(rows.toReadableRow(r))));
+                .fetch(r -> EventStore.storedEvent(EventRows.toReadableRow(r))));
   }
 
   private static void checkRead(long fromOffset, int limit) {
@@ -271,9 +284,9 @@ public final class EventOperations {
         "listing streams",
         tx ->
             tx.dsl()
-                .select(streams.id, streams.nextOffset, streams.createdAt)
-                .from(streams.table)
-                .orderBy(streams.id)
+                .select(EventTables.ID, EventTables.NEXT_OFFSET, EventTables.CREATED_AT)
+                .from(tables.streams)
+                .orderBy(EventTables.ID)
                 .fetch(
                     r ->
                         new StreamInfo(
@@ -293,8 +306,8 @@ public final class EventOperations {
         "counting events",
         tx ->
             tx.dsl()
-                .select(DSL.coalesce(DSL.sum(streams.nextOffset), java.math.BigDecimal.ZERO))
-                .from(streams.table)
+                .select(DSL.coalesce(DSL.sum(EventTables.NEXT_OFFSET), java.math.BigDecimal.ZERO))
+                .from(tables.streams)
                 .fetchOne()
                 .value1()
                 .longValue());
@@ -444,13 +457,13 @@ public final class EventOperations {
         "reading the checkpoints of handler '" + handlerKey + "'",
         tx ->
             tx.dsl()
-                .select(streams.id, streams.nextOffset)
+                .select(streamId, nextOffset)
                 .select(checkpointColumns())
-                .from(streams.table)
-                .leftJoin(cp.table)
-                .on(cp.streamId.eq(streams.id))
-                .and(cp.handlerKey.eq(handlerKey))
-                .orderBy(streams.id)
+                .from(tables.streams)
+                .leftJoin(tables.checkpoints)
+                .on(cpStreamId.eq(streamId))
+                .and(cpHandlerKey.eq(handlerKey))
+                .orderBy(streamId)
                 .fetch(r -> checkpoint(handlerKey, r)));
   }
 
@@ -462,12 +475,12 @@ public final class EventOperations {
   /** The streams parked for {@code handlerKey}, by stream id. */
   public List<Checkpoint> parked(String handlerKey) {
     requireKey(handlerKey);
-    return parkedWhere(cp.handlerKey.eq(handlerKey));
+    return parkedWhere(cpHandlerKey.eq(handlerKey));
   }
 
   /** The streams parked for any handler, by handler key and stream id. */
   public List<Checkpoint> parked() {
-    return parkedWhere(cp.parkedAt.isNotNull());
+    return parkedWhere(cpParkedAt.isNotNull());
   }
 
   private List<Checkpoint> parkedWhere(Condition condition) {
@@ -476,15 +489,15 @@ public final class EventOperations {
         "listing parked streams",
         tx ->
             tx.dsl()
-                .select(streams.id, streams.nextOffset)
+                .select(streamId, nextOffset)
                 .select(checkpointColumns())
-                .from(cp.table)
-                .join(streams.table)
-                .on(streams.id.eq(cp.streamId))
+                .from(tables.checkpoints)
+                .join(tables.streams)
+                .on(streamId.eq(cpStreamId))
                 .where(condition)
-                .and(cp.parkedAt.isNotNull())
-                .orderBy(cp.handlerKey, cp.streamId)
-                .fetch(r -> checkpoint(r.get(cp.handlerKey), r)));
+                .and(cpParkedAt.isNotNull())
+                .orderBy(cpHandlerKey, cpStreamId)
+                .fetch(r -> checkpoint(r.get(cpHandlerKey), r)));
   }
 
   /**
@@ -659,21 +672,20 @@ public final class EventOperations {
   }
 
   private List<org.jooq.Field<?>> checkpointColumns() {
-    return List.of(
-        cp.handlerKey, cp.offset, cp.failures, cp.resumeAt, cp.parkedAt, cp.parkedReason);
+    return List.of(cpHandlerKey, cpOffset, cpFailures, cpResumeAt, cpParkedAt, cpParkedReason);
   }
 
   private Checkpoint checkpoint(String handlerKey, Record r) {
-    boolean tracked = r.get(cp.handlerKey) != null;
+    boolean tracked = r.get(cpHandlerKey) != null;
     return new Checkpoint(
         handlerKey,
-        r.get(streams.id),
-        tracked ? r.get(cp.offset) : 0,
-        r.get(streams.nextOffset),
-        tracked ? r.get(cp.failures) : 0,
-        instant(r.get(cp.resumeAt)),
-        instant(r.get(cp.parkedAt)),
-        r.get(cp.parkedReason),
+        r.get(streamId),
+        tracked ? r.get(cpOffset) : 0,
+        r.get(nextOffset),
+        tracked ? r.get(cpFailures) : 0,
+        instant(r.get(cpResumeAt)),
+        instant(r.get(cpParkedAt)),
+        r.get(cpParkedReason),
         tracked);
   }
 

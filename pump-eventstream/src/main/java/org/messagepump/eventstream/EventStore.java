@@ -15,9 +15,9 @@ import org.messagepump.core.spi.Meters;
 import org.messagepump.core.spi.MicrometerMeters;
 import org.messagepump.core.spi.Transactions;
 import org.messagepump.eventstream.internal.EventRows;
+import org.messagepump.eventstream.internal.EventTables;
 import org.messagepump.eventstream.internal.KeyedStreams;
 import org.messagepump.eventstream.internal.StreamWriter;
-import org.messagepump.eventstream.internal.Tables;
 
 /**
  * The producer face of the event store: appends events to streams inside the caller's transaction,
@@ -40,11 +40,11 @@ import org.messagepump.eventstream.internal.Tables;
 public final class EventStore {
 
   /** The schema a store uses unless {@link Builder#schema} says otherwise. */
-  public static final String DEFAULT_SCHEMA = Tables.DEFAULT_SCHEMA;
+  public static final String DEFAULT_SCHEMA = EventTables.SCHEMA;
 
   private final DataSource dataSource;
   private final MessageCodec codec;
-  private final Tables tables;
+  private final EventTables tables;
   private final Limits limits;
   private final StreamWriter writer;
   private final KeyedStreams keyed;
@@ -56,7 +56,7 @@ public final class EventStore {
   private EventStore(Builder b) {
     this.dataSource = b.dataSource;
     this.codec = b.codec;
-    this.tables = new Tables(b.schema);
+    this.tables = EventTables.of(b.schema);
     this.limits = b.limits;
     this.writer = new StreamWriter(codec, tables, limits);
     this.keyed = new KeyedStreams(tables, writer);
@@ -80,7 +80,7 @@ public final class EventStore {
 
   /** The schema this store's tables live in. */
   public String schema() {
-    return tables.schema;
+    return tables.schema();
   }
 
   /** The input limits appends are checked against. */
@@ -94,7 +94,7 @@ public final class EventStore {
   }
 
   /** The store's tables (for its drivers). */
-  Tables tables() {
+  EventTables tables() {
     return tables;
   }
 
@@ -393,7 +393,7 @@ public final class EventStore {
      * starting with a digit.
      */
     public Builder schema(String schema) {
-      this.schema = Tables.schemaName("schema", schema);
+      this.schema = EventTables.schemaName("schema", schema);
       return this;
     }
 

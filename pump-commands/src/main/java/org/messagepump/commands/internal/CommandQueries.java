@@ -30,16 +30,18 @@ import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.JSONB;
+import org.jooq.Param;
 import org.jooq.Record;
-import org.jooq.SQLDialect;
 import org.jooq.Select;
 import org.jooq.SelectField;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.Envelope;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.core.spi.AcquisitionGate;
 import org.messagepump.core.spi.Delivery;
+import org.messagepump.core.spi.StatementCache;
 
 /** The SQL of the pending-commands table: acquire, delete, postpone, depth. */
 public final class CommandQueries {
@@ -92,19 +94,36 @@ public final class CommandQueries {
   /** The acquire statement returning only {@code columns} of the locked rows. */
   static Select<Record> acquire(
       DSLContext dsl, CommandTables t, List<String> types, int max, List<Field<?>> columns) {
-    if (types.size() == 1) {
+    return types.size() == 1
+        ? acquire(dsl, t, DSL.val(types.get(0), MESSAGE_TYPE), null, max, columns)
+        : acquire(
+            dsl, t, null, DSL.val(types.toArray(String[]::new), TYPES.getDataType()), max, columns);
+  }
+
+  /** The type name of a statement for one type ({@link #acquire}): parameter {@code type}. */
+  static final Param<String> TYPE = StatementCache.parameter("type", MESSAGE_TYPE.getDataType());
+
+  /** The type names of a statement for several types, in scan order: parameter {@code types}. */
+  static final Param<String[]> TYPES = StatementCache.parameter("types", SQLDataType.CLOB.array());
+
+  /**
+   * The acquire statement for one type ({@code type}, {@code types} null) or for several ({@code
+   * types}, a {@code text[]} in scan order, {@code type} null): the values or {@link #TYPE} and
+   * {@link #TYPES}.
+   */
+  static Select<Record> acquire(
+      DSLContext dsl,
+      CommandTables t,
+      Field<String> type,
+      Field<String[]> types,
+      int max,
+      List<Field<?>> columns) {
+    if (type != null) {
       // Two bind markers, both the type: the pause check is uncorrelated, so PostgreSQL runs it
       // once per statement (an InitPlan) instead of once per row of a paused type's backlog.
-      return headOf(
-          dsl,
-          t,
-          DSL.val(types.get(0), MESSAGE_TYPE),
-          max,
-          columns,
-          t.pauses.notPaused(DSL.val(types.get(0), MESSAGE_TYPE)));
+      return headOf(dsl, t, type, max, columns, t.pauses.notPaused(type));
     }
-    Table<?> names =
-        DSL.unnest(DSL.val(types.toArray(String[]::new), SQLDataType.CLOB.array())).as("t", "type");
+    Table<?> names = DSL.unnest(types).as("t", "type");
     Field<String> name = DSL.field(DSL.name("t", "type"), SQLDataType.CLOB);
     Table<?> due =
         DSL.lateral(headOf(dsl, t, name, max, columns, DSL.noCondition()).asTable("due"));
@@ -151,18 +170,20 @@ public final class CommandQueries {
    * a dead connection) brings the commands back, and a postponement re-inserts the row in the same
    * transaction. Highest priority first within a type, aged by waiting (see {@link #acquire}).
    *
-   * <p>The statement is built and rendered by jOOQ once per driver and batch size, with one bind
-   * marker for the type names, and run through plain JDBC on every poll: building and rendering it
-   * per poll was the largest part of the pump's own CPU per delivery in the drain benchmark. The
-   * SQL text never changes (the type order is the bound array, the limit an inlined integer of the
-   * code), so the PostgreSQL driver keeps it prepared on the server.
+   * <p>The statement is built by jOOQ once per driver and batch size and rendered once through a
+   * {@link StatementCache}, with the type names as parameters, and run through plain JDBC on every
+   * poll: building and rendering it per poll was the largest part of the pump's own CPU per
+   * delivery in the drain benchmark. The SQL text never changes (the type order is the bound array,
+   * the limit an inlined integer of the code), so the PostgreSQL driver keeps it prepared on the
+   * server.
    */
   public static final class ClaimStatement {
 
     private final CommandTables tables;
     private final List<String> types;
-    private final java.util.Map<Integer, String> sqlByMax =
-        new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** The statement per batch size: at most one per size a pump may ask for. */
+    private final StatementCache<Integer> byMax = new StatementCache<>(MessagePump.MAX_BATCH_SIZE);
 
     /** The claim for a driver of {@code types} (at least one), in registration order. */
     public ClaimStatement(CommandTables tables, List<String> types) {
@@ -180,35 +201,28 @@ public final class CommandQueries {
      * limit, an integer of the code, is inlined.
      */
     public String sql(int max) {
-      return sqlByMax.computeIfAbsent(
+      return statement(max).sql();
+    }
+
+    private StatementCache.Statement statement(int max) {
+      boolean one = types.size() == 1;
+      return byMax.statement(
           max,
-          k -> {
-            DSLContext render = DSL.using(SQLDialect.POSTGRES, RENDER);
-            org.jooq.Query q = claim(render, tables, types, max);
-            int expected = types.size() == 1 ? 2 : 1;
-            if (q.getBindValues().size() != expected) {
-              throw new IllegalStateException(
-                  "claim statement has "
-                      + q.getBindValues().size()
-                      + " parameters, not "
-                      + expected);
-            }
-            return render.render(q);
-          });
+          dsl -> claim(dsl, tables, one ? TYPE : null, one ? null : TYPES, max),
+          one ? TYPE.getParamName() : TYPES.getParamName());
     }
 
-    /** Binds every type name, scanned from {@code start} on (wrapping around). */
+    /**
+     * Binds every type name, scanned from {@code start} on (wrapping around), to a statement of
+     * {@link #sql} (its markers are the same for every {@code max}).
+     */
     public void bind(PreparedStatement ps, int start) throws SQLException {
-      bind(ps, order(start, AcquisitionGate.ALL));
+      statement(1).bind(ps, value(order(start, AcquisitionGate.ALL)));
     }
 
-    private void bind(PreparedStatement ps, String[] order) throws SQLException {
-      if (types.size() == 1) {
-        ps.setString(1, order[0]);
-        ps.setString(2, order[0]);
-        return;
-      }
-      ps.setArray(1, ps.getConnection().createArrayOf("text", order));
+    /** The value of the statement's parameter: the one type name, or the names in scan order. */
+    private Object value(String[] order) {
+      return types.size() == 1 ? order[0] : order;
     }
 
     /** The types the gate admits, scanned from {@code start} on (wrapping around). */
@@ -239,8 +253,7 @@ public final class CommandQueries {
         return List.of();
       }
       List<Delivery> out = new ArrayList<>(Math.min(max, 64));
-      try (PreparedStatement ps = connection.prepareStatement(sql(max))) {
-        bind(ps, order);
+      try (PreparedStatement ps = statement(max).prepare(connection, value(order))) {
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
             out.add(delivery(rs));
@@ -336,31 +349,33 @@ public final class CommandQueries {
      */
     public static java.util.Optional<Delivery> reclaim(
         Connection connection, CommandTables tables, UUID id) throws SQLException {
-      DSLContext render = DSL.using(SQLDialect.POSTGRES, RENDER);
-      Table<?> one =
-          render
-              .select(MESSAGE_ID)
-              .from(tables.commands)
-              .where(MESSAGE_ID.eq(DSL.val(id)))
-              .forUpdate()
-              .skipLocked()
-              .asTable("one");
-      org.jooq.Query q =
-          render
-              .deleteFrom(tables.commands)
-              .where(
-                  MESSAGE_ID.eq(
-                      DSL.any(
-                          DSL.array(
-                              render
-                                  .select(one.field(MESSAGE_ID.getName(), UUID.class))
-                                  .from(one)))))
-              .returning(CLAIMED);
-      try (PreparedStatement ps = connection.prepareStatement(render.render(q))) {
-        ps.setObject(1, id);
-        try (ResultSet rs = ps.executeQuery()) {
-          return rs.next() ? java.util.Optional.of(delivery(rs)) : java.util.Optional.empty();
-        }
+      // Rare (after a rollback): rendered at each call, not kept.
+      StatementCache.Statement s =
+          StatementCache.render(
+              render -> {
+                Table<?> one =
+                    render
+                        .select(MESSAGE_ID)
+                        .from(tables.commands)
+                        .where(MESSAGE_ID.eq(StatementCache.parameter("id", SQLDataType.UUID)))
+                        .forUpdate()
+                        .skipLocked()
+                        .asTable("one");
+                return render
+                    .deleteFrom(tables.commands)
+                    .where(
+                        MESSAGE_ID.eq(
+                            DSL.any(
+                                DSL.array(
+                                    render
+                                        .select(one.field(MESSAGE_ID.getName(), UUID.class))
+                                        .from(one)))))
+                    .returning(CLAIMED);
+              },
+              "id");
+      try (PreparedStatement ps = s.prepare(connection, id);
+          ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? java.util.Optional.of(delivery(rs)) : java.util.Optional.empty();
       }
     }
   }
@@ -389,9 +404,6 @@ public final class CommandQueries {
     }
   }
 
-  private static final org.jooq.conf.Settings RENDER =
-      new org.jooq.conf.Settings().withRenderSchema(true);
-
   /**
    * The claim statement. {@code = ANY(ARRAY(acquire))} rather than {@code IN (acquire)}: the locked
    * ids are computed first and the delete finds them by primary key, where {@code IN} may be
@@ -399,8 +411,19 @@ public final class CommandQueries {
    */
   public static org.jooq.DeleteResultStep<Record> claim(
       DSLContext dsl, CommandTables t, List<String> types, int max) {
+    return types.size() == 1
+        ? claim(dsl, t, DSL.val(types.get(0), MESSAGE_TYPE), null, max)
+        : claim(dsl, t, null, DSL.val(types.toArray(String[]::new), TYPES.getDataType()), max);
+  }
+
+  /**
+   * The claim statement for one type or several (see {@link #acquire(DSLContext, CommandTables,
+   * Field, Field, int, List)}).
+   */
+  static org.jooq.DeleteResultStep<Record> claim(
+      DSLContext dsl, CommandTables t, Field<String> type, Field<String[]> types, int max) {
     // The inner scan locks and returns ids only; the delete returns the full rows.
-    Table<?> claim = acquire(dsl, t, types, max, List.of(MESSAGE_ID)).asTable("claim");
+    Table<?> claim = acquire(dsl, t, type, types, max, List.of(MESSAGE_ID)).asTable("claim");
     return dsl.deleteFrom(t.commands)
         .where(
             MESSAGE_ID.eq(

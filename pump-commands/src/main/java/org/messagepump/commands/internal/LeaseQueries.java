@@ -20,14 +20,16 @@ import java.util.Map;
 import java.util.UUID;
 import org.jooq.DSLContext;
 import org.jooq.Field;
+import org.jooq.Param;
 import org.jooq.Query;
 import org.jooq.Record;
-import org.jooq.SQLDialect;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.LeaseLostException;
+import org.messagepump.core.engine.MessagePump;
 import org.messagepump.core.spi.Delivery;
+import org.messagepump.core.spi.StatementCache;
 
 /**
  * The SQL of lease mode (docs/leases.md): claim with a lease, extend, and the fenced completion,
@@ -37,16 +39,58 @@ import org.messagepump.core.spi.Delivery;
  * sequence: never issued twice); a statement that finds no row with it changes nothing and throws
  * {@link LeaseLostException}.
  *
- * <p>These statements are built by jOOQ and run through JDBC with every value bound, rendered per
- * call: lease mode is for handlers that run for seconds to minutes, where a render costs nothing
- * that counts.
+ * <p>The claim and the extension are built by jOOQ, rendered once per driver and shape through a
+ * {@link StatementCache} ({@link Statements}) and run through JDBC with every value bound; the
+ * fenced completion, postponement and parking run through jOOQ.
  */
 public final class LeaseQueries {
 
-  private static final org.jooq.conf.Settings RENDER =
-      new org.jooq.conf.Settings().withRenderSchema(true);
-
   private LeaseQueries() {}
+
+  private static final Param<String> HOLDER =
+      StatementCache.parameter("holder", LEASED_BY.getDataType());
+  private static final Param<Double> SECONDS =
+      StatementCache.parameter("seconds", SQLDataType.DOUBLE);
+  private static final Param<UUID[]> IDS =
+      StatementCache.parameter("ids", SQLDataType.UUID.array());
+  private static final Param<Long[]> TOKENS =
+      StatementCache.parameter("tokens", SQLDataType.BIGINT.array());
+
+  /** The claim shape: one type or several, and the batch size. */
+  private record Shape(boolean one, int max) {}
+
+  /**
+   * The statements of lease mode for one driver: the claim per shape (one type or several, per
+   * batch size) and the extension, each rendered once.
+   */
+  public static final class Statements {
+    private final CommandTables tables;
+    private final StatementCache<Shape> claims =
+        new StatementCache<>(2 * MessagePump.MAX_BATCH_SIZE);
+    private final StatementCache.Statement extend;
+
+    /** The statements on the pending table of {@code tables}. */
+    public Statements(CommandTables tables) {
+      this.tables = tables;
+      this.extend =
+          StatementCache.render(dsl -> extendQuery(dsl, tables), "seconds", "ids", "tokens");
+    }
+
+    private StatementCache.Statement claim(boolean one, int max) {
+      return claims.statement(
+          new Shape(one, max),
+          dsl ->
+              claimQuery(
+                  dsl,
+                  tables,
+                  one ? CommandQueries.TYPE : null,
+                  one ? null : CommandQueries.TYPES,
+                  max),
+          one ? CommandQueries.TYPE.getParamName() : CommandQueries.TYPES.getParamName(),
+          "holder",
+          "seconds");
+    }
+  }
 
   /**
    * Claims up to {@code max} due commands of {@code types} (scanned in this order, as the
@@ -59,41 +103,17 @@ public final class LeaseQueries {
    */
   public static List<Claim> claim(
       Connection connection,
-      CommandTables t,
+      Statements statements,
       List<String> types,
       int max,
       String holder,
       Duration lease)
       throws SQLException {
-    DSLContext render = DSL.using(SQLDialect.POSTGRES, RENDER);
-    Table<Record> c = t.commands.as("c");
-    Table<?> claim =
-        CommandQueries.acquire(render, t, types, max, List.of(MESSAGE_ID, LEASED_BY))
-            .asTable("claim");
-    Field<String> expiredHolder = claim.field(LEASED_BY.getName(), String.class);
-    List<Field<?>> returning = new ArrayList<>();
-    for (Field<?> f : CommandQueries.COLUMNS) {
-      returning.add(ofC(f));
-    }
-    returning.add(ofC(LEASE_TOKEN));
-    returning.add(expiredHolder.as("expired_holder"));
-    returning.add(ofC(CommandTables.IDEMPOTENCY_KEY));
-    returning.add(ofC(CommandTables.RELEASE_KEY));
-    Query q =
-        render
-            .update(c)
-            .set(LEASE_TOKEN, t.leaseTokens.nextval())
-            .set(LEASED_BY, DSL.val(holder, LEASED_BY))
-            .set(DELIVER_AT, expiry(lease))
-            .set(
-                FAILURES,
-                ofC(FAILURES)
-                    .plus(DSL.when(expiredHolder.isNull(), DSL.inline(0)).otherwise(DSL.inline(1))))
-            .from(claim)
-            .where(ofC(MESSAGE_ID).eq(claim.field(MESSAGE_ID.getName(), UUID.class)))
-            .returningResult(returning);
+    boolean one = types.size() == 1;
+    Object names = one ? types.get(0) : types.toArray(String[]::new);
     List<Claim> out = new ArrayList<>();
-    try (PreparedStatement ps = prepare(connection, render, q);
+    try (PreparedStatement ps =
+            statements.claim(one, max).prepare(connection, names, holder, seconds(lease));
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         out.add(
@@ -111,6 +131,36 @@ public final class LeaseQueries {
     return out;
   }
 
+  /** The claim (see {@link #claim}) of one type ({@code type}) or several ({@code types}). */
+  private static Query claimQuery(
+      DSLContext render, CommandTables t, Field<String> type, Field<String[]> types, int max) {
+    Table<Record> c = t.commands.as("c");
+    Table<?> claim =
+        CommandQueries.acquire(render, t, type, types, max, List.of(MESSAGE_ID, LEASED_BY))
+            .asTable("claim");
+    Field<String> expiredHolder = claim.field(LEASED_BY.getName(), String.class);
+    List<Field<?>> returning = new ArrayList<>();
+    for (Field<?> f : CommandQueries.COLUMNS) {
+      returning.add(ofC(f));
+    }
+    returning.add(ofC(LEASE_TOKEN));
+    returning.add(expiredHolder.as("expired_holder"));
+    returning.add(ofC(CommandTables.IDEMPOTENCY_KEY));
+    returning.add(ofC(CommandTables.RELEASE_KEY));
+    return render
+        .update(c)
+        .set(LEASE_TOKEN, t.leaseTokens.nextval())
+        .set(LEASED_BY, HOLDER)
+        .set(DELIVER_AT, expiry(SECONDS))
+        .set(
+            FAILURES,
+            ofC(FAILURES)
+                .plus(DSL.when(expiredHolder.isNull(), DSL.inline(0)).otherwise(DSL.inline(1))))
+        .from(claim)
+        .where(ofC(MESSAGE_ID).eq(claim.field(MESSAGE_ID.getName(), UUID.class)))
+        .returningResult(returning);
+  }
+
   /**
    * One claimed command and, when its previous lease had expired (an attempt that never completed,
    * counted as a failure by this claim), that lease's holder; else null.
@@ -122,7 +172,7 @@ public final class LeaseQueries {
    * those whose lease is still theirs (matched by message id and fencing token).
    */
   public static List<Delivery> extend(
-      Connection connection, CommandTables t, List<Delivery> running, Duration lease)
+      Connection connection, Statements statements, List<Delivery> running, Duration lease)
       throws SQLException {
     Map<Long, Delivery> byToken = new HashMap<>();
     UUID[] ids = new UUID[running.size()];
@@ -134,19 +184,8 @@ public final class LeaseQueries {
       tokens[i] = claimed.leaseToken();
       byToken.put(claimed.leaseToken(), d);
     }
-    DSLContext render = DSL.using(SQLDialect.POSTGRES, RENDER);
-    // Tokens are unique to a claim, so an id and a token from the two lists can only match as the
-    // pair they were claimed as; the id finds the row by its primary key.
-    Query q =
-        render
-            .update(t.commands)
-            .set(DELIVER_AT, expiry(lease))
-            .where(MESSAGE_ID.eq(DSL.any(DSL.val(ids, SQLDataType.UUID.array()))))
-            .and(LEASE_TOKEN.eq(DSL.any(DSL.val(tokens, SQLDataType.BIGINT.array()))))
-            .and(LEASED_BY.isNotNull())
-            .returningResult(LEASE_TOKEN);
     List<Delivery> kept = new ArrayList<>(running.size());
-    try (PreparedStatement ps = prepare(connection, render, q);
+    try (PreparedStatement ps = statements.extend.prepare(connection, seconds(lease), ids, tokens);
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         Delivery d = byToken.get(rs.getLong(1));
@@ -156,6 +195,21 @@ public final class LeaseQueries {
       }
     }
     return kept;
+  }
+
+  /**
+   * The extension (see {@link #extend}). Tokens are unique to a claim, so an id and a token from
+   * the two lists can only match as the pair they were claimed as; the id finds the row by its
+   * primary key.
+   */
+  private static Query extendQuery(DSLContext render, CommandTables t) {
+    return render
+        .update(t.commands)
+        .set(DELIVER_AT, expiry(SECONDS))
+        .where(MESSAGE_ID.eq(DSL.any(IDS)))
+        .and(LEASE_TOKEN.eq(DSL.any(TOKENS)))
+        .and(LEASED_BY.isNotNull())
+        .returningResult(LEASE_TOKEN);
   }
 
   /** Deletes a completed command, if its lease is still this claim's. */
@@ -255,9 +309,13 @@ public final class LeaseQueries {
     return DSL.field(DSL.name("c", f.getName()), f.getDataType());
   }
 
+  /** A lease in seconds, the value of parameter {@code seconds}. */
+  private static Double seconds(Duration lease) {
+    return lease.toNanos() / 1e9;
+  }
+
   /** {@code clock_timestamp()} plus the lease, the seconds bound. */
-  private static Field<Instant> expiry(Duration lease) {
-    Field<?> seconds = DSL.val(lease.toNanos() / 1e9, SQLDataType.DOUBLE);
+  private static Field<Instant> expiry(Field<Double> seconds) {
     Field<Object> interval =
         DSL.function(
             "make_interval",
@@ -270,26 +328,5 @@ public final class LeaseQueries {
             DSL.inline(0),
             seconds);
     return DSL.field("{0} + {1}", SQLDataType.INSTANT, CLOCK_TIMESTAMP, interval);
-  }
-
-  private static PreparedStatement prepare(Connection connection, DSLContext render, Query q)
-      throws SQLException {
-    PreparedStatement ps = connection.prepareStatement(render.render(q));
-    try {
-      int i = 1;
-      for (Object v : q.getBindValues()) {
-        if (v instanceof Object[] array) {
-          String type =
-              array instanceof UUID[] ? "uuid" : array instanceof Long[] ? "int8" : "text";
-          ps.setArray(i++, connection.createArrayOf(type, array));
-        } else {
-          ps.setObject(i++, v);
-        }
-      }
-      return ps;
-    } catch (SQLException | RuntimeException e) {
-      ps.close();
-      throw e;
-    }
   }
 }

@@ -4,11 +4,26 @@ import static org.jooq.impl.DSL.field;
 import static org.jooq.impl.DSL.function;
 import static org.jooq.impl.DSL.select;
 import static org.jooq.impl.DSL.val;
+import static org.messagepump.eventstream.internal.EventTables.CHECKPOINT_OFFSET;
+import static org.messagepump.eventstream.internal.EventTables.FAILURES;
+import static org.messagepump.eventstream.internal.EventTables.HANDLER_KEY;
+import static org.messagepump.eventstream.internal.EventTables.ID;
+import static org.messagepump.eventstream.internal.EventTables.NEXT_OFFSET;
+import static org.messagepump.eventstream.internal.EventTables.PARKED_AT;
+import static org.messagepump.eventstream.internal.EventTables.PARKED_REASON;
+import static org.messagepump.eventstream.internal.EventTables.RESUME_AT;
+import static org.messagepump.eventstream.internal.EventTables.STREAM_END;
+import static org.messagepump.eventstream.internal.EventTables.STREAM_ID;
+import static org.messagepump.eventstream.internal.EventTables.TURN;
+import static org.messagepump.eventstream.internal.EventTables.UPDATED_AT;
+import static org.messagepump.eventstream.internal.EventTables.column;
 
 import java.util.function.Function;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
+import org.jooq.Record;
 import org.jooq.Record1;
+import org.jooq.Table;
 import org.jooq.impl.SQLDataType;
 
 /**
@@ -41,12 +56,12 @@ public final class CheckpointOperations {
 
   private static final String READ_COMMITTED = "read committed";
 
-  private final Tables tables;
-  private final Tables.Checkpoints cp;
-  private final Tables.Streams streams;
+  private final EventTables tables;
+  private final Table<Record> cp;
+  private final Table<Record> streams;
 
   /** The operations on the checkpoints of the store in {@code tables}. */
-  public CheckpointOperations(Tables tables) {
+  public CheckpointOperations(EventTables tables) {
     this.tables = tables;
     this.cp = tables.checkpoints;
     this.streams = tables.streams;
@@ -61,15 +76,15 @@ public final class CheckpointOperations {
         dsl,
         handlerKey,
         d ->
-            d.update(cp.table)
-                .set(cp.offset, 0L)
-                .set(cp.turn, Tables.nextTurn())
-                .set(cp.failures, 0)
-                .setNull(cp.parkedAt)
-                .setNull(cp.parkedReason)
-                .set(cp.resumeAt, Tables.clockTimestamp())
-                .set(cp.updatedAt, Tables.clockTimestamp())
-                .where(cp.handlerKey.eq(handlerKey))
+            d.update(cp)
+                .set(CHECKPOINT_OFFSET, 0L)
+                .set(TURN, EventTables.nextTurn())
+                .set(FAILURES, 0)
+                .setNull(PARKED_AT)
+                .setNull(PARKED_REASON)
+                .set(RESUME_AT, EventTables.clockTimestamp())
+                .set(UPDATED_AT, EventTables.clockTimestamp())
+                .where(HANDLER_KEY.eq(handlerKey))
                 .execute());
   }
 
@@ -78,29 +93,29 @@ public final class CheckpointOperations {
    * now, from the same checkpoint. Returns how many.
    */
   public int resume(DSLContext dsl, String handlerKey, Long streamId) {
-    Condition which = cp.handlerKey.eq(handlerKey);
+    Condition which = HANDLER_KEY.eq(handlerKey);
     if (streamId != null) {
-      which = which.and(cp.streamId.eq(streamId));
+      which = which.and(STREAM_ID.eq(streamId));
     }
     Condition condition = which;
     return locked(
         dsl,
         handlerKey,
         d ->
-            d.update(cp.table)
-                .setNull(cp.parkedAt)
-                .setNull(cp.parkedReason)
-                .set(cp.failures, 0)
-                .set(cp.resumeAt, Tables.clockTimestamp())
-                .set(cp.updatedAt, Tables.clockTimestamp())
+            d.update(cp)
+                .setNull(PARKED_AT)
+                .setNull(PARKED_REASON)
+                .set(FAILURES, 0)
+                .set(RESUME_AT, EventTables.clockTimestamp())
+                .set(UPDATED_AT, EventTables.clockTimestamp())
                 .where(condition)
-                .and(cp.parkedAt.isNotNull())
+                .and(PARKED_AT.isNotNull())
                 .execute());
   }
 
   /** True when stream {@code streamId} exists (committed, or created in this transaction). */
   public boolean streamExists(DSLContext dsl, long streamId) {
-    return dsl.fetchExists(dsl.selectOne().from(streams.table).where(streams.id.eq(streamId)));
+    return dsl.fetchExists(dsl.selectOne().from(streams).where(ID.eq(streamId)));
   }
 
   /**
@@ -115,10 +130,10 @@ public final class CheckpointOperations {
         handlerKey,
         d -> {
           Record1<Long> row =
-              d.select(cp.offset)
-                  .from(cp.table)
-                  .where(cp.handlerKey.eq(handlerKey))
-                  .and(cp.streamId.eq(streamId))
+              d.select(CHECKPOINT_OFFSET)
+                  .from(cp)
+                  .where(HANDLER_KEY.eq(handlerKey))
+                  .and(STREAM_ID.eq(streamId))
                   .forUpdate()
                   .fetchOne();
           long current = row == null ? 0 : row.value1();
@@ -127,24 +142,24 @@ public final class CheckpointOperations {
           }
           if (row == null) {
             // This transaction holds the handler row: no delivery is creating rows of the handler.
-            d.insertInto(cp.table, cp.handlerKey, cp.streamId)
+            d.insertInto(cp, HANDLER_KEY, STREAM_ID)
                 .values(handlerKey, streamId)
                 .onConflictDoNothing()
                 .execute();
           }
-          d.update(cp.table)
-              .set(cp.offset, newOffset)
-              .set(cp.failures, 0)
-              .set(cp.turn, Tables.nextTurn())
+          d.update(cp)
+              .set(CHECKPOINT_OFFSET, newOffset)
+              .set(FAILURES, 0)
+              .set(TURN, EventTables.nextTurn())
               .set(
-                  cp.streamEnd,
+                  STREAM_END,
                   field(
-                      select(streams.nextOffset)
-                          .from(streams.table)
-                          .where(streams.id.eq(cp.streamId))))
-              .set(cp.updatedAt, Tables.clockTimestamp())
-              .where(cp.handlerKey.eq(handlerKey))
-              .and(cp.streamId.eq(streamId))
+                      select(column(streams, NEXT_OFFSET))
+                          .from(streams)
+                          .where(column(streams, ID).eq(column(cp, STREAM_ID)))))
+              .set(UPDATED_AT, EventTables.clockTimestamp())
+              .where(HANDLER_KEY.eq(handlerKey))
+              .and(STREAM_ID.eq(streamId))
               .execute();
           return current;
         });

@@ -3,13 +3,28 @@ package org.messagepump.eventstream.internal;
 import static org.jooq.impl.DSL.all;
 import static org.jooq.impl.DSL.any;
 import static org.jooq.impl.DSL.field;
+import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.max;
 import static org.jooq.impl.DSL.noCondition;
 import static org.jooq.impl.DSL.select;
 import static org.jooq.impl.DSL.val;
+import static org.messagepump.eventstream.internal.EventTables.CHECKPOINT_OFFSET;
+import static org.messagepump.eventstream.internal.EventTables.FAILURES;
+import static org.messagepump.eventstream.internal.EventTables.HANDLER_KEY;
+import static org.messagepump.eventstream.internal.EventTables.LATEST_OFFSET;
+import static org.messagepump.eventstream.internal.EventTables.PARKED_AT;
+import static org.messagepump.eventstream.internal.EventTables.PARKED_REASON;
+import static org.messagepump.eventstream.internal.EventTables.PENDING;
+import static org.messagepump.eventstream.internal.EventTables.RESUME_AT;
+import static org.messagepump.eventstream.internal.EventTables.STREAM_END;
+import static org.messagepump.eventstream.internal.EventTables.STREAM_ID;
+import static org.messagepump.eventstream.internal.EventTables.STREAM_OFFSET;
+import static org.messagepump.eventstream.internal.EventTables.TURN;
+import static org.messagepump.eventstream.internal.EventTables.TYPE;
+import static org.messagepump.eventstream.internal.EventTables.UPDATED_AT;
+import static org.messagepump.eventstream.internal.EventTables.column;
 
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Collection;
@@ -17,10 +32,14 @@ import java.util.List;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
+import org.jooq.Record;
 import org.jooq.Record4;
+import org.jooq.Table;
 import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
 import org.messagepump.core.spi.DatabaseClock;
 import org.messagepump.core.spi.Inputs;
+import org.messagepump.core.spi.StatementCache;
 
 /**
  * The SQL of one handler's checkpoints: claiming a pending stream, finding the next events of the
@@ -38,28 +57,34 @@ public final class CheckpointQueries {
 
   private final String handlerKey;
   private final String[] types;
-  private final Tables.Checkpoints cp;
-  private final Tables.Streams streams;
-  private final Tables.StreamTypes streamTypes;
-  private final Tables.Events events;
-  private final EventRows rows;
-  private final String setOffsetSql;
+  private final Table<Record> cp;
+  private final EventTables tables;
+  private final StatementCache.Statement setOffsetSql;
 
   /** Queries for one handler of the store in {@code tables} and the event types it wants. */
-  public CheckpointQueries(Tables tables, String handlerKey, Collection<String> types) {
+  public CheckpointQueries(EventTables tables, String handlerKey, Collection<String> types) {
     this.handlerKey = handlerKey;
     this.types = types.toArray(new String[0]);
     this.cp = tables.checkpoints;
-    this.streams = tables.streams;
-    this.streamTypes = tables.streamTypes;
-    this.events = tables.events;
-    this.rows = new EventRows(tables);
+    this.tables = tables;
     this.setOffsetSql =
-        "UPDATE "
-            + tables.quoted("handler_checkpoints")
-            + " SET checkpoint_offset = ?, failures = 0,"
-            + " updated_at = clock_timestamp()"
-            + " WHERE handler_key = ? AND stream_id = ? AND checkpoint_offset = ?";
+        StatementCache.render(
+            dsl ->
+                dsl.update(cp)
+                    .set(
+                        CHECKPOINT_OFFSET,
+                        StatementCache.parameter("next", CHECKPOINT_OFFSET.getDataType()))
+                    .set(FAILURES, inline(0))
+                    .set(UPDATED_AT, EventTables.clockTimestamp())
+                    .where(HANDLER_KEY.eq(StatementCache.parameter("handler", SQLDataType.CLOB)))
+                    .and(STREAM_ID.eq(StatementCache.parameter("stream", SQLDataType.BIGINT)))
+                    .and(
+                        CHECKPOINT_OFFSET.eq(
+                            StatementCache.parameter("old", CHECKPOINT_OFFSET.getDataType()))),
+            "next",
+            "handler",
+            "stream",
+            "old");
   }
 
   /** The advisory lock key of a handler with minimal concurrency. */
@@ -78,7 +103,7 @@ public final class CheckpointQueries {
   }
 
   private static String qualified(String schema, String handlerKey) {
-    return Tables.DEFAULT_SCHEMA.equals(schema) ? handlerKey : schema + "/" + handlerKey;
+    return EventTables.SCHEMA.equals(schema) ? handlerKey : schema + "/" + handlerKey;
   }
 
   /** Excludes the given ids with one bound {@code bigint[]} parameter, however many there are. */
@@ -87,7 +112,7 @@ public final class CheckpointQueries {
   }
 
   private Condition mine() {
-    return cp.handlerKey.eq(handlerKey);
+    return HANDLER_KEY.eq(handlerKey);
   }
 
   /**
@@ -99,14 +124,14 @@ public final class CheckpointQueries {
    */
   public LockedCheckpoint waitForPending(DSLContext dsl, Collection<Long> exclude) {
     var query =
-        dsl.select(cp.streamId, cp.offset, cp.failures, cp.streamEnd)
-            .from(cp.table)
+        dsl.select(STREAM_ID, CHECKPOINT_OFFSET, FAILURES, STREAM_END)
+            .from(cp)
             .where(mine())
-            .and(DSL.condition(cp.pending))
-            .and(cp.parkedAt.isNull())
-            .and(cp.resumeAt.le(Tables.clockTimestamp()))
-            .and(notIn(cp.streamId, exclude))
-            .orderBy(cp.turn)
+            .and(DSL.condition(PENDING))
+            .and(PARKED_AT.isNull())
+            .and(RESUME_AT.le(EventTables.clockTimestamp()))
+            .and(notIn(STREAM_ID, exclude))
+            .orderBy(TURN)
             .limit(1)
             .forUpdate();
     Record4<Long, Long, Integer, Long> r = query.fetchOne();
@@ -122,10 +147,10 @@ public final class CheckpointQueries {
    */
   public LockedCheckpoint relock(DSLContext dsl, long streamId, long checkpoint) {
     Record4<Long, Long, Integer, Long> r =
-        dsl.select(cp.streamId, cp.offset, cp.failures, cp.streamEnd)
-            .from(cp.table)
+        dsl.select(STREAM_ID, CHECKPOINT_OFFSET, FAILURES, STREAM_END)
+            .from(cp)
             .where(guard(streamId, checkpoint))
-            .and(cp.parkedAt.isNull())
+            .and(PARKED_AT.isNull())
             .forUpdate()
             .skipLocked()
             .fetchOne();
@@ -134,8 +159,7 @@ public final class CheckpointQueries {
 
   /** True when the handler has no checkpoint row of {@code streamId} (as this statement sees). */
   public boolean untracked(DSLContext dsl, long streamId) {
-    return !dsl.fetchExists(
-        dsl.selectOne().from(cp.table).where(mine()).and(cp.streamId.eq(streamId)));
+    return !dsl.fetchExists(dsl.selectOne().from(cp).where(mine()).and(STREAM_ID.eq(streamId)));
   }
 
   /**
@@ -144,20 +168,21 @@ public final class CheckpointQueries {
    * past it.
    */
   public List<EventRows.Row> nextEvents(DSLContext dsl, LockedCheckpoint claim, int limit) {
+    Table<Record> st = tables.streamTypes;
     Field<Long> latest =
         field(
-            select(max(streamTypes.latestOffset))
-                .from(streamTypes.table)
-                .where(streamTypes.streamId.eq(claim.streamId()))
-                .and(streamTypes.type.eq(any(val(types)))));
-    return dsl.select(rows.columns())
-        .from(events.table)
-        .where(events.streamId.eq(claim.streamId()))
-        .and(events.offset.between(val(claim.checkpoint()), latest))
-        .and(events.type.eq(any(val(types))))
-        .orderBy(events.offset)
+            select(max(column(st, LATEST_OFFSET)))
+                .from(st)
+                .where(column(st, STREAM_ID).eq(claim.streamId()))
+                .and(column(st, TYPE).eq(any(val(types)))));
+    return dsl.select(EventRows.COLUMNS)
+        .from(tables.events)
+        .where(STREAM_ID.eq(claim.streamId()))
+        .and(STREAM_OFFSET.between(val(claim.checkpoint()), latest))
+        .and(TYPE.eq(any(val(types))))
+        .orderBy(STREAM_OFFSET)
         .limit(limit)
-        .fetch(rows::toRow);
+        .fetch(EventRows::toRow);
   }
 
   /**
@@ -167,32 +192,24 @@ public final class CheckpointQueries {
    * changes no indexed value, and PostgreSQL can make it a HOT update: no index entry per delivery
    * (V4 migration).
    *
-   * <p>Plain JDBC with a fixed text, like {@link PendingClaim}: building and rendering the jOOQ
-   * update per delivery cost the client about a third of its CPU per delivery at batch size 1
-   * (docs/performance-notes.md). The names are quoted identifiers of a validated schema; every
-   * value is bound. Covered by every driver test.
+   * <p>Built by jOOQ and rendered once ({@link StatementCache}), run through plain JDBC with every
+   * value bound, like {@link PendingClaim}: building and rendering the update per delivery cost the
+   * client about a third of its CPU per delivery at batch size 1 (docs/performance-notes.md).
+   * Covered by every driver test.
    */
   public void setOffset(Connection c, long streamId, long old, long next) throws SQLException {
-    int n;
-    try (PreparedStatement ps = c.prepareStatement(setOffsetSql)) {
-      ps.setLong(1, next);
-      ps.setString(2, handlerKey);
-      ps.setLong(3, streamId);
-      ps.setLong(4, old);
-      n = ps.executeUpdate();
-    }
-    expectOne(n, streamId, old);
+    expectOne(setOffsetSql.executeUpdate(c, next, handlerKey, streamId, old), streamId, old);
   }
 
   /** Makes a held stream due again after {@code delay} with a new failure count. */
   public void postpone(
       DSLContext dsl, long streamId, long checkpoint, int failures, Duration delay) {
     int n =
-        dsl.update(cp.table)
-            .set(cp.failures, failures)
-            .set(cp.resumeAt, DatabaseClock.afterOffset(delay))
-            .set(cp.turn, Tables.nextTurn())
-            .set(cp.updatedAt, Tables.clockTimestamp())
+        dsl.update(cp)
+            .set(FAILURES, failures)
+            .set(RESUME_AT, DatabaseClock.afterOffset(delay))
+            .set(TURN, EventTables.nextTurn())
+            .set(UPDATED_AT, EventTables.clockTimestamp())
             .where(guard(streamId, checkpoint))
             .execute();
     expectOne(n, streamId, checkpoint);
@@ -205,18 +222,18 @@ public final class CheckpointQueries {
    */
   public void park(DSLContext dsl, long streamId, long checkpoint, int failures, String reason) {
     int n =
-        dsl.update(cp.table)
-            .set(cp.failures, failures)
-            .set(cp.parkedAt, Tables.clockTimestamp())
-            .set(cp.parkedReason, Inputs.reason(reason))
-            .set(cp.updatedAt, Tables.clockTimestamp())
+        dsl.update(cp)
+            .set(FAILURES, failures)
+            .set(PARKED_AT, EventTables.clockTimestamp())
+            .set(PARKED_REASON, Inputs.reason(reason))
+            .set(UPDATED_AT, EventTables.clockTimestamp())
             .where(guard(streamId, checkpoint))
             .execute();
     expectOne(n, streamId, checkpoint);
   }
 
   private Condition guard(long streamId, long checkpoint) {
-    return mine().and(cp.streamId.eq(streamId)).and(cp.offset.eq(checkpoint));
+    return mine().and(STREAM_ID.eq(streamId)).and(CHECKPOINT_OFFSET.eq(checkpoint));
   }
 
   private void expectOne(int updated, long streamId, long checkpoint) {

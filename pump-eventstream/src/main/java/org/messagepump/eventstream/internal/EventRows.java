@@ -11,9 +11,9 @@ import java.util.List;
 import java.util.Map;
 import org.jooq.Field;
 import org.jooq.Record;
+import org.jooq.impl.SQLDataType;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.UndecodableMessageException;
-import org.messagepump.eventstream.internal.Tables.Events;
 
 /**
  * Maps rows of {@code <schema>.events} to {@link Row}s (the public package makes its stored events
@@ -31,36 +31,31 @@ public final class EventRows {
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  private final Events events;
-  private final List<Field<?>> columns;
-
-  /** Rows of {@code tables.events}. */
-  public EventRows(Tables tables) {
-    this.events = tables.events;
-    this.columns =
-        List.of(
-            events.messageId,
-            events.streamId,
-            events.offset,
-            events.type,
-            events.correlationId,
-            events.causationId,
-            events.headers,
-            events.payload,
-            events.recordedAt);
-  }
+  /** The headers, read as text and parsed per row, so a bad row cannot fail a whole read. */
+  private static final Field<String> HEADERS_TEXT =
+      EventTables.HEADERS.cast(SQLDataType.CLOB).as(EventTables.HEADERS.getName());
 
   /** The columns every event read selects. */
-  public List<Field<?>> columns() {
-    return columns;
-  }
+  public static final List<Field<?>> COLUMNS =
+      List.of(
+          EventTables.MESSAGE_ID,
+          EventTables.STREAM_ID,
+          EventTables.STREAM_OFFSET,
+          EventTables.TYPE,
+          EventTables.CORRELATION_ID,
+          EventTables.CAUSATION_ID,
+          HEADERS_TEXT,
+          EventTables.PAYLOAD,
+          EventTables.RECORDED_AT);
+
+  private EventRows() {}
 
   /**
    * The event in a row selected with {@link #columns()}, readable.
    *
    * @throws UndecodableMessageException when its stored headers cannot be read
    */
-  public Row toReadableRow(Record r) {
+  public static Row toReadableRow(Record r) {
     Row row = toRow(r);
     if (row.problem() != null) {
       throw new UndecodableMessageException(row.problem(), null);
@@ -68,18 +63,18 @@ public final class EventRows {
     return row;
   }
 
-  /** The event in a row selected with {@link #columns()}; never fails on its headers. */
-  public Row toRow(Record r) {
+  /** The event in a row selected with {@link #COLUMNS}; never fails on its headers. */
+  public static Row toRow(Record r) {
     return row(
-        r.get(events.messageId),
-        r.get(events.streamId),
-        r.get(events.offset),
-        r.get(events.type),
-        r.get(events.correlationId),
-        r.get(events.causationId),
-        r.get(events.headers),
-        r.get(events.payload),
-        instant(r.get(events.recordedAt)));
+        r.get(EventTables.MESSAGE_ID),
+        r.get(EventTables.STREAM_ID),
+        r.get(EventTables.STREAM_OFFSET),
+        r.get(EventTables.TYPE),
+        r.get(EventTables.CORRELATION_ID),
+        r.get(EventTables.CAUSATION_ID),
+        r.get(HEADERS_TEXT),
+        r.get(EventTables.PAYLOAD),
+        instant(r.get(EventTables.RECORDED_AT)));
   }
 
   /**

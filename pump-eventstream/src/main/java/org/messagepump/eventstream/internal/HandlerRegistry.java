@@ -5,6 +5,15 @@ import static org.jooq.impl.DSL.function;
 import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.select;
 import static org.jooq.impl.DSL.val;
+import static org.messagepump.eventstream.internal.EventTables.CHECKPOINT_OFFSET;
+import static org.messagepump.eventstream.internal.EventTables.DEFERRED;
+import static org.messagepump.eventstream.internal.EventTables.HANDLER_KEY;
+import static org.messagepump.eventstream.internal.EventTables.HORIZON;
+import static org.messagepump.eventstream.internal.EventTables.ID;
+import static org.messagepump.eventstream.internal.EventTables.NEXT_OFFSET;
+import static org.messagepump.eventstream.internal.EventTables.START_POSITION;
+import static org.messagepump.eventstream.internal.EventTables.STREAM_END;
+import static org.messagepump.eventstream.internal.EventTables.STREAM_ID;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -16,6 +25,8 @@ import java.util.List;
 import java.util.Set;
 import org.jooq.DSLContext;
 import org.jooq.Field;
+import org.jooq.Record;
+import org.jooq.Table;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.Tx;
 
@@ -40,18 +51,18 @@ public final class HandlerRegistry {
 
   private final String handlerKey;
   private final long registrationLock;
-  private final Tables.Handlers h;
-  private final Tables.Checkpoints cp;
-  private final Tables.Streams streams;
+  private final Table<Record> h;
+  private final Table<Record> cp;
+  private final Table<Record> streams;
   private final String endsOfCaughtUp;
   private final String endsOfPending;
   private final String insertRows;
   private final String refreshSql;
 
   /** The registry of one handler in the store of {@code tables}. */
-  public HandlerRegistry(Tables tables, String handlerKey) {
+  public HandlerRegistry(EventTables tables, String handlerKey) {
     this.handlerKey = handlerKey;
-    this.registrationLock = CheckpointQueries.registrationLockKey(tables.schema, handlerKey);
+    this.registrationLock = CheckpointQueries.registrationLockKey(tables.schema(), handlerKey);
     this.h = tables.handlers;
     this.cp = tables.checkpoints;
     this.streams = tables.streams;
@@ -159,10 +170,10 @@ public final class HandlerRegistry {
     }
     DSLContext dsl = tx.dsl();
     List<Long> stillHeld = changed.isEmpty() ? List.of() : apply(dsl, changed);
-    dsl.update(h.table)
-        .set(h.horizon, xmin)
-        .set(h.deferred, stillHeld.toArray(new Long[0]))
-        .where(h.handlerKey.eq(handlerKey))
+    dsl.update(h)
+        .set(HORIZON, xmin)
+        .set(DEFERRED, stillHeld.toArray(new Long[0]))
+        .where(HANDLER_KEY.eq(handlerKey))
         .execute();
     return changed.isEmpty() ? Refresh.UNCHANGED : Refresh.CHANGED;
   }
@@ -183,11 +194,11 @@ public final class HandlerRegistry {
       return Refresh.SKIPPED;
     }
     Long horizon =
-        dsl.insertInto(h.table, h.handlerKey, h.horizon, h.startPosition)
-            .select(select(val(handlerKey), Tables.snapshotXmin(), val(start)))
+        dsl.insertInto(h, HANDLER_KEY, HORIZON, START_POSITION)
+            .select(select(val(handlerKey), EventTables.snapshotXmin(), val(start)))
             .onConflictDoNothing()
-            .returningResult(h.horizon)
-            .fetchOne(h.horizon);
+            .returningResult(HORIZON)
+            .fetchOne(HORIZON);
     if (horizon == null) {
       return Refresh.SKIPPED;
     }
@@ -196,13 +207,13 @@ public final class HandlerRegistry {
     // refresh finds them. It also finds an empty stream once its first events are appended, and
     // creates its row from 0 (its end at registration): a row for an empty stream would only cost
     // registration time (200,000 streams, most of them empty, took seconds).
-    Field<Long> offset = "END".equals(start) ? streams.nextOffset : inline(0L);
-    dsl.insertInto(cp.table, cp.handlerKey, cp.streamId, cp.offset, cp.streamEnd)
+    Field<Long> offset = "END".equals(start) ? NEXT_OFFSET : inline(0L);
+    dsl.insertInto(cp, HANDLER_KEY, STREAM_ID, CHECKPOINT_OFFSET, STREAM_END)
         .select(
-            select(val(handlerKey), streams.id, offset, streams.nextOffset)
-                .from(streams.table)
-                .where(streams.nextOffset.gt(0L))
-                .orderBy(streams.id))
+            select(val(handlerKey), ID, offset, NEXT_OFFSET)
+                .from(streams)
+                .where(NEXT_OFFSET.gt(0L))
+                .orderBy(ID))
         .onConflictDoNothing()
         .execute();
     return Refresh.CHANGED;
@@ -218,20 +229,20 @@ public final class HandlerRegistry {
     }
     Set<Long> existing =
         new HashSet<>(
-            dsl.select(cp.streamId)
-                .from(cp.table)
-                .where(cp.handlerKey.eq(handlerKey))
-                .and(cp.streamId.eq(any(val(ids))))
-                .fetch(cp.streamId));
+            dsl.select(STREAM_ID)
+                .from(cp)
+                .where(HANDLER_KEY.eq(handlerKey))
+                .and(STREAM_ID.eq(any(val(ids))))
+                .fetch(STREAM_ID));
     Set<Long> lockable =
         new HashSet<>(
-            dsl.select(cp.streamId)
-                .from(cp.table)
-                .where(cp.handlerKey.eq(handlerKey))
-                .and(cp.streamId.eq(any(val(ids))))
+            dsl.select(STREAM_ID)
+                .from(cp)
+                .where(HANDLER_KEY.eq(handlerKey))
+                .and(STREAM_ID.eq(any(val(ids))))
                 .forUpdate()
                 .skipLocked()
-                .fetch(cp.streamId));
+                .fetch(STREAM_ID));
     List<Long> lockIds = new ArrayList<>();
     List<Long> lockEnds = new ArrayList<>();
     List<Long> newIds = new ArrayList<>();
@@ -272,21 +283,21 @@ public final class HandlerRegistry {
     dsl.select(function("pg_advisory_xact_lock", SQLDataType.OTHER, val(registrationLock)))
         .execute();
     int inserted =
-        dsl.insertInto(h.table, h.handlerKey, h.horizon)
+        dsl.insertInto(h, HANDLER_KEY, HORIZON)
             .values(handlerKey, 0L)
             .onConflictDoNothing()
             .execute();
     if (inserted == 1) {
       return true;
     }
-    dsl.select(h.handlerKey).from(h.table).where(h.handlerKey.eq(handlerKey)).forUpdate().fetch();
+    dsl.select(HANDLER_KEY).from(h).where(HANDLER_KEY.eq(handlerKey)).forUpdate().fetch();
     return false;
   }
 
   /** Removes the placeholder {@link #lock} made (still holding its lock until commit). */
   public void unlock(DSLContext dsl, boolean placeholder) {
     if (placeholder) {
-      dsl.deleteFrom(h.table).where(h.handlerKey.eq(handlerKey)).execute();
+      dsl.deleteFrom(h).where(HANDLER_KEY.eq(handlerKey)).execute();
     }
   }
 }

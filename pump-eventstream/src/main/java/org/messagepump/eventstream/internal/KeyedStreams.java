@@ -1,5 +1,9 @@
 package org.messagepump.eventstream.internal;
 
+import static org.messagepump.eventstream.internal.EventTables.ID;
+import static org.messagepump.eventstream.internal.EventTables.STREAM_ID;
+import static org.messagepump.eventstream.internal.EventTables.STREAM_KEY;
+
 import org.jooq.DSLContext;
 import org.jooq.Record1;
 
@@ -9,20 +13,19 @@ import org.jooq.Record1;
  */
 public final class KeyedStreams {
 
-  private final Tables.StreamKeys keys;
-  private final Tables.Streams streams;
+  private final EventTables tables;
   private final StreamWriter writer;
 
   /** The keyed streams of the store in {@code tables}, created through {@code writer}. */
-  public KeyedStreams(Tables tables, StreamWriter writer) {
-    this.keys = tables.streamKeys;
-    this.streams = tables.streams;
+  public KeyedStreams(EventTables tables, StreamWriter writer) {
+    this.tables = tables;
     this.writer = writer;
   }
 
   /** The stream of {@code key}, or null when the key has no stream (as this statement sees). */
   public Long streamOf(DSLContext dsl, String key) {
-    Record1<Long> r = dsl.select(keys.streamId).from(keys.table).where(keys.key.eq(key)).fetchOne();
+    Record1<Long> r =
+        dsl.select(STREAM_ID).from(tables.streamKeys).where(STREAM_KEY.eq(key)).fetchOne();
     return r == null ? null : r.value1();
   }
 
@@ -38,14 +41,14 @@ public final class KeyedStreams {
     }
     long created = writer.createStream(dsl);
     int inserted =
-        dsl.insertInto(keys.table, keys.key, keys.streamId)
+        dsl.insertInto(tables.streamKeys, STREAM_KEY, STREAM_ID)
             .values(key, created)
             .onConflictDoNothing()
             .execute();
     if (inserted == 1) {
       return created;
     }
-    dsl.deleteFrom(streams.table).where(streams.id.eq(created)).execute();
+    dsl.deleteFrom(tables.streams).where(ID.eq(created)).execute();
     return streamOf(dsl, key);
   }
 }

@@ -63,7 +63,7 @@ public final class LagQueries {
   private final String handlerKeysSql;
 
   /** The queries of the store in {@code tables}. */
-  public LagQueries(Tables tables) {
+  public LagQueries(EventTables tables) {
     String cp = tables.quoted("handler_checkpoints");
     String streams = tables.quoted("streams");
     String handlers = tables.quoted("handlers");

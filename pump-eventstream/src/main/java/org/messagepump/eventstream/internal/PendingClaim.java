@@ -1,5 +1,20 @@
 package org.messagepump.eventstream.internal;
 
+import static org.messagepump.eventstream.internal.EventTables.CHECKPOINT_OFFSET;
+import static org.messagepump.eventstream.internal.EventTables.FAILURES;
+import static org.messagepump.eventstream.internal.EventTables.HANDLER_KEY;
+import static org.messagepump.eventstream.internal.EventTables.LATEST_OFFSET;
+import static org.messagepump.eventstream.internal.EventTables.PARKED_AT;
+import static org.messagepump.eventstream.internal.EventTables.PENDING;
+import static org.messagepump.eventstream.internal.EventTables.RESUME_AT;
+import static org.messagepump.eventstream.internal.EventTables.STREAM_END;
+import static org.messagepump.eventstream.internal.EventTables.STREAM_ID;
+import static org.messagepump.eventstream.internal.EventTables.STREAM_OFFSET;
+import static org.messagepump.eventstream.internal.EventTables.TURN;
+import static org.messagepump.eventstream.internal.EventTables.TYPE;
+import static org.messagepump.eventstream.internal.EventTables.UPDATED_AT;
+import static org.messagepump.eventstream.internal.EventTables.column;
+
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -7,11 +22,17 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import org.jooq.SQLDialect;
+import org.jooq.CommonTableExpression;
+import org.jooq.Condition;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.Param;
+import org.jooq.Query;
+import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
+import org.messagepump.core.engine.MessagePump;
+import org.messagepump.core.spi.StatementCache;
 import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
 
 /**
@@ -25,23 +46,23 @@ import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
  * A served row keeps its turn; the driver's cursor moves past it (see {@link
  * CheckpointQueries#setOffset}).
  *
- * <p>Written by hand and run through plain JDBC with a fixed text per limit (rendered once), like
- * the command claim: building and rendering a jOOQ query per poll, and a second round trip for the
- * events, were most of the gap to the baseline at batch size 1 (docs/performance-notes.md). The
- * names are quoted identifiers of a validated schema; every value is bound: the handler key (also
- * for the paused check), the excluded stream ids (an array, empty when none), the type names (an
- * array). Covered by every driver test (EventDriverIT, EventPumpIT, EventStreamsLoadIT,
+ * <p>Built by jOOQ once per limit, rendered once through a {@link StatementCache} and run through
+ * plain JDBC: building and rendering a query per poll, and a second round trip for the events, were
+ * most of the gap to the baseline at batch size 1 (docs/performance-notes.md). Every value is
+ * bound: the handler key (also for the paused check and the update), the excluded stream ids (an
+ * array, empty when none), the cursor, the type names (an array); the limit is an integer of the
+ * code. Covered by every driver test (EventDriverIT, EventPumpIT, EventStreamsLoadIT,
  * EventSqlSafetyIT).
  */
 public final class PendingClaim {
 
-  /**
-   * The rows a claim may take: the handler's pending (the generated column the ready index is
-   * partial on), unparked, due rows, not among the excluded ids.
-   */
-  private static final String READY =
-      " WHERE handler_key = ? AND pending AND parked_at IS NULL"
-          + " AND resume_at <= clock_timestamp() AND stream_id <> ALL (?::bigint[])";
+  private static final Param<String> HANDLER =
+      StatementCache.parameter("handler", SQLDataType.CLOB);
+  private static final Param<Long[]> EXCLUDE =
+      StatementCache.parameter("exclude", SQLDataType.BIGINT.array());
+  private static final Param<Long> CURSOR = StatementCache.parameter("cursor", SQLDataType.BIGINT);
+  private static final Param<String[]> TYPES =
+      StatementCache.parameter("types", SQLDataType.CLOB.array());
 
   /**
    * A claimed row with its events (empty when the stream holds none of the handler's types), or no
@@ -53,105 +74,161 @@ public final class PendingClaim {
   public record Claimed(
       LockedCheckpoint checkpoint, List<EventRows.Row> events, long turn, long stored) {}
 
+  private final EventTables tables;
   private final String handlerKey;
   private final String[] types;
-  private final String cp;
-  private final String events;
-  private final String streamTypes;
-  private final String notPaused;
-  private final String pendingSql;
-  private final Map<Integer, String> sqlByLimit = new ConcurrentHashMap<>();
+  private final StatementCache.Statement pendingSql;
+
+  /** The claim statement per limit: at most one per batch size a pump may ask for. */
+  private final StatementCache<Integer> claims = new StatementCache<>(MessagePump.MAX_BATCH_SIZE);
 
   /** The claim of {@code handlerKey} reading {@code types} in the store of {@code tables}. */
-  public PendingClaim(Tables tables, String handlerKey, Collection<String> types) {
+  public PendingClaim(EventTables tables, String handlerKey, Collection<String> types) {
+    this.tables = tables;
     this.handlerKey = handlerKey;
     this.types = types.toArray(new String[0]);
-    this.cp = tables.quoted("handler_checkpoints");
-    this.events = tables.quoted("events");
-    this.streamTypes = tables.quoted("stream_types");
-    // A paused handler claims nothing and has nothing pending, so its pump idles as on
-    // an empty poll: an uncorrelated NOT EXISTS, one primary-key probe per statement, planned as a
-    // one-time filter above everything else (nothing is scanned or locked when it fails). No
-    // extra round trip. Rendered once, with one bind marker: the handler key.
-    String notPausedCheck =
-        DSL.using(SQLDialect.POSTGRES)
-            .render(tables.pauses.notPaused(DSL.param("handlerKey", SQLDataType.CLOB)));
-    this.notPaused = " WHERE " + notPausedCheck;
     // Whether anything is pending at all (held by another transaction or not): asked only when a
     // poll claimed nothing. An ordered LIMIT 1 on the ready index, not EXISTS: EXISTS was planned
     // as a sequential scan of all the handler's rows (12.7 ms at 200,000 streams).
     this.pendingSql =
-        "SELECT true FROM " + cp + READY + " AND " + notPausedCheck + " ORDER BY turn LIMIT 1";
+        StatementCache.render(
+            dsl ->
+                dsl.select(DSL.inline(true))
+                    .from(tables.checkpoints)
+                    .where(ready())
+                    .and(notPaused(dsl))
+                    .orderBy(TURN)
+                    .limit(DSL.inline(1)),
+            "handler",
+            "exclude");
   }
 
-  /** One range of the walk: the first ready row with its turn in the range, locked. */
-  private String range(String turnBound) {
-    return "SELECT stream_id, checkpoint_offset, failures, stream_end, turn FROM "
-        + cp
-        + READY
-        + " AND "
-        + turnBound
-        + " ORDER BY turn LIMIT 1 FOR UPDATE SKIP LOCKED";
+  /**
+   * The rows a claim may take: the handler's pending (the generated column the ready index is
+   * partial on), unparked, due rows, not among the excluded ids.
+   */
+  private static Condition ready() {
+    return HANDLER_KEY
+        .eq(HANDLER)
+        .and(DSL.condition(PENDING))
+        .and(PARKED_AT.isNull())
+        .and(RESUME_AT.le(EventTables.clockTimestamp()))
+        .and(STREAM_ID.ne(DSL.all(EXCLUDE)));
   }
 
-  String sql(int limit) {
-    return sqlByLimit.computeIfAbsent(
-        limit,
-        k ->
-            // c, one step of the walk from the cursor: the first ready row after it. One range,
-            // one bound: run() sends the same statement again from the start (a new lap) when
-            // nothing is after the cursor. An ordered scan of the ready index that starts at the
-            // bound: no sort, and no walk over rows the cursor has passed. The paused check is a
-            // one-time filter above it (nothing is scanned or locked when it fails).
-            //
-            // Not both ranges of the walk (after the cursor, then from the start) as branches of
-            // one UNION ALL: that saves a round trip per lap, but the second branch's nodes are
-            // set up and shut down at every execution although it runs about once per lap, which
-            // costs the server more per claim than the round trip (docs/performance-notes.md).
-            //
-            // e, the claimed stream's next events of the handler's types, in offset order.
-            //
-            // u, the success bookkeeping done up front, as the command queue and the balancer do
-            // it: the checkpoint moves past the last event read, in this statement; it commits
-            // with the handlers' writes, and whatever ends the run early (a failure, Busy, a
-            // projection answering another offset) writes the checkpoint where it really is
-            // before the commit (EventDriver, StreamRun). So a batch whose events are all handled
-            // is BEGIN + this statement and COMMIT: no checkpoint statement of its own.
-            //
-            // Kept to few plan nodes: perf on the server showed executor start-up (initializing
-            // each node and expression, at every execution of the prepared statement) as the
-            // largest part of the claim's cost beyond the baseline's (docs/performance-notes.md).
-            // No outer ORDER BY (the lateral scan returns the events in offset order; run()
-            // checks), and "anything pending?" is a statement of its own, asked only when nothing
-            // was claimed.
-            "WITH c AS (SELECT * FROM ("
-                + range("turn > ?")
-                + ") AS a"
-                + notPaused
-                + "),"
-                + " e AS (SELECT ev.* FROM c CROSS JOIN LATERAL (SELECT * FROM "
-                + events
-                + " AS x WHERE x.stream_id = c.stream_id"
-                + " AND x.stream_offset >= c.checkpoint_offset"
-                + " AND x.stream_offset <= (SELECT max(t.latest_offset) FROM "
-                + streamTypes
-                + " AS t WHERE t.stream_id = c.stream_id AND t.type = ANY (?::text[]))"
-                + " AND x.type = ANY (?::text[])"
-                + " ORDER BY x.stream_offset LIMIT "
-                + limit // an int of the code (the pump's batch size), not data
-                + ") AS ev),"
-                + " u AS (UPDATE "
-                + cp
-                + " SET checkpoint_offset = (SELECT max(e.stream_offset) + 1 FROM e), failures = 0,"
-                + " updated_at = clock_timestamp()"
-                + " WHERE handler_key = ? AND stream_id = (SELECT c.stream_id FROM c)"
-                + " AND EXISTS (SELECT 1 FROM e) RETURNING checkpoint_offset)"
-                + " SELECT c.stream_id, c.checkpoint_offset, c.failures, c.stream_end, c.turn,"
-                + " (SELECT u.checkpoint_offset FROM u),"
-                + " e.message_id, e.stream_offset, e.type, e.correlation_id, e.causation_id,"
-                + " e.headers::text, e.payload,"
-                + " (extract(epoch FROM e.recorded_at) * 1000000)::bigint"
-                + " FROM c LEFT JOIN e ON true");
+  /**
+   * A paused handler claims nothing and has nothing pending, so its pump idles as on an empty poll:
+   * an uncorrelated NOT EXISTS, one primary-key probe per statement, planned as a one-time filter
+   * above everything else (nothing is scanned or locked when it fails). No extra round trip.
+   */
+  private Condition notPaused(DSLContext dsl) {
+    return tables.pauses.notPaused(HANDLER);
+  }
+
+  /** The claim statement reading up to {@code limit} events. */
+  StatementCache.Statement sql(int limit) {
+    return claims.statement(
+        limit, dsl -> claim(dsl, limit), "handler", "exclude", "cursor", "types");
+  }
+
+  private Query claim(DSLContext dsl, int limit) {
+    // c, one step of the walk from the cursor: the first ready row after it, locked. One range,
+    // one bound: run() sends the same statement again from the start (a new lap) when nothing is
+    // after the cursor. An ordered scan of the ready index that starts at the bound: no sort, and
+    // no walk over rows the cursor has passed. The paused check is a one-time filter above it
+    // (nothing is scanned or locked when it fails).
+    //
+    // Not both ranges of the walk (after the cursor, then from the start) as branches of one UNION
+    // ALL: that saves a round trip per lap, but the second branch's nodes are set up and shut down
+    // at every execution although it runs about once per lap, which costs the server more per
+    // claim than the round trip (docs/performance-notes.md).
+    Table<?> a =
+        dsl.select(STREAM_ID, CHECKPOINT_OFFSET, FAILURES, STREAM_END, TURN)
+            .from(tables.checkpoints)
+            .where(ready())
+            .and(TURN.gt(CURSOR))
+            .orderBy(TURN)
+            .limit(DSL.inline(1))
+            .forUpdate()
+            .skipLocked()
+            .asTable("a");
+    CommonTableExpression<?> c =
+        DSL.name("c").as(dsl.select(DSL.asterisk()).from(a).where(notPaused(dsl)));
+    Table<?> cRef = DSL.table(DSL.name("c"));
+    Field<Long> cStream = column(cRef, STREAM_ID);
+    // e, the claimed stream's next events of the handler's types, in offset order.
+    Table<?> x = tables.events.as("x");
+    Table<?> t = tables.streamTypes.as("t");
+    Field<Long> latest =
+        DSL.field(
+            dsl.select(DSL.max(column(t, LATEST_OFFSET)))
+                .from(t)
+                .where(column(t, STREAM_ID).eq(cStream))
+                .and(column(t, TYPE).eq(DSL.any(TYPES))));
+    Table<?> ev =
+        DSL.lateral(
+            dsl.select(DSL.asterisk())
+                .from(x)
+                .where(column(x, STREAM_ID).eq(cStream))
+                .and(column(x, STREAM_OFFSET).ge(column(cRef, CHECKPOINT_OFFSET)))
+                .and(column(x, STREAM_OFFSET).le(latest))
+                .and(column(x, TYPE).eq(DSL.any(TYPES)))
+                .orderBy(column(x, STREAM_OFFSET))
+                .limit(DSL.inline(limit)) // an int of the code (the pump's batch size), not data
+                .asTable("ev"));
+    CommonTableExpression<?> e =
+        DSL.name("e").as(dsl.select(DSL.table(DSL.name("ev")).asterisk()).from(cRef).crossJoin(ev));
+    Table<?> eRef = DSL.table(DSL.name("e"));
+    // u, the success bookkeeping done up front, as the command queue and the balancer do it: the
+    // checkpoint moves past the last event read, in this statement; it commits with the handlers'
+    // writes, and whatever ends the run early (a failure, Busy, a projection answering another
+    // offset) writes the checkpoint where it really is before the commit (EventDriver, StreamRun).
+    // So a batch whose events are all handled is BEGIN + this statement and COMMIT: no checkpoint
+    // statement of its own.
+    CommonTableExpression<?> u =
+        DSL.name("u")
+            .as(
+                dsl.update(tables.checkpoints)
+                    .set(
+                        CHECKPOINT_OFFSET,
+                        DSL.field(
+                            dsl.select(DSL.max(column(eRef, STREAM_OFFSET)).plus(DSL.inline(1L)))
+                                .from(eRef)))
+                    .set(FAILURES, DSL.inline(0))
+                    .set(UPDATED_AT, EventTables.clockTimestamp())
+                    .where(HANDLER_KEY.eq(HANDLER))
+                    .and(STREAM_ID.eq(DSL.field(dsl.select(cStream).from(cRef))))
+                    .and(DSL.exists(dsl.selectOne().from(eRef)))
+                    .returningResult(CHECKPOINT_OFFSET));
+    Table<?> uRef = DSL.table(DSL.name("u"));
+    // Kept to few plan nodes: perf on the server showed executor start-up (initializing each node
+    // and expression, at every execution of the prepared statement) as the largest part of the
+    // claim's cost beyond the baseline's (docs/performance-notes.md). No outer ORDER BY (the
+    // lateral scan returns the events in offset order; run() checks), and "anything pending?" is a
+    // statement of its own, asked only when nothing was claimed.
+    return dsl.with(c)
+        .with(e)
+        .with(u)
+        .select(
+            cStream,
+            column(cRef, CHECKPOINT_OFFSET),
+            column(cRef, FAILURES),
+            column(cRef, STREAM_END),
+            column(cRef, TURN),
+            DSL.field(dsl.select(column(uRef, CHECKPOINT_OFFSET)).from(uRef)),
+            column(eRef, EventTables.MESSAGE_ID),
+            column(eRef, STREAM_OFFSET),
+            column(eRef, TYPE),
+            column(eRef, EventTables.CORRELATION_ID),
+            column(eRef, EventTables.CAUSATION_ID),
+            column(eRef, EventTables.HEADERS).cast(SQLDataType.CLOB),
+            column(eRef, EventTables.PAYLOAD),
+            DSL.field(
+                "(extract(epoch from {0}) * 1000000)::bigint",
+                SQLDataType.BIGINT, column(eRef, EventTables.RECORDED_AT)))
+        .from(cRef)
+        .leftJoin(eRef)
+        .on(DSL.trueCondition());
   }
 
   /**
@@ -159,13 +236,9 @@ public final class PendingClaim {
    * transaction or not (false while the handler is paused).
    */
   public boolean anyPending(Connection c, Collection<Long> exclude) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(pendingSql)) {
-      ps.setString(1, handlerKey);
-      ps.setObject(2, exclude.toArray(new Long[0]));
-      ps.setString(3, handlerKey);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next();
-      }
+    try (PreparedStatement ps = pendingSql.prepare(c, handlerKey, exclude.toArray(new Long[0]));
+        ResultSet rs = ps.executeQuery()) {
+      return rs.next();
     }
   }
 
@@ -188,17 +261,8 @@ public final class PendingClaim {
   /** One statement of the walk: the first ready row after {@code cursor}, claimed and read. */
   private Claimed step(Connection c, Collection<Long> exclude, long cursor, int limit)
       throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(sql(limit))) {
-      // Arrays bound with setObject (pgjdbc encodes Long[] and String[] itself): createArrayOf
-      // looks the element type up by name at every call, a visible cost per delivery.
-      int i = 0;
-      ps.setString(++i, handlerKey);
-      ps.setObject(++i, exclude.toArray(new Long[0]));
-      ps.setLong(++i, cursor);
-      ps.setString(++i, handlerKey); // the paused check
-      ps.setObject(++i, types);
-      ps.setObject(++i, types);
-      ps.setString(++i, handlerKey); // the checkpoint update
+    try (PreparedStatement ps =
+        sql(limit).prepare(c, handlerKey, exclude.toArray(new Long[0]), cursor, types)) {
       LockedCheckpoint claim = null;
       long turn = Long.MIN_VALUE;
       long stored = -1;

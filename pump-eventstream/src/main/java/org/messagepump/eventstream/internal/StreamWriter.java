@@ -1,6 +1,9 @@
 package org.messagepump.eventstream.internal;
 
 import static org.jooq.impl.DSL.rand;
+import static org.messagepump.eventstream.internal.EventTables.CHANGED_XID;
+import static org.messagepump.eventstream.internal.EventTables.ID;
+import static org.messagepump.eventstream.internal.EventTables.NEXT_OFFSET;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -15,7 +18,9 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
 import org.jooq.DSLContext;
+import org.jooq.Record;
 import org.jooq.Record1;
+import org.jooq.Table;
 import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
 import org.messagepump.core.Limits;
@@ -23,7 +28,6 @@ import org.messagepump.core.MessageCodec;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UnknownMessageTypeException;
 import org.messagepump.core.spi.Inputs;
-import org.messagepump.eventstream.internal.Tables.Streams;
 
 /**
  * Appends events: validates and encodes them, takes a stream row lock, assigns gap-free offsets
@@ -67,13 +71,13 @@ public final class StreamWriter {
 
   private final MessageCodec codec;
   private final Limits limits;
-  private final Streams streams;
+  private final Table<Record> streams;
   private final String channel;
   private final String insertEvents;
   private final String upsertTypes;
 
   /** A writer to {@code tables} encoding with {@code codec}, checking input against limits. */
-  public StreamWriter(MessageCodec codec, Tables tables, Limits limits) {
+  public StreamWriter(MessageCodec codec, EventTables tables, Limits limits) {
     this.codec = codec;
     this.limits = limits;
     this.streams = tables.streams;
@@ -152,9 +156,9 @@ public final class StreamWriter {
    */
   public long lockAnyStream(DSLContext dsl) {
     Record1<Long> free =
-        dsl.select(streams.id)
-            .from(streams.table)
-            .orderBy(streams.nextOffset, rand())
+        dsl.select(ID)
+            .from(streams)
+            .orderBy(NEXT_OFFSET, rand())
             .limit(1)
             .forNoKeyUpdate()
             .skipLocked()
@@ -162,12 +166,12 @@ public final class StreamWriter {
     if (free != null) {
       return free.value1();
     }
-    if (dsl.fetchExists(dsl.selectOne().from(streams.table).where(streams.nextOffset.eq(0L)))) {
+    if (dsl.fetchExists(dsl.selectOne().from(streams).where(NEXT_OFFSET.eq(0L)))) {
       // Another empty stream would only add a stream to read; wait for a held one instead.
       Record1<Long> held =
-          dsl.select(streams.id)
-              .from(streams.table)
-              .orderBy(streams.nextOffset, rand())
+          dsl.select(ID)
+              .from(streams)
+              .orderBy(NEXT_OFFSET, rand())
               .limit(1)
               .forNoKeyUpdate()
               .fetchOne();
@@ -180,11 +184,7 @@ public final class StreamWriter {
 
   /** Creates an empty stream (locked by this transaction until it ends) and returns its id. */
   public long createStream(DSLContext dsl) {
-    return dsl.insertInto(streams.table)
-        .defaultValues()
-        .returningResult(streams.id)
-        .fetchOne()
-        .value1();
+    return dsl.insertInto(streams).defaultValues().returningResult(ID).fetchOne().value1();
   }
 
   /**
@@ -193,11 +193,7 @@ public final class StreamWriter {
    */
   public long lockStream(DSLContext dsl, long streamId) {
     Record1<Long> row =
-        dsl.select(streams.nextOffset)
-            .from(streams.table)
-            .where(streams.id.eq(streamId))
-            .forNoKeyUpdate()
-            .fetchOne();
+        dsl.select(NEXT_OFFSET).from(streams).where(ID.eq(streamId)).forNoKeyUpdate().fetchOne();
     if (row == null) {
       throw new IllegalArgumentException("stream " + streamId + " does not exist");
     }
@@ -209,11 +205,11 @@ public final class StreamWriter {
     DSLContext dsl = tx.dsl();
     int n = events.size();
     long next =
-        dsl.update(streams.table)
-            .set(streams.nextOffset, streams.nextOffset.plus((long) n))
-            .set(streams.changedXid, Tables.currentXid())
-            .where(streams.id.eq(streamId))
-            .returningResult(streams.nextOffset)
+        dsl.update(streams)
+            .set(NEXT_OFFSET, NEXT_OFFSET.plus((long) n))
+            .set(CHANGED_XID, EventTables.currentXid())
+            .where(ID.eq(streamId))
+            .returningResult(NEXT_OFFSET)
             .fetchOne()
             .value1();
     long first = next - n;
