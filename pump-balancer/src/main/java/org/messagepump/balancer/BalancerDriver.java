@@ -17,9 +17,9 @@ import org.messagepump.balancer.internal.AcquiredMessage;
 import org.messagepump.balancer.internal.Cursor;
 import org.messagepump.balancer.internal.DeliveryQueries;
 import org.messagepump.balancer.internal.Json;
-import org.messagepump.balancer.internal.LeaseOutcome;
 import org.messagepump.balancer.internal.LeaseQueries;
 import org.messagepump.balancer.internal.Schema;
+import org.messagepump.balancer.model.LeaseResult;
 import org.messagepump.core.BusyException;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.Limits;
@@ -151,7 +151,7 @@ public final class BalancerDriver implements Driver {
     for (Delivery d : running) {
       AcquiredMessage c = state(d).claim;
       if (LeaseQueries.extend(dsl, c.messageId(), c.token(), leaseMode).result()
-          == LeaseOutcome.APPLIED) {
+          == LeaseResult.APPLIED) {
         kept.add(d);
       }
     }
@@ -186,8 +186,8 @@ public final class BalancerDriver implements Driver {
   }
 
   /** Lease mode: throws when the lease of {@code c} is no longer this claim's. */
-  private static void fenced(LeaseOutcome result, AcquiredMessage c, String what) {
-    if (result != LeaseOutcome.APPLIED) {
+  private static void fenced(LeaseResult result, AcquiredMessage c, String what) {
+    if (result != LeaseResult.APPLIED) {
       throw new org.messagepump.core.LeaseLostException(
           "the "
               + what

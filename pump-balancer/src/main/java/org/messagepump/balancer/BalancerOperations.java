@@ -21,7 +21,9 @@ import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
 import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
-import org.messagepump.balancer.internal.StoreQueries.GroupFigures;
+import org.messagepump.balancer.model.GroupStats;
+import org.messagepump.balancer.model.LeaseResult;
+import org.messagepump.balancer.model.PartitionStats;
 import org.messagepump.core.Inputs;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Migrations;
@@ -157,8 +159,7 @@ public final class BalancerOperations {
 
   /** Figures of every partition group that has keys or messages, sorted by group name. */
   public List<GroupStats> groups() {
-    return FromInternal.groupStatsList(
-        read("reading group stats", dsl -> StoreQueries.groups(dsl, null)));
+    return read("reading group stats", dsl -> StoreQueries.groups(dsl, null));
   }
 
   /** The groups paused cluster-wide ({@link #pauseGroup}), by group name. */
@@ -191,10 +192,9 @@ public final class BalancerOperations {
     Checks.name("group", group);
     Checks.name("partitionKey", partitionKey);
     return Optional.ofNullable(
-        FromInternal.partitionStats(
-            read(
-                "reading partition stats",
-                dsl -> StoreQueries.partitionStats(dsl, group, partitionKey))));
+        read(
+            "reading partition stats",
+            dsl -> StoreQueries.partitionStats(dsl, group, partitionKey)));
   }
 
   /**
@@ -217,19 +217,15 @@ public final class BalancerOperations {
       Checks.name("partitionKey", key);
     }
     List<String> keys = List.copyOf(partitionKeys);
-    return read("reading partition stats", dsl -> StoreQueries.partitionStats(dsl, group, keys))
-        .stream()
-        .map(FromInternal::partitionStats)
-        .toList();
+    return List.copyOf(
+        read("reading partition stats", dsl -> StoreQueries.partitionStats(dsl, group, keys)));
   }
 
   /** The figures of {@code group}: keys, messages, leases, parked keys, oldest message age. */
   public GroupStats stats(String group) {
     Checks.name("group", group);
-    List<GroupFigures> all = read("reading group stats", dsl -> StoreQueries.groups(dsl, group));
-    return all.isEmpty()
-        ? new GroupStats(group, 0, 0, 0, 0, Duration.ZERO)
-        : FromInternal.groupStats(all.get(0));
+    List<GroupStats> all = read("reading group stats", dsl -> StoreQueries.groups(dsl, group));
+    return all.isEmpty() ? new GroupStats(group, 0, 0, 0, 0, Duration.ZERO) : all.get(0);
   }
 
   /** Parked keys of {@code group} with the reason each was parked, oldest first. */
@@ -382,7 +378,7 @@ public final class BalancerOperations {
   /** Runs a lease operation, timed and counted in the group's meters when there are any. */
   private LeaseResult lease(String operation, Supplier<LeaseQueries.Applied> work) {
     if (metrics == null) {
-      return FromInternal.leaseResult(work.get().result());
+      return work.get().result();
     }
     long start = System.nanoTime();
     LeaseQueries.Applied applied;
@@ -395,7 +391,7 @@ public final class BalancerOperations {
     if (applied.endToEnd() != null) {
       metrics.removed(applied.endToEnd());
     }
-    return FromInternal.leaseResult(applied.result());
+    return applied.result();
   }
 
   private <T> T read(String doing, Function<DSLContext, T> query) {

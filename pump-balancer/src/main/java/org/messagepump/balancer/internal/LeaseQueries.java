@@ -18,6 +18,7 @@ import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.messagepump.balancer.internal.Schema.M;
 import org.messagepump.balancer.internal.Schema.P;
+import org.messagepump.balancer.model.LeaseResult;
 import org.messagepump.core.DatabaseException;
 import org.messagepump.core.Tx;
 
@@ -34,11 +35,11 @@ public final class LeaseQueries {
   public record Expired(String group, String key, long messageId, int attempts) {}
 
   /** The outcome of a lease operation plus, for confirm, the message's end-to-end age. */
-  public record Applied(LeaseOutcome result, String group, Duration endToEnd) {}
+  public record Applied(LeaseResult result, String group, Duration endToEnd) {}
 
   /** A locked lease (group and key) or the reason there is none ({@code rejection}). */
-  private record Lease(LeaseOutcome rejection, String group, String key) {
-    static Lease rejected(LeaseOutcome r) {
+  private record Lease(LeaseResult rejection, String group, String key) {
+    static Lease rejected(LeaseResult r) {
       return new Lease(r, null, null);
     }
   }
@@ -59,7 +60,7 @@ public final class LeaseQueries {
     Record2<String, String> m =
         dsl.select(M.GROUP, M.KEY).from(M.T).where(M.ID.eq(messageId)).fetchOne();
     if (m == null) {
-      return Lease.rejected(LeaseOutcome.UNKNOWN_MESSAGE);
+      return Lease.rejected(LeaseResult.UNKNOWN_MESSAGE);
     }
     var row = DeliveryQueries.key(m.value1(), m.value2());
     // Cheap rejection without waiting: a committed lease of another message or token can only be
@@ -88,10 +89,10 @@ public final class LeaseQueries {
     return lease.value1() != null && lease.value1() == messageId && token.equals(lease.value2());
   }
 
-  private static LeaseOutcome staleOrGone(DSLContext dsl, long messageId) {
+  private static LeaseResult staleOrGone(DSLContext dsl, long messageId) {
     return dsl.fetchExists(DSL.selectOne().from(M.T).where(M.ID.eq(messageId)))
-        ? LeaseOutcome.STALE_TOKEN
-        : LeaseOutcome.UNKNOWN_MESSAGE;
+        ? LeaseResult.STALE_TOKEN
+        : LeaseResult.UNKNOWN_MESSAGE;
   }
 
   /**
@@ -119,7 +120,7 @@ public final class LeaseQueries {
     } catch (SQLException e) {
       throw new DatabaseException("confirming a message", e);
     }
-    return new Applied(LeaseOutcome.APPLIED, m.group(), age);
+    return new Applied(LeaseResult.APPLIED, m.group(), age);
   }
 
   /** Moves a lease's expiry to {@code duration} from now (database clock). */
@@ -132,7 +133,7 @@ public final class LeaseQueries {
         .set(P.LEASE_UNTIL, clockPlus(duration))
         .where(DeliveryQueries.key(m.group(), m.key()))
         .execute();
-    return new Applied(LeaseOutcome.APPLIED, m.group(), null);
+    return new Applied(LeaseResult.APPLIED, m.group(), null);
   }
 
   /**
@@ -151,7 +152,7 @@ public final class LeaseQueries {
           .where(M.ID.eq(messageId))
           .execute();
     }
-    return new Applied(LeaseOutcome.APPLIED, m.group(), null);
+    return new Applied(LeaseResult.APPLIED, m.group(), null);
   }
 
   /**

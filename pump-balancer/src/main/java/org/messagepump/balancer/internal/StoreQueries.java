@@ -3,7 +3,6 @@ package org.messagepump.balancer.internal;
 import static org.messagepump.balancer.internal.Schema.clock;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -16,6 +15,8 @@ import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.balancer.internal.Schema.M;
 import org.messagepump.balancer.internal.Schema.P;
+import org.messagepump.balancer.model.GroupStats;
+import org.messagepump.balancer.model.PartitionStats;
 
 /** The SQL of storing messages and of introspection. */
 public final class StoreQueries {
@@ -23,29 +24,6 @@ public final class StoreQueries {
   private static final int MAX_KEY_ROW_ATTEMPTS = 100;
 
   private StoreQueries() {}
-
-  /**
-   * One group's figures: keys, messages, keys with a lease, parked keys, age of the oldest message
-   * ({@link Duration#ZERO} when empty).
-   */
-  public record GroupFigures(
-      String group, long partitions, long messages, long leases, long parked, Duration oldestAge) {}
-
-  /**
-   * One key's figures: its messages, whether a transaction holds it, its lease, failures, when a
-   * postponed key is due (null when due now), why it is parked (null when not) and the age of its
-   * oldest message ({@link Duration#ZERO} when empty).
-   */
-  public record KeyFigures(
-      String partitionKey,
-      long messageCount,
-      boolean locked,
-      Long leasedMessageId,
-      Instant leaseUntil,
-      int failures,
-      Instant resumeAt,
-      String parkedReason,
-      Duration oldestAge) {}
 
   /**
    * Stores one message and returns its id. First a transaction-scoped advisory lock on the key
@@ -287,7 +265,7 @@ public final class StoreQueries {
    * One key's figures; {@code null} when the key has no row. "Locked" probes the row {@code FOR
    * SHARE SKIP LOCKED}: that conflicts with a consumer's lock but not with a producer's.
    */
-  public static KeyFigures partitionStats(DSLContext dsl, String group, String key) {
+  public static PartitionStats partitionStats(DSLContext dsl, String group, String key) {
     Record p =
         dsl.select(
                 P.LEASE_MESSAGE_ID,
@@ -319,7 +297,7 @@ public final class StoreQueries {
     OffsetDateTime now = p.get(clock());
     OffsetDateTime resumeAt = p.get(P.RESUME_AT);
     OffsetDateTime leaseUntil = p.get(P.LEASE_UNTIL);
-    return new KeyFigures(
+    return new PartitionStats(
         key,
         m.get(0, Long.class),
         !free,
@@ -338,7 +316,7 @@ public final class StoreQueries {
    * keys come back in the order of {@code keys}. Whether a transaction holds a key is read as
    * {@link #partitionStats} reads it, by a {@code FOR SHARE SKIP LOCKED} probe of its row.
    */
-  public static List<KeyFigures> partitionStats(
+  public static List<PartitionStats> partitionStats(
       DSLContext dsl, String group, java.util.Collection<String> keys) {
     if (keys.isEmpty()) {
       return List.of();
@@ -359,7 +337,7 @@ public final class StoreQueries {
                 + " AND q.partition_key = {2} FOR SHARE SKIP LOCKED)",
             SQLDataType.BOOLEAN, P.T, P.GROUP, P.KEY);
     org.jooq.Field<OffsetDateTime> now = clock();
-    Map<String, KeyFigures> byKey = new java.util.HashMap<>();
+    Map<String, PartitionStats> byKey = new java.util.HashMap<>();
     for (Record p :
         dsl.select(
                 P.KEY,
@@ -382,7 +360,7 @@ public final class StoreQueries {
       Long n = p.get(count);
       byKey.put(
           p.get(P.KEY),
-          new KeyFigures(
+          new PartitionStats(
               p.get(P.KEY),
               n == null ? 0 : n,
               !Boolean.TRUE.equals(p.get(free)),
@@ -393,9 +371,9 @@ public final class StoreQueries {
               p.get(P.PARKED_REASON),
               age(p.get(oldest), at)));
     }
-    List<KeyFigures> out = new ArrayList<>();
+    List<PartitionStats> out = new ArrayList<>();
     for (String k : new java.util.LinkedHashSet<>(keys)) {
-      KeyFigures f = byKey.get(k);
+      PartitionStats f = byKey.get(k);
       if (f != null) {
         out.add(f);
       }
@@ -404,7 +382,7 @@ public final class StoreQueries {
   }
 
   /** Figures of every group that has keys or messages, by group name. */
-  public static List<GroupFigures> groups(DSLContext dsl, String onlyGroup) {
+  public static List<GroupStats> groups(DSLContext dsl, String onlyGroup) {
     var pq =
         dsl.select(
                 P.GROUP,
@@ -434,9 +412,9 @@ public final class StoreQueries {
       c[1] = r.get(1, Long.class);
       oldest.put(r.get(M.GROUP), r.get(2, OffsetDateTime.class));
     }
-    List<GroupFigures> out = new ArrayList<>(counts.size());
+    List<GroupStats> out = new ArrayList<>(counts.size());
     counts.forEach(
-        (g, c) -> out.add(new GroupFigures(g, c[0], c[1], c[2], c[3], age(oldest.get(g), now))));
+        (g, c) -> out.add(new GroupStats(g, c[0], c[1], c[2], c[3], age(oldest.get(g), now))));
     return out;
   }
 
