@@ -53,12 +53,6 @@ public final class Schema {
     private final String deleteOne;
     private final String keyLock;
     private final String keyDelete;
-    private final String restore;
-    private final String racedHeads;
-    private final String moveBack;
-    private final String rejoin;
-    private final java.util.Map<Long, AcquireStatement.Text> acquireTexts =
-        new java.util.concurrent.ConcurrentHashMap<>();
 
     private static final java.util.Map<String, Ctx> BY_SCHEMA =
         new java.util.concurrent.ConcurrentHashMap<>();
@@ -88,11 +82,6 @@ public final class Schema {
       String[] keyDeletes = DeliveryQueries.renderKeyDelete(render());
       this.keyLock = keyDeletes[0];
       this.keyDelete = keyDeletes[1];
-      this.restore = DeliveryQueries.renderRestore(render());
-      this.racedHeads = DeliveryQueries.renderRacedHeads(render());
-      String[] places = DeliveryQueries.renderPlaces(render());
-      this.moveBack = places[0];
-      this.rejoin = places[1];
     }
 
     /** The schema name. */
@@ -125,27 +114,6 @@ public final class Schema {
       return DSL.using(SQLDialect.POSTGRES, settings);
     }
 
-    /**
-     * How an acquisition statement's text is rendered: for this schema, a max, a shape
-     * (AcquireStatement.WALK_*, with AcquireStatement.MOVE_BACK or not) and the most messages of
-     * one key it takes.
-     */
-    @FunctionalInterface
-    interface AcquireRenderer {
-      AcquireStatement.Text render(Ctx ctx, int max, int shape, int perKey);
-    }
-
-    /**
-     * The acquisition statement's text for {@code max} deliveries, a shape {@code shape}, up to
-     * {@code perKey} consecutive messages of each key, rendered once per schema by {@code renderer}
-     * (see AcquireStatement.Prepared).
-     */
-    AcquireStatement.Text acquireText(int max, int shape, int perKey, AcquireRenderer renderer) {
-      return acquireTexts.computeIfAbsent(
-          ((long) shape << 48) | ((long) max << 24) | perKey,
-          k -> renderer.render(this, max, shape, perKey));
-    }
-
     String deleteMany() {
       return deleteMany;
     }
@@ -160,22 +128,6 @@ public final class Schema {
 
     String keyDelete() {
       return keyDelete;
-    }
-
-    String restore() {
-      return restore;
-    }
-
-    String racedHeads() {
-      return racedHeads;
-    }
-
-    String moveBack() {
-      return moveBack;
-    }
-
-    String rejoin() {
-      return rejoin;
     }
   }
 
