@@ -9,10 +9,10 @@ import org.jooq.DSLContext;
 import org.jooq.exception.DataAccessException;
 import org.messagepump.balancer.internal.AcquiredMessage;
 import org.messagepump.balancer.internal.Acquisition;
+import org.messagepump.balancer.internal.BalancerTables;
 import org.messagepump.balancer.internal.DeliveryQueries;
 import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
-import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.model.LeaseResult;
 import org.messagepump.core.BusyException;
 import org.messagepump.core.Envelope;
@@ -101,7 +101,7 @@ public final class BalancerDriver implements Driver {
   private final Duration leaseMode; // null: transactional mode
   private final BalancerMetrics metrics;
   private final Acquisition acquisition;
-  private final Schema.Ctx ctx;
+  private final BalancerTables tables;
   private final Limits limits;
   private volatile long nextReap = System.nanoTime();
 
@@ -109,7 +109,7 @@ public final class BalancerDriver implements Driver {
     BalancerDriverOptions o = options.resolved();
     this.balancer = balancer;
     this.group = balancer.group();
-    this.ctx = balancer.ctx();
+    this.tables = balancer.tables();
     this.limits = balancer.limits();
     this.handler = java.util.Objects.requireNonNull(handler, "handler");
     this.options = o;
@@ -122,7 +122,7 @@ public final class BalancerDriver implements Driver {
     this.leaseMode = o.leaseMode();
     this.metrics = balancer.metrics();
     this.acquisition =
-        new Acquisition(ctx, group, balancer.dataSource(), lockPartition, messagesPerTurn);
+        new Acquisition(tables, group, balancer.dataSource(), lockPartition, messagesPerTurn);
   }
 
   /** In lease mode (docs/leases.md), the lease of each claim; empty in transactional mode. */
@@ -137,11 +137,11 @@ public final class BalancerDriver implements Driver {
     if (leaseMode == null) {
       return Driver.super.extendLeases(tx, running);
     }
-    DSLContext dsl = ctx.dsl(tx);
+    DSLContext dsl = tables.dsl(tx);
     List<Delivery> kept = new ArrayList<>(running.size());
     for (Delivery d : running) {
       AcquiredMessage c = state(d).claim;
-      if (LeaseQueries.extend(dsl, c.messageId(), c.token(), leaseMode).result()
+      if (LeaseQueries.extend(tables, dsl, c.messageId(), c.token(), leaseMode).result()
           == LeaseResult.APPLIED) {
         kept.add(d);
       }
@@ -155,11 +155,11 @@ public final class BalancerDriver implements Driver {
    * out is stored again. The pump commits this before the handler runs.
    */
   private void leaseClaims(Tx tx, List<Delivery> out) throws SQLException {
-    DSLContext dsl = ctx.dsl(tx);
+    DSLContext dsl = tables.dsl(tx);
     for (Delivery d : out) {
       State state = state(d);
       keep(tx, state, null);
-      DeliveryQueries.lease(dsl, state.claim, leaseOwner, leaseMode, false);
+      DeliveryQueries.lease(tables, dsl, state.claim, leaseOwner, leaseMode, false);
       state.run.markKeyWritten();
       state.run.markPlaced(); // the lease's end gives the key its place at the back
     }
@@ -171,8 +171,8 @@ public final class BalancerDriver implements Driver {
    * for what the key's outcome writes next.
    */
   private DSLContext endLease(Tx tx, AcquiredMessage c, String what) {
-    DSLContext dsl = ctx.dsl(tx);
-    fenced(LeaseQueries.requeue(dsl, c.messageId(), c.token(), null).result(), c, what);
+    DSLContext dsl = tables.dsl(tx);
+    fenced(LeaseQueries.requeue(tables, dsl, c.messageId(), c.token(), null).result(), c, what);
     return dsl;
   }
 
@@ -202,7 +202,7 @@ public final class BalancerDriver implements Driver {
    */
   @Override
   public java.util.Optional<String> wakeChannel() {
-    return java.util.Optional.of(ctx.wakeChannel());
+    return java.util.Optional.of(tables.wakeChannel());
   }
 
   /** The options this driver runs with (lease mode's default attempts applied). */
@@ -252,9 +252,9 @@ public final class BalancerDriver implements Driver {
     if (now - nextReap < 0) {
       return;
     }
-    DSLContext dsl = ctx.dsl(tx);
+    DSLContext dsl = tables.dsl(tx);
     nextReap = now + reapInterval.toNanos();
-    List<LeaseQueries.Expired> expired = LeaseQueries.reap(dsl, group, REAP_BATCH);
+    List<LeaseQueries.Expired> expired = LeaseQueries.reap(tables, dsl, group, REAP_BATCH);
     if (expired.isEmpty()) {
       return;
     }
@@ -262,7 +262,7 @@ public final class BalancerDriver implements Driver {
     for (LeaseQueries.Expired e : expired) {
       if (e.attempts() >= maxAttempts) {
         String reason = "hand-off lease expired " + e.attempts() + " times";
-        LeaseQueries.parkExpired(dsl, e, reason);
+        LeaseQueries.parkExpired(tables, dsl, e, reason);
         // The key is producer data: at DEBUG only; the message id identifies it at WARN.
         log.warn("balancer {}: key of message {} parked: {}", group, e.messageId(), reason);
         log.debug("balancer {}: message {} is of key {}", group, e.messageId(), e.key());
@@ -462,20 +462,21 @@ public final class BalancerDriver implements Driver {
     if (state.leaseResult instanceof Result.Handoff h) {
       Duration lease = h.lease() == null ? leaseDuration : h.lease();
       fenced(
-          LeaseQueries.extend(ctx.dsl(tx), c.messageId(), c.token(), lease).result(),
+          LeaseQueries.extend(tables, tables.dsl(tx), c.messageId(), c.token(), lease).result(),
           c,
           "hand-off");
       return;
     }
     if (state.leaseResult instanceof Result.Requeue) {
       fenced(
-          LeaseQueries.requeue(ctx.dsl(tx), c.messageId(), c.token(), state.requeueProperties)
+          LeaseQueries.requeue(
+                  tables, tables.dsl(tx), c.messageId(), c.token(), state.requeueProperties)
               .result(),
           c,
           "requeue");
       return;
     }
-    LeaseQueries.Applied applied = LeaseQueries.confirm(tx, ctx, c.messageId(), c.token());
+    LeaseQueries.Applied applied = LeaseQueries.confirm(tx, tables, c.messageId(), c.token());
     fenced(applied.result(), c, "completion");
     if (applied.endToEnd() != null) {
       metrics.removed(applied.endToEnd());
@@ -498,7 +499,7 @@ public final class BalancerDriver implements Driver {
               ? null
               : Json.object(r.propertiesJson(), "requeue properties", limits);
       if (!keep(tx, state, props) && props != null) {
-        DeliveryQueries.replaceProperties(ctx.dsl(tx), c.messageId(), props);
+        DeliveryQueries.replaceProperties(tables, tables.dsl(tx), c.messageId(), props);
       }
       return Outcome.HANDLED;
     }
@@ -510,7 +511,7 @@ public final class BalancerDriver implements Driver {
       Duration lease =
           h.lease() == null ? leaseDuration : Checks.positive("handoff lease", h.lease());
       keep(tx, state, null);
-      DeliveryQueries.lease(ctx.dsl(tx), c, leaseOwner, lease);
+      DeliveryQueries.lease(tables, tables.dsl(tx), c, leaseOwner, lease);
       if (state.run != null) {
         state.run.markKeyWritten();
       }
@@ -548,7 +549,7 @@ public final class BalancerDriver implements Driver {
     Map<Long, DeliveryQueries.Removed> removed =
         stored.length == 0
             ? Map.of()
-            : DeliveryQueries.deleteMessages(tx.connection(), ctx, stored);
+            : DeliveryQueries.deleteMessages(tx.connection(), tables, stored);
     DSLContext dsl = null; // built only for the few keys that need bookkeeping
     for (State s : done) {
       AcquiredMessage c = s.claim;
@@ -569,7 +570,7 @@ public final class BalancerDriver implements Driver {
         emptied = r == null || !r.othersSeen();
       }
       if (emptied) {
-        if (DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, c.key())) {
+        if (DeliveryQueries.deleteIfEmpty(tx.connection(), tables, group, c.key())) {
           if (s.run != null) {
             s.run.markPlaced();
           }
@@ -584,9 +585,9 @@ public final class BalancerDriver implements Driver {
       }
       if (c.failures() > 0) {
         if (dsl == null) {
-          dsl = ctx.dsl(tx);
+          dsl = tables.dsl(tx);
         }
-        DeliveryQueries.clearFailures(dsl, group, c.key());
+        DeliveryQueries.clearFailures(tables, dsl, group, c.key());
       }
     }
     moveBack(tx, handled);
@@ -632,7 +633,7 @@ public final class BalancerDriver implements Driver {
     if (leaseMode != null) {
       // The lease ends (the key joins the rotation at the back), then the key waits out the delay.
       DSLContext dsl = endLease(tx, claim, "postponement");
-      DeliveryQueries.postpone(dsl, claim, failures, delay, Acquisition.NONE);
+      DeliveryQueries.postpone(tables, dsl, claim, failures, delay, Acquisition.NONE);
       return;
     }
     keep(tx, state, null);
@@ -641,7 +642,7 @@ public final class BalancerDriver implements Driver {
     }
     boolean busy = failures == claim.failures();
     long place = busy || state.run == null ? Acquisition.NONE : state.run.place();
-    DeliveryQueries.postpone(ctx.dsl(tx), claim, failures, delay, place);
+    DeliveryQueries.postpone(tables, tables.dsl(tx), claim, failures, delay, place);
     if (busy) {
       acquisition.keepPlaceOf(claim.oldRotation());
     }
@@ -652,14 +653,14 @@ public final class BalancerDriver implements Driver {
     State state = state(delivery);
     if (leaseMode != null) {
       AcquiredMessage claim = state.claim;
-      DeliveryQueries.park(endLease(tx, claim, "parking"), claim, failures, reason);
+      DeliveryQueries.park(tables, endLease(tx, claim, "parking"), claim, failures, reason);
       return;
     }
     keep(tx, state, null);
     if (stopRun(state)) {
       return;
     }
-    DeliveryQueries.park(ctx.dsl(tx), state.claim, failures, reason);
+    DeliveryQueries.park(tables, tables.dsl(tx), state.claim, failures, reason);
   }
 
   /**
@@ -693,7 +694,7 @@ public final class BalancerDriver implements Driver {
       return java.util.Optional.empty(); // lease mode: each outcome has a transaction of its own
     }
     AcquiredMessage again =
-        DeliveryQueries.relock(ctx.dsl(tx), state(delivery).claim, lockPartition);
+        DeliveryQueries.relock(tables, tables.dsl(tx), state(delivery).claim, lockPartition);
     if (again == null) {
       return java.util.Optional.empty();
     }

@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -16,10 +17,10 @@ import javax.sql.DataSource;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
+import org.messagepump.balancer.internal.BalancerTables;
 import org.messagepump.balancer.internal.GroupPauses;
 import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
-import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
 import org.messagepump.balancer.model.GroupStats;
 import org.messagepump.balancer.model.LeaseResult;
@@ -52,10 +53,10 @@ import org.messagepump.core.Tx;
 public final class BalancerOperations {
 
   /** The Flyway history table, in the balancer's schema. */
-  public static final String HISTORY_TABLE = "balancer_flyway_history";
+  public static final String HISTORY_TABLE = BalancerTables.HISTORY_TABLE;
 
   /** The default schema. */
-  public static final String DEFAULT_SCHEMA = Schema.SCHEMA;
+  public static final String DEFAULT_SCHEMA = BalancerTables.SCHEMA;
 
   /** The most keys {@link #partitionStats(String, Collection)} reads at once. */
   public static final int MAX_STATS_KEYS = 1_000;
@@ -67,14 +68,14 @@ public final class BalancerOperations {
   private static final int MAX_ROLE_BYTES = 63;
 
   private final DataSource dataSource;
-  private final Schema.Ctx ctx;
+  private final BalancerTables tables;
   private final Limits limits;
   private final BalancerMetrics metrics; // null: lease operations are not metered
 
   private BalancerOperations(
-      DataSource dataSource, Schema.Ctx ctx, Limits limits, BalancerMetrics metrics) {
+      DataSource dataSource, BalancerTables tables, Limits limits, BalancerMetrics metrics) {
     this.dataSource = dataSource;
-    this.ctx = ctx;
+    this.tables = tables;
     this.limits = limits;
     this.metrics = metrics;
   }
@@ -95,13 +96,13 @@ public final class BalancerOperations {
   public static BalancerOperations of(DataSource dataSource, String schema) {
     Objects.requireNonNull(dataSource, "dataSource");
     return new BalancerOperations(
-        dataSource, Schema.Ctx.of(Inputs.schema("schema", schema)), Limits.defaults(), null);
+        dataSource, BalancerTables.of(Inputs.schema("schema", schema)), Limits.defaults(), null);
   }
 
   /** The operator of a group's data source and schema, metering into the group's meters. */
   static BalancerOperations ofGroup(
-      DataSource dataSource, Schema.Ctx ctx, Limits limits, BalancerMetrics metrics) {
-    return new BalancerOperations(dataSource, ctx, limits, metrics);
+      DataSource dataSource, BalancerTables tables, Limits limits, BalancerMetrics metrics) {
+    return new BalancerOperations(dataSource, tables, limits, metrics);
   }
 
   /** The data source operated on. */
@@ -111,7 +112,7 @@ public final class BalancerOperations {
 
   /** The schema operated on. */
   public String schema() {
-    return ctx.schema();
+    return tables.schema();
   }
 
   /**
@@ -124,7 +125,7 @@ public final class BalancerOperations {
     // The one migration path of every driver: Flyway into the schema with its own history
     // table, serialized across processes by an advisory lock (core's Migrations).
     return Migrations.migrate(
-        dataSource, ctx.schema(), HISTORY_TABLE, "classpath:db/balancer", Map.of());
+        dataSource, tables.schema(), HISTORY_TABLE, "classpath:db/balancer", Map.of());
   }
 
   /**
@@ -138,17 +139,17 @@ public final class BalancerOperations {
    */
   public List<String> grantStatements(String role) {
     Inputs.text("role", Inputs.key("role", role), MAX_ROLE_BYTES);
-    String schema = ctx.schema();
+    String schema = tables.schema();
     DSLContext render = DSL.using(SQLDialect.POSTGRES);
     String r = render.render(DSL.name(role));
+    List<String> tableNames = new ArrayList<>();
+    for (String table : BalancerTables.TABLE_NAMES) {
+      tableNames.add(render.render(DSL.name(schema, table)));
+    }
     return List.of(
         "GRANT USAGE ON SCHEMA " + render.render(DSL.name(schema)) + " TO " + r,
         "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "
-            + render.render(DSL.name(schema, "messages"))
-            + ", "
-            + render.render(DSL.name(schema, "partitions"))
-            + ", "
-            + render.render(DSL.name(schema, "paused_groups"))
+            + String.join(", ", tableNames)
             + " TO "
             + r,
         "GRANT USAGE, SELECT ON SEQUENCE "
@@ -159,7 +160,7 @@ public final class BalancerOperations {
 
   /** Figures of every partition group that has keys or messages, sorted by group name. */
   public List<GroupStats> groups() {
-    return read("reading group stats", dsl -> StoreQueries.groups(dsl, null));
+    return read("reading group stats", dsl -> StoreQueries.groups(tables, dsl, null));
   }
 
   /** The groups paused cluster-wide ({@link #pauseGroup}), by group name. */
@@ -172,19 +173,19 @@ public final class BalancerOperations {
   /** Keys of {@code group} that have messages or a lease (the whole cluster's view). */
   public long partitionCount(String group) {
     Checks.name("group", group);
-    return read("counting partitions", dsl -> StoreQueries.partitionCount(dsl, group));
+    return read("counting partitions", dsl -> StoreQueries.partitionCount(tables, dsl, group));
   }
 
   /** Messages stored in {@code group}, waiting or in flight. */
   public long messageCount(String group) {
     Checks.name("group", group);
-    return read("counting messages", dsl -> StoreQueries.messageCount(dsl, group));
+    return read("counting messages", dsl -> StoreQueries.messageCount(tables, dsl, group));
   }
 
   /** Keys of {@code group} in rotation order: the next to be served first. */
   public List<String> partitionKeys(String group) {
     Checks.name("group", group);
-    return read("listing partitions", dsl -> StoreQueries.partitionKeys(dsl, group));
+    return read("listing partitions", dsl -> StoreQueries.partitionKeys(tables, dsl, group));
   }
 
   /** One key's figures, or empty when the key has no messages and no lease. */
@@ -194,7 +195,7 @@ public final class BalancerOperations {
     return Optional.ofNullable(
         read(
             "reading partition stats",
-            dsl -> StoreQueries.partitionStats(dsl, group, partitionKey)));
+            dsl -> StoreQueries.partitionStats(tables, dsl, group, partitionKey)));
   }
 
   /**
@@ -218,20 +219,23 @@ public final class BalancerOperations {
     }
     List<String> keys = List.copyOf(partitionKeys);
     return List.copyOf(
-        read("reading partition stats", dsl -> StoreQueries.partitionStats(dsl, group, keys)));
+        read(
+            "reading partition stats",
+            dsl -> StoreQueries.partitionStats(tables, dsl, group, keys)));
   }
 
   /** The figures of {@code group}: keys, messages, leases, parked keys, oldest message age. */
   public GroupStats stats(String group) {
     Checks.name("group", group);
-    List<GroupStats> all = read("reading group stats", dsl -> StoreQueries.groups(dsl, group));
+    List<GroupStats> all =
+        read("reading group stats", dsl -> StoreQueries.groups(tables, dsl, group));
     return all.isEmpty() ? new GroupStats(group, 0, 0, 0, 0, Duration.ZERO) : all.get(0);
   }
 
   /** Parked keys of {@code group} with the reason each was parked, oldest first. */
   public Map<String, String> parkedKeys(String group) {
     Checks.name("group", group);
-    return read("listing parked keys", dsl -> StoreQueries.parkedKeys(dsl, group));
+    return read("listing parked keys", dsl -> StoreQueries.parkedKeys(tables, dsl, group));
   }
 
   /**
@@ -253,7 +257,7 @@ public final class BalancerOperations {
         "listing parked keys",
         dsl ->
             StoreQueries.parkedKeys(
-                    dsl, group, afterAt, after == null ? null : after.partitionKey(), limit)
+                    tables, dsl, group, afterAt, after == null ? null : after.partitionKey(), limit)
                 .stream()
                 .map(r -> new ParkedKey(r.key(), r.reason(), r.parkedAt().toInstant()))
                 .toList());
@@ -266,7 +270,7 @@ public final class BalancerOperations {
   public boolean unpark(String group, String partitionKey) {
     Checks.name("group", group);
     Checks.name("partitionKey", partitionKey);
-    return read("unparking a key", dsl -> StoreQueries.unpark(dsl, group, partitionKey));
+    return read("unparking a key", dsl -> StoreQueries.unpark(tables, dsl, group, partitionKey));
   }
 
   /**
@@ -311,7 +315,7 @@ public final class BalancerOperations {
             Transactions.inNew(
                 dataSource,
                 "confirming a message",
-                tx -> LeaseQueries.confirm(tx, ctx, messageId, token)));
+                tx -> LeaseQueries.confirm(tx, tables, messageId, token)));
   }
 
   /** Like {@link #confirm(long, UUID)}, inside the caller's transaction on {@code connection}. */
@@ -324,7 +328,7 @@ public final class BalancerOperations {
             Transactions.inCaller(
                 Tx.of(connection),
                 "confirming a message",
-                tx -> LeaseQueries.confirm(tx, ctx, messageId, token)));
+                tx -> LeaseQueries.confirm(tx, tables, messageId, token)));
   }
 
   /**
@@ -342,7 +346,7 @@ public final class BalancerOperations {
             Transactions.inNew(
                 dataSource,
                 "extending a lease",
-                tx -> LeaseQueries.extend(ctx.dsl(tx), messageId, token, duration)));
+                tx -> LeaseQueries.extend(tables, tables.dsl(tx), messageId, token, duration)));
   }
 
   /**
@@ -367,12 +371,12 @@ public final class BalancerOperations {
             Transactions.inNew(
                 dataSource,
                 "requeueing a message",
-                tx -> LeaseQueries.requeue(ctx.dsl(tx), messageId, token, props)));
+                tx -> LeaseQueries.requeue(tables, tables.dsl(tx), messageId, token, props)));
   }
 
   @Override
   public String toString() {
-    return "BalancerOperations[schema=" + ctx.schema() + "]";
+    return "BalancerOperations[schema=" + tables.schema() + "]";
   }
 
   /** Runs a lease operation, timed and counted in the group's meters when there are any. */
@@ -395,6 +399,6 @@ public final class BalancerOperations {
   }
 
   private <T> T read(String doing, Function<DSLContext, T> query) {
-    return Transactions.inNew(dataSource, doing, tx -> query.apply(ctx.dsl(tx)));
+    return Transactions.inNew(dataSource, doing, tx -> query.apply(tables.dsl(tx)));
   }
 }

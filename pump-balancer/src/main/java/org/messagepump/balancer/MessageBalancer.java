@@ -6,8 +6,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import javax.sql.DataSource;
+import org.messagepump.balancer.internal.BalancerTables;
 import org.messagepump.balancer.internal.Json;
-import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Meters;
@@ -46,7 +46,7 @@ public final class MessageBalancer {
   private final DataSource dataSource;
   private final String group;
   private final Limits limits;
-  private final Schema.Ctx ctx;
+  private final BalancerTables tables;
   private final BalancerMetrics metrics;
   private final BalancerOperations operations;
   private final ProducerHook producerHook;
@@ -55,11 +55,11 @@ public final class MessageBalancer {
     this.dataSource = b.dataSource;
     this.group = b.group;
     this.limits = b.limits;
-    this.ctx = Schema.Ctx.of(b.schema);
+    this.tables = BalancerTables.of(b.schema);
     // The gauges read the group's figures through an operator of their own (not metered).
-    BalancerOperations gauges = BalancerOperations.ofGroup(dataSource, ctx, limits, null);
+    BalancerOperations gauges = BalancerOperations.ofGroup(dataSource, tables, limits, null);
     this.metrics = new BalancerMetrics(b.meters, group, () -> gauges.stats(group));
-    this.operations = BalancerOperations.ofGroup(dataSource, ctx, limits, metrics);
+    this.operations = BalancerOperations.ofGroup(dataSource, tables, limits, metrics);
     this.producerHook = b.producerHook;
   }
 
@@ -95,7 +95,7 @@ public final class MessageBalancer {
 
   /** The schema this group's tables are in. */
   public String schema() {
-    return ctx.schema();
+    return tables.schema();
   }
 
   /** Stores a message with empty properties in its own transaction and returns its id. */
@@ -136,7 +136,7 @@ public final class MessageBalancer {
                       "storing a message",
                       tx ->
                           StoreQueries.store(
-                              ctx, ctx.dsl(tx), group, partitionKey, content, props)));
+                              tables, tables.dsl(tx), group, partitionKey, content, props)));
     } catch (RuntimeException | Error e) {
       ProducerHooks.failed(send, e);
       throw e;
@@ -167,7 +167,7 @@ public final class MessageBalancer {
                       "storing a message",
                       tx ->
                           StoreQueries.store(
-                              ctx, ctx.dsl(tx), group, partitionKey, content, props)));
+                              tables, tables.dsl(tx), group, partitionKey, content, props)));
     } catch (RuntimeException | Error e) {
       ProducerHooks.failed(send, e);
       throw e;
@@ -262,7 +262,7 @@ public final class MessageBalancer {
 
   private long[] storeMany(Tx tx, Batch batch) {
     return StoreQueries.storeMany(
-        ctx, ctx.dsl(tx), group, batch.keys, batch.contents, batch.properties);
+        tables, tables.dsl(tx), group, batch.keys, batch.contents, batch.properties);
   }
 
   /** Stores into this group inside {@code tx} ({@link BalancedContext#store}); checked first. */
@@ -292,7 +292,7 @@ public final class MessageBalancer {
                       "storing a message",
                       t ->
                           StoreQueries.store(
-                              ctx, ctx.dsl(t), group, partitionKey, content, props)));
+                              tables, tables.dsl(t), group, partitionKey, content, props)));
     } catch (RuntimeException | Error e) {
       ProducerHooks.failed(send, e);
       throw e;
@@ -413,8 +413,8 @@ public final class MessageBalancer {
     return metrics;
   }
 
-  Schema.Ctx ctx() {
-    return ctx;
+  BalancerTables tables() {
+    return tables;
   }
 
   private <T> T timed(String operation, java.util.function.Supplier<T> work) {
@@ -475,7 +475,7 @@ public final class MessageBalancer {
      * never see each other's messages, and their pumps listen on different channels.
      */
     public Builder schema(String schema) {
-      this.schema = org.messagepump.balancer.internal.Schema.checkSchema("schema", schema);
+      this.schema = org.messagepump.balancer.internal.BalancerTables.schemaName(schema);
       return this;
     }
 

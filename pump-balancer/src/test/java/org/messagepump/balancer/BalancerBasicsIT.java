@@ -284,7 +284,7 @@ class BalancerBasicsIT {
     db.execute("ANALYZE " + schema + ".messages");
     long cursor = keys / 2;
     long ceiling = keys;
-    var ctx = org.messagepump.balancer.internal.Schema.Ctx.of(schema);
+    var tables = org.messagepump.balancer.internal.BalancerTables.of(schema);
     StringBuilder all = new StringBuilder();
     // The bounds a1, a2, b1, b2 (by number): a walk from the middle of the lap.
     long[] walk = {0, cursor, ceiling, Long.MIN_VALUE, cursor};
@@ -294,12 +294,13 @@ class BalancerBasicsIT {
         // highest rotation, looking for keys that joined above it, or (once one did) moving every
         // key it takes back ...
         all.append(
-            checkPlans(db, group, Acquisition.text(ctx, max, Acquisition.WALK_AFTER, 1), walk, 2));
+            checkPlans(
+                db, group, Acquisition.text(tables, max, Acquisition.WALK_AFTER, 1), walk, 2));
         all.append(
             checkPlans(
                 db,
                 group,
-                Acquisition.text(ctx, max, Acquisition.WALK_AFTER | Acquisition.MOVE_BACK, 1),
+                Acquisition.text(tables, max, Acquisition.WALK_AFTER | Acquisition.MOVE_BACK, 1),
                 walk,
                 1));
         // ... and the next lap from the lowest rotation, reading its highest.
@@ -307,7 +308,7 @@ class BalancerBasicsIT {
             checkPlans(
                 db,
                 group,
-                Acquisition.text(ctx, max, Acquisition.WALK_LAP, 1),
+                Acquisition.text(tables, max, Acquisition.WALK_LAP, 1),
                 new long[] {0, Long.MIN_VALUE, 0, 0, 0},
                 2));
       } else {
@@ -315,10 +316,12 @@ class BalancerBasicsIT {
         // (MIN, cursor] or above the lap, as one range. The two ranges, the keys that joined above
         // the lap and the highest rotation.
         all.append(
-            checkPlans(db, group, Acquisition.text(ctx, max, Acquisition.WALK_OPEN, 1), walk, 4));
+            checkPlans(
+                db, group, Acquisition.text(tables, max, Acquisition.WALK_OPEN, 1), walk, 4));
         // Runs: up to 5 consecutive messages of each key (messagesPerTurn).
         all.append(
-            checkPlans(db, group, Acquisition.text(ctx, max, Acquisition.WALK_OPEN, 5), walk, 4));
+            checkPlans(
+                db, group, Acquisition.text(tables, max, Acquisition.WALK_OPEN, 5), walk, 4));
       }
       if (keys < 1_000) {
         // The rest of a walk that wrapped round, rare (only past keys found empty): in a small
@@ -330,7 +333,7 @@ class BalancerBasicsIT {
           checkPlans(
               db,
               group,
-              Acquisition.text(ctx, max, Acquisition.WALK_BOUNDED, 1),
+              Acquisition.text(tables, max, Acquisition.WALK_BOUNDED, 1),
               new long[] {0, Long.MIN_VALUE, Long.MIN_VALUE, cursor / 2, cursor},
               2));
     }

@@ -1,6 +1,21 @@
 package org.messagepump.balancer.internal;
 
-import static org.messagepump.balancer.internal.Schema.clock;
+import static org.messagepump.balancer.internal.BalancerTables.M_ATTEMPTS;
+import static org.messagepump.balancer.internal.BalancerTables.M_CONTENT;
+import static org.messagepump.balancer.internal.BalancerTables.M_GROUP;
+import static org.messagepump.balancer.internal.BalancerTables.M_ID;
+import static org.messagepump.balancer.internal.BalancerTables.M_KEY;
+import static org.messagepump.balancer.internal.BalancerTables.M_PROPERTIES;
+import static org.messagepump.balancer.internal.BalancerTables.M_RECEIVED_AT;
+import static org.messagepump.balancer.internal.BalancerTables.P_FAILURES;
+import static org.messagepump.balancer.internal.BalancerTables.P_GROUP;
+import static org.messagepump.balancer.internal.BalancerTables.P_JOINED;
+import static org.messagepump.balancer.internal.BalancerTables.P_KEY;
+import static org.messagepump.balancer.internal.BalancerTables.P_LEASE_MESSAGE_ID;
+import static org.messagepump.balancer.internal.BalancerTables.P_PARKED_AT;
+import static org.messagepump.balancer.internal.BalancerTables.P_RESUME_AT;
+import static org.messagepump.balancer.internal.BalancerTables.P_ROTATION;
+import static org.messagepump.balancer.internal.BalancerTables.clock;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -25,8 +40,6 @@ import org.jooq.ResultQuery;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.messagepump.balancer.internal.Schema.M;
-import org.messagepump.balancer.internal.Schema.P;
 import org.messagepump.core.Tx;
 
 /**
@@ -98,15 +111,15 @@ public final class Acquisition {
   }
 
   /** The text of the acquisition statement (see {@link #acquireQuery} and {@link #text}). */
-  private static Text renderAcquire(Schema.Ctx ctx, int max, int shape, int perKey) {
-    DSLContext render = ctx.render();
+  private static Text renderAcquire(BalancerTables tables, int max, int shape, int perKey) {
+    DSLContext render = tables.render();
     // The group as a one-row subquery "(select ?)": the planner cannot look at its value, so
     // every plan it makes has the same cost, and after five executions the connection keeps
     // the generic plan. With a plain "= ?" the custom plan of a group with few keys looked
     // cheaper (it expects fewer rows than the LIMIT) and was made again at every execution.
     // The rotation bounds likewise, for the same reason.
     Field<String> groupParam = DSL.field(DSL.select(DSL.val("")));
-    ResultQuery<?> q = acquireQuery(render, groupParam, max, shape, perKey);
+    ResultQuery<?> q = acquireQuery(tables, render, groupParam, max, shape, perKey);
     // The parameters' order, as lockKeys binds them: each bound is rendered with its own
     // number as its value.
     List<Object> values = q.getBindValues();
@@ -137,7 +150,7 @@ public final class Acquisition {
    * asked) and the place drawn for the key (null: none).
    */
   private static ResultQuery<?> acquireQuery(
-      DSLContext dsl, Field<String> group, int max, int shape, int perKey) {
+      BalancerTables tables, DSLContext dsl, Field<String> group, int max, int shape, int perKey) {
     int walk = shape & 3;
     boolean moveBack = (shape & MOVE_BACK) != 0;
     // Keys joined above the lap are looked for by a walk in the middle of a lap (until one is
@@ -152,14 +165,15 @@ public final class Acquisition {
     Table<?> c =
         walk == WALK_AFTER || walk == WALK_LAP
             ? DSL.select(DSL.asterisk())
-                .from(range(group, max, "a", 0, 1, walk == WALK_AFTER ? 2 : 0))
+                .from(range(tables, group, max, "a", 0, 1, walk == WALK_AFTER ? 2 : 0))
                 .limit(DSL.inline(max))
                 .asTable("c")
             : walk == WALK_BOUNDED
                 ? DSL.select(DSL.asterisk())
-                    .from(range(group, max, "a", 0, 1, 2))
+                    .from(range(tables, group, max, "a", 0, 1, 2))
                     .unionAll(
-                        DSL.select(DSL.asterisk()).from(range(groupParam(), max, "b", 1, 3, 4)))
+                        DSL.select(DSL.asterisk())
+                            .from(range(tables, groupParam(), max, "b", 1, 3, 4)))
                     .limit(DSL.inline(max))
                     .asTable("c")
                 // The next lap: from the lowest rotation up to the cursor, then the keys above
@@ -170,8 +184,8 @@ public final class Acquisition {
                 // are one range in rotation order, (MIN, b2] or (a2, MAX]: one subquery fewer to
                 // set up at every execution, although it is read only when the walk wraps round.
                 : DSL.select(DSL.asterisk())
-                    .from(range(group, max, "a", 0, 1, 2))
-                    .unionAll(DSL.select(DSL.asterisk()).from(nextLap(max)))
+                    .from(range(tables, group, max, "a", 0, 1, 2))
+                    .unionAll(DSL.select(DSL.asterisk()).from(nextLap(tables, max)))
                     .limit(DSL.inline(max))
                     .asTable("c");
     // h: the locked keys, and the first perKey messages of each (its head, or a run), read without
@@ -199,11 +213,11 @@ public final class Acquisition {
     Field<Long> iId = DSL.field(DSL.name("i", "i_id"), Long.class);
     Field<Object> iCtid = DSL.field(DSL.name("i", "i_ctid"));
     Table<?> scan =
-        DSL.select(M.ID.as("i_id"), DSL.field("{0}.ctid", M.T).as("i_ctid"))
-            .from(M.T)
-            .where(M.GROUP.eq(C_GROUP))
-            .and(M.KEY.eq(C_KEY))
-            .orderBy(M.ID)
+        DSL.select(M_ID.as("i_id"), DSL.field("{0}.ctid", tables.messages).as("i_ctid"))
+            .from(tables.messages)
+            .where(M_GROUP.eq(C_GROUP))
+            .and(M_KEY.eq(C_KEY))
+            .orderBy(M_ID)
             .limit(take.add(DSL.inline(1)))
             .asTable("i");
     Field<Integer> rn = DSL.field(DSL.name("w", "w_n"), Integer.class);
@@ -236,14 +250,14 @@ public final class Acquisition {
                         DSL.field(DSL.name("hd", "h_id")).as("h_id"),
                         DSL.field(DSL.name("hd", "h_ctid")).as("h_ctid"),
                         DSL.field(DSL.name("hd", "h_more")).as("h_more"),
-                        (looksAbove ? joinedAbove(group) : DSL.castNull(SQLDataType.BIGINT))
+                        (looksAbove ? joinedAbove(tables, group) : DSL.castNull(SQLDataType.BIGINT))
                             .as("h_joined"),
                         (walk == WALK_LAP
-                                ? top(group)
+                                ? top(tables, group)
                                 : readsTop
                                     // Only when the walk wrapped round into the next lap: an
                                     // InitPlan runs when a row first asks for its value.
-                                    ? DSL.when(C_PART.eq(DSL.inline(1)), top(group))
+                                    ? DSL.when(C_PART.eq(DSL.inline(1)), top(tables, group))
                                     : DSL.castNull(SQLDataType.BIGINT))
                             .as("h_top"))
                     .from(c.leftJoin(run).on(DSL.trueCondition()))
@@ -255,14 +269,14 @@ public final class Acquisition {
     // version; the key is "raced": deleteRacedHeads takes it). Deleting here, not at completion,
     // saves a statement per delivery.
     List<Field<?>> deleted = new ArrayList<>();
-    deleted.add(M.ID.as("d_id"));
-    deleted.addAll(deletedColumns(false)); // no d_others: the key's scan says it (h_more)
+    deleted.add(M_ID.as("d_id"));
+    deleted.addAll(deletedColumns(tables, false)); // no d_others: the key's scan says it (h_more)
     CommonTableExpression<?> d =
         DSL.name("d")
             .as(
-                dsl.deleteFrom(M.T)
+                dsl.deleteFrom(tables.messages)
                     .using(DSL.table(DSL.name("h")))
-                    .where(DSL.condition("{0}.ctid = {1}", M.T, hField("h_ctid")))
+                    .where(DSL.condition("{0}.ctid = {1}", tables.messages, hField("h_ctid")))
                     .returningResult(deleted));
     return dsl.with(h)
         .with(d)
@@ -282,7 +296,7 @@ public final class Acquisition {
             hField("h_more"),
             hField("h_joined"),
             hField("h_top"),
-            draws ? place(moveBack) : DSL.castNull(SQLDataType.BIGINT))
+            draws ? place(tables, moveBack) : DSL.castNull(SQLDataType.BIGINT))
         // No ORDER BY (a sort node per delivery): lockKeys puts the claims in walk order.
         .from(DSL.table(DSL.name("h")))
         .leftJoin(DSL.table(DSL.name("d")))
@@ -303,7 +317,7 @@ public final class Acquisition {
    * seen. The statement draws it while the key is served, so a key that joins during the delivery
    * is placed behind it.
    */
-  private static Field<Long> place(boolean moveBack) {
+  private static Field<Long> place(BalancerTables tables, boolean moveBack) {
     Condition turn =
         DSL.field(DSL.name("h", "c_part"), Integer.class)
             .eq(DSL.inline(0))
@@ -311,7 +325,7 @@ public final class Acquisition {
     if (!moveBack) {
       turn = turn.and(hField("h_joined").isNotNull());
     }
-    return DSL.when(turn, Schema.ROTATION.nextval());
+    return DSL.when(turn, tables.rotation.nextval());
   }
 
   /**
@@ -319,16 +333,16 @@ public final class Acquisition {
    * that joined (not a key a turn moved back): one step of the ready index, once per execution (an
    * InitPlan). Such a key joined after the lap began.
    */
-  private static Field<Long> joinedAbove(Field<String> group) {
+  private static Field<Long> joinedAbove(BalancerTables tables, Field<String> group) {
     return DSL.field(
-        DSL.select(P.ROTATION)
-            .from(P.T)
-            .where(P.GROUP.eq(group))
-            .and(P.ROTATION.gt(bound(2)))
-            .and(P.LEASE_MESSAGE_ID.isNull())
-            .and(P.PARKED_AT.isNull())
-            .and(P.JOINED)
-            .orderBy(P.ROTATION)
+        DSL.select(P_ROTATION)
+            .from(tables.partitions)
+            .where(P_GROUP.eq(group))
+            .and(P_ROTATION.gt(bound(2)))
+            .and(P_LEASE_MESSAGE_ID.isNull())
+            .and(P_PARKED_AT.isNull())
+            .and(P_JOINED)
+            .orderBy(P_ROTATION)
             .limit(DSL.inline(1)));
   }
 
@@ -336,13 +350,13 @@ public final class Acquisition {
    * The highest rotation of the group's ready keys (locked, postponed or not): a backward step of
    * the ready index, once per execution. The next lap's walk ends there.
    */
-  private static Field<Long> top(Field<String> group) {
+  private static Field<Long> top(BalancerTables tables, Field<String> group) {
     return DSL.field(
-        DSL.select(DSL.max(P.ROTATION))
-            .from(P.T)
-            .where(P.GROUP.eq(group))
-            .and(P.LEASE_MESSAGE_ID.isNull())
-            .and(P.PARKED_AT.isNull()));
+        DSL.select(DSL.max(P_ROTATION))
+            .from(tables.partitions)
+            .where(P_GROUP.eq(group))
+            .and(P_LEASE_MESSAGE_ID.isNull())
+            .and(P_PARKED_AT.isNull()));
   }
 
   /**
@@ -350,9 +364,9 @@ public final class Acquisition {
    * (bound 4) or above the lap's highest rotation (bound 2), in rotation order, locked, marked as
    * range 1.
    */
-  private static Table<?> nextLap(int max) {
+  private static Table<?> nextLap(BalancerTables tables, int max) {
     return rangeWhere(
-        groupParam(), max, "b", 1, P.ROTATION.le(bound(4)).or(P.ROTATION.gt(bound(2))));
+        tables, groupParam(), max, "b", 1, P_ROTATION.le(bound(4)).or(P_ROTATION.gt(bound(2))));
   }
 
   /** The group as a one-row subquery, for a range of its own. */
@@ -371,30 +385,41 @@ public final class Acquisition {
    * {@code part}.
    */
   private static Table<?> range(
-      Field<String> group, int max, String alias, int part, int lower, int upper) {
+      BalancerTables tables,
+      Field<String> group,
+      int max,
+      String alias,
+      int part,
+      int lower,
+      int upper) {
     Condition bounds = DSL.noCondition();
     if (lower != 0) {
-      bounds = bounds.and(P.ROTATION.gt(bound(lower)));
+      bounds = bounds.and(P_ROTATION.gt(bound(lower)));
     }
     if (upper != 0) {
-      bounds = bounds.and(P.ROTATION.le(bound(upper)));
+      bounds = bounds.and(P_ROTATION.le(bound(upper)));
     }
-    return rangeWhere(group, max, alias, part, bounds);
+    return rangeWhere(tables, group, max, alias, part, bounds);
   }
 
   /** Ready keys of the group whose rotation meets {@code bounds}, locked (see {@link #range}). */
   private static Table<?> rangeWhere(
-      Field<String> group, int max, String alias, int part, Condition bounds) {
+      BalancerTables tables,
+      Field<String> group,
+      int max,
+      String alias,
+      int part,
+      Condition bounds) {
     return DSL.select(
-            P.GROUP.as("c_group"),
-            P.KEY.as("c_key"),
-            P.ROTATION.as("c_rotation"),
-            P.FAILURES.as("c_failures"),
+            P_GROUP.as("c_group"),
+            P_KEY.as("c_key"),
+            P_ROTATION.as("c_rotation"),
+            P_FAILURES.as("c_failures"),
             DSL.inline(part).as("c_part"))
-        .from(P.T)
+        .from(tables.partitions)
         .where(ready(group, null))
         .and(bounds)
-        .orderBy(P.ROTATION)
+        .orderBy(P_ROTATION)
         .limit(DSL.inline(max))
         .forNoKeyUpdate()
         .skipLocked()
@@ -540,7 +565,7 @@ public final class Acquisition {
     }
   }
 
-  private final Schema.Ctx ctx;
+  private final BalancerTables tables;
   private final Statements statements;
   private final String group;
   private final DataSource dataSource;
@@ -551,18 +576,18 @@ public final class Acquisition {
   private final AtomicReference<Cursor> cursor = new AtomicReference<>(Cursor.START);
 
   /**
-   * The acquisition of {@code group} in the schema of {@code ctx}: with {@code lockPartition} (at
-   * most one message per key in flight) up to {@code messagesPerTurn} consecutive messages of a
+   * The acquisition of {@code group} in the schema of {@code tables}: with {@code lockPartition}
+   * (at most one message per key in flight) up to {@code messagesPerTurn} consecutive messages of a
    * key; without, the keys are rotated on short transactions of {@code dataSource}.
    */
   public Acquisition(
-      Schema.Ctx ctx,
+      BalancerTables tables,
       String group,
       DataSource dataSource,
       boolean lockPartition,
       int messagesPerTurn) {
-    this.ctx = ctx;
-    this.statements = statements(ctx);
+    this.tables = tables;
+    this.statements = statements(tables);
     this.group = group;
     this.dataSource = dataSource;
     this.lockPartition = lockPartition;
@@ -641,7 +666,7 @@ public final class Acquisition {
         }
       }
       for (EmptyKey e : a.empty()) {
-        DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, e.key());
+        DeliveryQueries.deleteIfEmpty(tx.connection(), tables, group, e.key());
       }
       if (a.rows() == 0) {
         if (single && shape == WALK_AFTER) {
@@ -685,19 +710,19 @@ public final class Acquisition {
     List<Record2<String, Long>> keys;
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(true);
-      keys = rotateKeys(ctx.dsl(c), group, max - out.size(), taken);
+      keys = rotateKeys(tables, tables.dsl(c), group, max - out.size(), taken);
     }
     boolean skipped = false;
-    DSLContext dsl = ctx.dsl(tx);
+    DSLContext dsl = tables.dsl(tx);
     for (Record2<String, Long> k : keys) {
       taken.add(k.value1());
-      AcquiredMessage claim = lockFirstFreeMessage(dsl, group, k.value1(), k.value2());
+      AcquiredMessage claim = lockFirstFreeMessage(tables, dsl, group, k.value1(), k.value2());
       if (claim != null) {
         out.add(Taken.stored(claim));
       } else {
         skipped = true;
-        if (isEmpty(dsl, group, k.value1())) {
-          DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, k.value1());
+        if (isEmpty(tables, dsl, group, k.value1())) {
+          DeliveryQueries.deleteIfEmpty(tx.connection(), tables, group, k.value1());
         }
       }
     }
@@ -717,18 +742,18 @@ public final class Acquisition {
 
   /** The statements of one schema, rendered once with bind markers. */
   private static final class Statements {
-    final Schema.Ctx ctx;
+    final BalancerTables tables;
     final String restore;
     final String racedHeads;
     final String moveBack;
     final String rejoin;
     final Map<Long, Text> acquire = new ConcurrentHashMap<>();
 
-    Statements(Schema.Ctx ctx) {
-      this.ctx = ctx;
-      this.restore = renderRestore(ctx.render());
-      this.racedHeads = renderRacedHeads(ctx.render());
-      String[] places = renderPlaces(ctx.render());
+    Statements(BalancerTables tables) {
+      this.tables = tables;
+      this.restore = renderRestore(tables, tables.render());
+      this.racedHeads = renderRacedHeads(tables, tables.render());
+      String[] places = renderPlaces(tables, tables.render());
       this.moveBack = places[0];
       this.rejoin = places[1];
     }
@@ -736,18 +761,18 @@ public final class Acquisition {
     Text text(int max, int shape, int perKey) {
       return acquire.computeIfAbsent(
           ((long) shape << 48) | ((long) max << 24) | perKey,
-          k -> renderAcquire(ctx, max, shape, perKey));
+          k -> renderAcquire(tables, max, shape, perKey));
     }
   }
 
   private static final Map<String, Statements> BY_SCHEMA = new ConcurrentHashMap<>();
 
-  private static Statements statements(Schema.Ctx ctx) {
-    return BY_SCHEMA.computeIfAbsent(ctx.schema(), s -> new Statements(ctx));
+  private static Statements statements(BalancerTables tables) {
+    return BY_SCHEMA.computeIfAbsent(tables.schema(), s -> new Statements(tables));
   }
 
   /**
-   * The acquisition statement of the schema of {@code ctx} for {@code max} keys, of shape {@code
+   * The acquisition statement of the schema of {@code tables} for {@code max} keys, of shape {@code
    * shape} ({@link #WALK_OPEN}, {@link #WALK_AFTER}, {@link #WALK_LAP}, {@link #WALK_BOUNDED}, with
    * {@link #MOVE_BACK} or not), taking up to {@code perKey} consecutive messages of each key.
    * {@code max} is written into the text (an integer of the code, never data): with the limit as a
@@ -769,8 +794,8 @@ public final class Acquisition {
    * rendering its own through jOOQ was a burst of rendering (and of JIT compilation) at its start
    * (docs/benchmarks.md).
    */
-  public static Text text(Schema.Ctx ctx, int max, int shape, int perKey) {
-    return statements(ctx).text(max, shape, Math.min(perKey, max));
+  public static Text text(BalancerTables tables, int max, int shape, int perKey) {
+    return statements(tables).text(max, shape, Math.min(perKey, max));
   }
 
   /**
@@ -823,7 +848,7 @@ public final class Acquisition {
     int rows = 0;
     boolean joinedAbove = false;
     long top = NONE;
-    Text text = text(ctx, max, shape, perKey);
+    Text text = text(tables, max, shape, perKey);
     try (PreparedStatement ps = connection.prepareStatement(text.sql())) {
       long[] bounds = {0, a1, a2, b1, b2};
       int[] roles = text.roles();
@@ -985,19 +1010,19 @@ public final class Acquisition {
    * The statement of {@link #deleteRacedHeads}, rendered once per schema: the group and the keys (a
    * {@code text[]}, unnested once) are bound.
    */
-  private static String renderRacedHeads(DSLContext render) {
+  private static String renderRacedHeads(BalancerTables tables, DSLContext render) {
     Field<String> group = DSL.val("", SQLDataType.CLOB);
     Field<String> k = DSL.field(DSL.name("k", "k"), String.class);
-    Field<Long> head = DSL.field(headId("x", group, k));
+    Field<Long> head = DSL.field(headId(tables, "x", group, k));
     List<Field<?>> returning = new ArrayList<>();
-    returning.add(M.KEY);
-    returning.add(M.ID);
-    returning.addAll(deletedColumns(true));
+    returning.add(M_KEY);
+    returning.add(M_ID);
+    returning.addAll(deletedColumns(tables, true));
     return render.render(
         render
-            .deleteFrom(M.T)
+            .deleteFrom(tables.messages)
             .where(
-                M.ID.in(
+                M_ID.in(
                     DSL.select(head)
                         .from(DSL.unnest(DSL.val(new String[0], TEXT_ARRAY)).as("k", "k"))))
             .returningResult(returning));
@@ -1009,16 +1034,16 @@ public final class Acquisition {
    * the key exists (a probe per deleted message; the acquisition statement reads it from its scan
    * of the key instead).
    */
-  private static List<Field<?>> deletedColumns(boolean probe) {
+  private static List<Field<?>> deletedColumns(BalancerTables tables, boolean probe) {
     List<Field<?>> columns = new ArrayList<>();
-    columns.add(M.CONTENT.as("d_content"));
-    columns.add(M.PROPERTIES.as("d_properties"));
-    columns.add(M.RECEIVED_AT.as("d_received"));
-    columns.add(M.ATTEMPTS.as("d_attempts"));
-    columns.add(Rows.micros(M.RECEIVED_AT).as("d_received_us"));
+    columns.add(M_CONTENT.as("d_content"));
+    columns.add(M_PROPERTIES.as("d_properties"));
+    columns.add(M_RECEIVED_AT.as("d_received"));
+    columns.add(M_ATTEMPTS.as("d_attempts"));
+    columns.add(Rows.micros(M_RECEIVED_AT).as("d_received_us"));
     columns.add(Rows.micros(clock()).as("d_now_us"));
     if (probe) {
-      columns.add(DeliveryQueries.laterMessageOfKey(DSL.noCondition()).as("d_others"));
+      columns.add(DeliveryQueries.laterMessageOfKey(tables, DSL.noCondition()).as("d_others"));
     }
     return columns;
   }
@@ -1056,13 +1081,13 @@ public final class Acquisition {
    * row's lock is what a claim holds, and every writer of a key's messages holds it too.
    */
   static org.jooq.Select<org.jooq.Record1<Long>> headId(
-      String alias, Field<String> group, Field<String> key) {
-    Table<?> m = alias == null ? M.T : M.T.as(alias);
-    Field<Long> id = alias == null ? M.ID : DSL.field(DSL.name(alias, "id"), Long.class);
+      BalancerTables tables, String alias, Field<String> group, Field<String> key) {
+    Table<?> m = alias == null ? tables.messages : tables.messages.as(alias);
+    Field<Long> id = alias == null ? M_ID : DSL.field(DSL.name(alias, "id"), Long.class);
     Field<String> g =
-        alias == null ? M.GROUP : DSL.field(DSL.name(alias, "partition_group"), String.class);
+        alias == null ? M_GROUP : DSL.field(DSL.name(alias, "partition_group"), String.class);
     Field<String> k =
-        alias == null ? M.KEY : DSL.field(DSL.name(alias, "partition_key"), String.class);
+        alias == null ? M_KEY : DSL.field(DSL.name(alias, "partition_key"), String.class);
     return DSL.select(id)
         .from(m)
         .where(g.eq(group))
@@ -1080,13 +1105,13 @@ public final class Acquisition {
    */
   static Condition ready(Field<String> group, Field<String[]> excluded) {
     Condition ready =
-        P.GROUP
+        P_GROUP
             .eq(group)
-            .and(P.LEASE_MESSAGE_ID.isNull())
-            .and(P.PARKED_AT.isNull())
-            .and(P.RESUME_AT.le(clock()));
+            .and(P_LEASE_MESSAGE_ID.isNull())
+            .and(P_PARKED_AT.isNull())
+            .and(P_RESUME_AT.le(clock()));
     if (excluded != null) {
-      ready = ready.and(P.KEY.notIn(Schema.keySet(excluded, "x")));
+      ready = ready.and(P_KEY.notIn(BalancerTables.keySet(excluded, "x")));
     }
     return ready.and(GroupPauses.notPaused(group));
   }
@@ -1102,24 +1127,24 @@ public final class Acquisition {
    * the new order while the messages are handled.
    */
   private static List<Record2<String, Long>> rotateKeys(
-      DSLContext dsl, String group, int max, Collection<String> taken) {
+      BalancerTables tables, DSLContext dsl, String group, int max, Collection<String> taken) {
     Table<?> c =
-        DSL.select(P.GROUP.as("c_group"), P.KEY.as("c_key"), P.ROTATION.as("c_rotation"))
-            .from(P.T)
+        DSL.select(P_GROUP.as("c_group"), P_KEY.as("c_key"), P_ROTATION.as("c_rotation"))
+            .from(tables.partitions)
             .where(ready(DSL.val(group), taken.isEmpty() ? null : excluded(taken)))
-            .orderBy(P.ROTATION)
+            .orderBy(P_ROTATION)
             // An integer of the code, written into the text: a bound LIMIT makes PostgreSQL plan
             // again at every execution.
             .limit(DSL.inline(max))
             .forNoKeyUpdate()
             .skipLocked()
             .asTable("c");
-    return dsl.update(P.T)
-        .set(P.ROTATION, Schema.ROTATION.nextval())
-        .set(P.JOINED, false)
+    return dsl.update(tables.partitions)
+        .set(P_ROTATION, tables.rotation.nextval())
+        .set(P_JOINED, false)
         .from(c)
-        .where(P.GROUP.eq(C_GROUP))
-        .and(P.KEY.eq(C_KEY))
+        .where(P_GROUP.eq(C_GROUP))
+        .and(P_KEY.eq(C_KEY))
         .returningResult(C_KEY, C_ROTATION)
         .fetch();
   }
@@ -1131,18 +1156,19 @@ public final class Acquisition {
    * claim with a {@link AcquiredMessage#problem()}.
    */
   private static AcquiredMessage lockFirstFreeMessage(
-      DSLContext dsl, String group, String key, long oldRotation) throws SQLException {
+      BalancerTables tables, DSLContext dsl, String group, String key, long oldRotation)
+      throws SQLException {
     Integer failures =
-        dsl.select(P.FAILURES)
-            .from(P.T)
+        dsl.select(P_FAILURES)
+            .from(tables.partitions)
             .where(DeliveryQueries.key(group, key))
-            .fetchOne(P.FAILURES);
+            .fetchOne(P_FAILURES);
     try (ResultSet rs =
-        dsl.select(M.ID, M.CONTENT, M.PROPERTIES, M.RECEIVED_AT, M.ATTEMPTS)
-            .from(M.T)
-            .where(M.GROUP.eq(group))
-            .and(M.KEY.eq(key))
-            .orderBy(M.ID)
+        dsl.select(M_ID, M_CONTENT, M_PROPERTIES, M_RECEIVED_AT, M_ATTEMPTS)
+            .from(tables.messages)
+            .where(M_GROUP.eq(group))
+            .and(M_KEY.eq(key))
+            .orderBy(M_ID)
             .limit(DSL.inline(1))
             .forUpdate()
             .skipLocked()
@@ -1156,8 +1182,9 @@ public final class Acquisition {
   }
 
   /** True when the key has no message at all (committed or ours). */
-  private static boolean isEmpty(DSLContext dsl, String group, String key) {
-    return !dsl.fetchExists(DSL.selectOne().from(M.T).where(M.GROUP.eq(group)).and(M.KEY.eq(key)));
+  private static boolean isEmpty(BalancerTables tables, DSLContext dsl, String group, String key) {
+    return !dsl.fetchExists(
+        DSL.selectOne().from(tables.messages).where(M_GROUP.eq(group)).and(M_KEY.eq(key)));
   }
 
   /**
@@ -1166,9 +1193,9 @@ public final class Acquisition {
    * GENERATED ALWAYS} needs to take an id given. Only the table is rendered (into the schema);
    * every value is a bind marker.
    */
-  private static String renderRestore(DSLContext render) {
+  private static String renderRestore(BalancerTables tables, DSLContext render) {
     return "insert into "
-        + render.render(M.T)
+        + render.render(tables.messages)
         + " (id, partition_group, partition_key, content, properties, received_at, attempts)"
         + " overriding system value values (?, ?, ?, ?, cast(? as jsonb), cast(? as timestamptz), ?)"
         + " on conflict (id) do nothing";
@@ -1240,23 +1267,23 @@ public final class Acquisition {
    * The statements of {@link #moveBack} (place, group, key) and {@link #rejoin} (group, key),
    * rendered once per schema with bind markers.
    */
-  private static String[] renderPlaces(DSLContext render) {
+  private static String[] renderPlaces(BalancerTables tables, DSLContext render) {
     Field<String> group = DSL.val("", SQLDataType.CLOB);
     Field<String> key = DSL.val("", SQLDataType.CLOB);
     String moveBack =
         render.render(
             render
-                .update(P.T)
-                .set(P.ROTATION, DSL.val(0L, SQLDataType.BIGINT))
-                .set(P.JOINED, DSL.inline(false))
-                .where(P.GROUP.eq(group).and(P.KEY.eq(key))));
+                .update(tables.partitions)
+                .set(P_ROTATION, DSL.val(0L, SQLDataType.BIGINT))
+                .set(P_JOINED, DSL.inline(false))
+                .where(P_GROUP.eq(group).and(P_KEY.eq(key))));
     String rejoin =
         render.render(
             render
-                .update(P.T)
-                .set(P.ROTATION, Schema.ROTATION.nextval())
-                .set(P.JOINED, DSL.inline(true))
-                .where(P.GROUP.eq(group).and(P.KEY.eq(key))));
+                .update(tables.partitions)
+                .set(P_ROTATION, tables.rotation.nextval())
+                .set(P_JOINED, DSL.inline(true))
+                .where(P_GROUP.eq(group).and(P_KEY.eq(key))));
     return new String[] {moveBack, rejoin};
   }
 

@@ -1,7 +1,24 @@
 package org.messagepump.balancer.internal;
 
-import static org.messagepump.balancer.internal.Schema.clock;
-import static org.messagepump.balancer.internal.Schema.clockPlus;
+import static org.messagepump.balancer.internal.BalancerTables.M_GROUP;
+import static org.messagepump.balancer.internal.BalancerTables.M_ID;
+import static org.messagepump.balancer.internal.BalancerTables.M_KEY;
+import static org.messagepump.balancer.internal.BalancerTables.M_PROPERTIES;
+import static org.messagepump.balancer.internal.BalancerTables.M_RECEIVED_AT;
+import static org.messagepump.balancer.internal.BalancerTables.P_FAILURES;
+import static org.messagepump.balancer.internal.BalancerTables.P_GROUP;
+import static org.messagepump.balancer.internal.BalancerTables.P_JOINED;
+import static org.messagepump.balancer.internal.BalancerTables.P_KEY;
+import static org.messagepump.balancer.internal.BalancerTables.P_LEASE_MESSAGE_ID;
+import static org.messagepump.balancer.internal.BalancerTables.P_LEASE_OWNER;
+import static org.messagepump.balancer.internal.BalancerTables.P_LEASE_TOKEN;
+import static org.messagepump.balancer.internal.BalancerTables.P_LEASE_UNTIL;
+import static org.messagepump.balancer.internal.BalancerTables.P_PARKED_AT;
+import static org.messagepump.balancer.internal.BalancerTables.P_PARKED_REASON;
+import static org.messagepump.balancer.internal.BalancerTables.P_RESUME_AT;
+import static org.messagepump.balancer.internal.BalancerTables.P_ROTATION;
+import static org.messagepump.balancer.internal.BalancerTables.clock;
+import static org.messagepump.balancer.internal.BalancerTables.clockPlus;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -16,8 +33,6 @@ import org.jooq.Record2;
 import org.jooq.ResultQuery;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.messagepump.balancer.internal.Schema.M;
-import org.messagepump.balancer.internal.Schema.P;
 import org.messagepump.core.Inputs;
 
 /**
@@ -28,9 +43,29 @@ public final class DeliveryQueries {
 
   private DeliveryQueries() {}
 
+  /**
+   * The statements of one schema on the path of every delivery, rendered once with bind markers and
+   * run through JDBC: the deletes of handled messages ({@link #renderDeletes}) and of an empty key
+   * ({@link #renderKeyDelete}).
+   */
+  private record Statements(String deleteMany, String deleteOne, String keyLock, String keyDelete) {
+    static Statements render(BalancerTables tables) {
+      String[] deletes = renderDeletes(tables, tables.render());
+      String[] keyDelete = renderKeyDelete(tables, tables.render());
+      return new Statements(deletes[0], deletes[1], keyDelete[0], keyDelete[1]);
+    }
+  }
+
+  private static final java.util.Map<String, Statements> BY_SCHEMA =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  private static Statements statements(BalancerTables tables) {
+    return BY_SCHEMA.computeIfAbsent(tables.schema(), s -> Statements.render(tables));
+  }
+
   /** The key-row condition of one key. */
   public static Condition key(String group, String key) {
-    return P.GROUP.eq(group).and(P.KEY.eq(key));
+    return P_GROUP.eq(group).and(P_KEY.eq(key));
   }
 
   private static final org.jooq.DataType<Long[]> LONG_ARRAY = SQLDataType.BIGINT.array();
@@ -41,12 +76,13 @@ public final class DeliveryQueries {
    * keeps a cheap cached plan, where the array form was planned again at each bind (0.19 ms per
    * delivery in the server log).
    */
-  static String[] renderDeletes(DSLContext render) {
-    String many = render.render(deleteQuery(render, DSL.val(new Long[0], LONG_ARRAY)));
+  private static String[] renderDeletes(BalancerTables tables, DSLContext render) {
+    String many = render.render(deleteQuery(tables, render, DSL.val(new Long[0], LONG_ARRAY)));
     Field<Long> one = DSL.val(0L, SQLDataType.BIGINT);
     String single =
         render.render(
-            deleteQuery(render, M.ID.eq(one), DSL.field(DSL.name("o", "id"), Long.class).ne(one)));
+            deleteQuery(
+                tables, render, M_ID.eq(one), DSL.field(DSL.name("o", "id"), Long.class).ne(one)));
     return new String[] {many, single};
   }
 
@@ -58,13 +94,14 @@ public final class DeliveryQueries {
    * on: with {@code head} (lockPartition) it is no longer the key's first message; without, it is
    * gone or another transaction holds it (its row is locked {@code FOR UPDATE SKIP LOCKED}).
    */
-  public static AcquiredMessage relock(DSLContext dsl, AcquiredMessage claim, boolean head) {
+  public static AcquiredMessage relock(
+      BalancerTables tables, DSLContext dsl, AcquiredMessage claim, boolean head) {
     Record2<Long, Integer> row =
-        dsl.select(P.ROTATION, P.FAILURES)
-            .from(P.T)
+        dsl.select(P_ROTATION, P_FAILURES)
+            .from(tables.partitions)
             .where(key(claim.group(), claim.key()))
-            .and(P.LEASE_MESSAGE_ID.isNull())
-            .and(P.PARKED_AT.isNull())
+            .and(P_LEASE_MESSAGE_ID.isNull())
+            .and(P_PARKED_AT.isNull())
             .forNoKeyUpdate()
             .skipLocked()
             .fetchOne();
@@ -73,13 +110,14 @@ public final class DeliveryQueries {
     }
     if (head) {
       Long first =
-          dsl.fetchValue(Acquisition.headId(null, DSL.val(claim.group()), DSL.val(claim.key())));
+          dsl.fetchValue(
+              Acquisition.headId(tables, null, DSL.val(claim.group()), DSL.val(claim.key())));
       if (first == null || first != claim.messageId()) {
         return null;
       }
     } else if (dsl.selectOne()
-            .from(M.T)
-            .where(M.ID.eq(claim.messageId()))
+            .from(tables.messages)
+            .where(M_ID.eq(claim.messageId()))
             .forUpdate()
             .skipLocked()
             .fetchOne()
@@ -111,9 +149,9 @@ public final class DeliveryQueries {
    * near its end, and rendering them through jOOQ there, a hundred times at once, was a burst of
    * CPU (and of JIT compilation) inside the timed drain.
    */
-  public static boolean deleteIfEmpty(Connection c, Schema.Ctx ctx, String group, String key)
+  public static boolean deleteIfEmpty(Connection c, BalancerTables tables, String group, String key)
       throws SQLException {
-    try (PreparedStatement lock = c.prepareStatement(ctx.keyLock())) {
+    try (PreparedStatement lock = c.prepareStatement(statements(tables).keyLock())) {
       lock.setString(1, group);
       lock.setString(2, key);
       try (ResultSet rs = lock.executeQuery()) {
@@ -122,7 +160,7 @@ public final class DeliveryQueries {
         }
       }
     }
-    try (PreparedStatement delete = c.prepareStatement(ctx.keyDelete())) {
+    try (PreparedStatement delete = c.prepareStatement(statements(tables).keyDelete())) {
       delete.setString(1, group);
       delete.setString(2, key);
       delete.setString(3, group);
@@ -135,25 +173,28 @@ public final class DeliveryQueries {
    * The two statements of {@link #deleteIfEmpty}, rendered with bind markers: [0] the lock of the
    * key row (group, key), [1] the delete (group, key, group, key).
    */
-  static String[] renderKeyDelete(DSLContext render) {
+  private static String[] renderKeyDelete(BalancerTables tables, DSLContext render) {
     Field<String> group = DSL.val("", SQLDataType.CLOB);
     Field<String> key = DSL.val("", SQLDataType.CLOB);
     String lock =
         render.render(
             DSL.selectOne()
-                .from(P.T)
-                .where(P.GROUP.eq(group).and(P.KEY.eq(key)))
-                .and(P.LEASE_MESSAGE_ID.isNull())
+                .from(tables.partitions)
+                .where(P_GROUP.eq(group).and(P_KEY.eq(key)))
+                .and(P_LEASE_MESSAGE_ID.isNull())
                 .forUpdate()
                 .skipLocked());
     String delete =
         render.render(
             render
-                .deleteFrom(P.T)
-                .where(P.GROUP.eq(group).and(P.KEY.eq(key)))
-                .and(P.LEASE_MESSAGE_ID.isNull())
+                .deleteFrom(tables.partitions)
+                .where(P_GROUP.eq(group).and(P_KEY.eq(key)))
+                .and(P_LEASE_MESSAGE_ID.isNull())
                 .andNotExists(
-                    DSL.selectOne().from(M.T).where(M.GROUP.eq(group)).and(M.KEY.eq(key))));
+                    DSL.selectOne()
+                        .from(tables.messages)
+                        .where(M_GROUP.eq(group))
+                        .and(M_KEY.eq(key))));
     return new String[] {lock, delete};
   }
 
@@ -167,11 +208,12 @@ public final class DeliveryQueries {
    * already gone is absent from the answer.
    */
   public static java.util.Map<Long, Removed> deleteMessages(
-      Connection connection, Schema.Ctx ctx, long[] ids) throws SQLException {
+      Connection connection, BalancerTables tables, long[] ids) throws SQLException {
     java.util.Map<Long, Removed> out = new java.util.HashMap<>();
     boolean one = ids.length == 1;
+    Statements st = statements(tables);
     try (PreparedStatement ps =
-        connection.prepareStatement(one ? ctx.deleteOne() : ctx.deleteMany())) {
+        connection.prepareStatement(one ? st.deleteOne() : st.deleteMany())) {
       if (one) {
         ps.setLong(1, ids[0]);
         ps.setLong(2, ids[0]);
@@ -197,9 +239,13 @@ public final class DeliveryQueries {
    * The bulk delete: {@code ids} twice (the rows to delete, and the ids not counted as "other
    * messages of the key").
    */
-  private static ResultQuery<?> deleteQuery(DSLContext dsl, Field<Long[]> ids) {
+  private static ResultQuery<?> deleteQuery(
+      BalancerTables tables, DSLContext dsl, Field<Long[]> ids) {
     return deleteQuery(
-        dsl, M.ID.eq(DSL.any(ids)), DSL.field(DSL.name("o", "id"), Long.class).ne(DSL.all(ids)));
+        tables,
+        dsl,
+        M_ID.eq(DSL.any(ids)),
+        DSL.field(DSL.name("o", "id"), Long.class).ne(DSL.all(ids)));
   }
 
   /**
@@ -212,12 +258,13 @@ public final class DeliveryQueries {
    * head without lockPartition) the answer is "none seen", and {@link #deleteIfEmpty} checks again
    * under the key row's lock with a fresh snapshot and keeps the key.
    */
-  private static ResultQuery<?> deleteQuery(DSLContext dsl, Condition which, Condition notDeleted) {
-    Field<Boolean> others = laterMessageOfKey(notDeleted);
+  private static ResultQuery<?> deleteQuery(
+      BalancerTables tables, DSLContext dsl, Condition which, Condition notDeleted) {
+    Field<Boolean> others = laterMessageOfKey(tables, notDeleted);
     // The two timestamps as microseconds (Rows.micros): no timestamp parsing per delivery.
-    return dsl.deleteFrom(M.T)
+    return dsl.deleteFrom(tables.messages)
         .where(which)
-        .returningResult(M.ID, Rows.micros(M.RECEIVED_AT), Rows.micros(clock()), others);
+        .returningResult(M_ID, Rows.micros(M_RECEIVED_AT), Rows.micros(clock()), others);
   }
 
   /**
@@ -225,36 +272,46 @@ public final class DeliveryQueries {
    * also meets {@code extra}: the probe every delete of messages returns, looked for after the
    * deleted one only (see {@link #deleteQuery(DSLContext, Condition, Condition)}).
    */
-  static Field<Boolean> laterMessageOfKey(Condition extra) {
+  static Field<Boolean> laterMessageOfKey(BalancerTables tables, Condition extra) {
     Field<Long> otherId = DSL.field(DSL.name("o", "id"), Long.class);
     return DSL.field(
         DSL.exists(
             DSL.selectOne()
-                .from(M.T.as("o"))
-                .where(DSL.field(DSL.name("o", "partition_group")).eq(M.GROUP))
-                .and(DSL.field(DSL.name("o", "partition_key")).eq(M.KEY))
-                .and(otherId.gt(M.ID))
+                .from(tables.messages.as("o"))
+                .where(DSL.field(DSL.name("o", "partition_group")).eq(M_GROUP))
+                .and(DSL.field(DSL.name("o", "partition_key")).eq(M_KEY))
+                .and(otherId.gt(M_ID))
                 .and(extra)));
   }
 
   /** Resets the key's failures after a success. */
-  public static void clearFailures(DSLContext dsl, String group, String key) {
-    dsl.update(P.T)
-        .set(P.FAILURES, 0)
-        .set(P.RESUME_AT, clock())
+  public static void clearFailures(
+      BalancerTables tables, DSLContext dsl, String group, String key) {
+    dsl.update(tables.partitions)
+        .set(P_FAILURES, 0)
+        .set(P_RESUME_AT, clock())
         .where(key(group, key))
-        .and(P.FAILURES.ne(0))
+        .and(P_FAILURES.ne(0))
         .execute();
   }
 
   /** Replaces a message's properties. */
-  public static void replaceProperties(DSLContext dsl, long id, String propertiesJson) {
-    dsl.update(M.T).set(M.PROPERTIES, JSONB.valueOf(propertiesJson)).where(M.ID.eq(id)).execute();
+  public static void replaceProperties(
+      BalancerTables tables, DSLContext dsl, long id, String propertiesJson) {
+    dsl.update(tables.messages)
+        .set(M_PROPERTIES, JSONB.valueOf(propertiesJson))
+        .where(M_ID.eq(id))
+        .execute();
   }
 
   /** Writes the hand-off lease on the key: it stays blocked until confirm, requeue or expiry. */
-  public static void lease(DSLContext dsl, AcquiredMessage claim, String owner, Duration duration) {
-    lease(dsl, claim, owner, duration, true);
+  public static void lease(
+      BalancerTables tables,
+      DSLContext dsl,
+      AcquiredMessage claim,
+      String owner,
+      Duration duration) {
+    lease(tables, dsl, claim, owner, duration, true);
   }
 
   /**
@@ -263,19 +320,20 @@ public final class DeliveryQueries {
    * an outcome yet).
    */
   public static void lease(
+      BalancerTables tables,
       DSLContext dsl,
       AcquiredMessage claim,
       String owner,
       Duration duration,
       boolean resetFailures) {
     var update =
-        dsl.update(P.T)
-            .set(P.LEASE_MESSAGE_ID, claim.messageId())
-            .set(P.LEASE_TOKEN, claim.token())
-            .set(P.LEASE_OWNER, owner)
-            .set(P.LEASE_UNTIL, clockPlus(duration));
+        dsl.update(tables.partitions)
+            .set(P_LEASE_MESSAGE_ID, claim.messageId())
+            .set(P_LEASE_TOKEN, claim.token())
+            .set(P_LEASE_OWNER, owner)
+            .set(P_LEASE_UNTIL, clockPlus(duration));
     if (resetFailures) {
-      update = update.set(P.FAILURES, 0);
+      update = update.set(P_FAILURES, 0);
     }
     update.where(key(claim.group(), claim.key())).execute();
   }
@@ -287,10 +345,16 @@ public final class DeliveryQueries {
    * back when it was taken.
    */
   public static void postpone(
-      DSLContext dsl, AcquiredMessage claim, int failures, Duration delay, long place) {
-    var update = dsl.update(P.T).set(P.FAILURES, failures).set(P.RESUME_AT, clockPlus(delay));
+      BalancerTables tables,
+      DSLContext dsl,
+      AcquiredMessage claim,
+      int failures,
+      Duration delay,
+      long place) {
+    var update =
+        dsl.update(tables.partitions).set(P_FAILURES, failures).set(P_RESUME_AT, clockPlus(delay));
     if (place != Acquisition.NONE) {
-      update = update.set(P.ROTATION, place).set(P.JOINED, false);
+      update = update.set(P_ROTATION, place).set(P_JOINED, false);
     }
     update.where(key(claim.group(), claim.key())).execute();
   }
@@ -299,11 +363,12 @@ public final class DeliveryQueries {
    * Parks the key: it is not delivered until it is unparked. The reason is made safe to store first
    * ({@link Inputs#reason}: no NUL, bounded length), whoever passed it.
    */
-  public static void park(DSLContext dsl, AcquiredMessage claim, int failures, String reason) {
-    dsl.update(P.T)
-        .set(P.FAILURES, failures)
-        .set(P.PARKED_AT, clock())
-        .set(P.PARKED_REASON, Inputs.reason(reason))
+  public static void park(
+      BalancerTables tables, DSLContext dsl, AcquiredMessage claim, int failures, String reason) {
+    dsl.update(tables.partitions)
+        .set(P_FAILURES, failures)
+        .set(P_PARKED_AT, clock())
+        .set(P_PARKED_REASON, Inputs.reason(reason))
         .where(key(claim.group(), claim.key()))
         .execute();
   }

@@ -17,7 +17,8 @@ import org.jooq.impl.SQLDataType;
  */
 public final class GroupPauses {
 
-  private static final Table<Record> T = DSL.table(DSL.name(Schema.SCHEMA, "paused_groups"));
+  private static final Table<Record> T =
+      DSL.table(DSL.name(BalancerTables.SCHEMA, "paused_groups"));
   private static final Field<String> GROUP =
       DSL.field(DSL.name("partition_group"), SQLDataType.CLOB);
   private static final Field<OffsetDateTime> AT =
