@@ -848,7 +848,7 @@ public final class Acquisition {
     int rows = 0;
     boolean joinedAbove = false;
     long top = NONE;
-    Text text = text(tables, max, shape, perKey);
+    Text text = statements.text(max, shape, Math.min(perKey, max));
     try (PreparedStatement ps = connection.prepareStatement(text.sql())) {
       long[] bounds = {0, a1, a2, b1, b2};
       int[] roles = text.roles();
