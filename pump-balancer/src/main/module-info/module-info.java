@@ -1,7 +1,7 @@
 /**
  * Partition-balanced messages: the producer ({@code MessageBalancer}), handler registry, driver and
- * operations. Only the API package is exported; {@code org.messagepump.balancer.internal} stays
- * hidden.
+ * operations. The API package and its values ({@code org.messagepump.balancer.model}) are
+ * exported; {@code org.messagepump.balancer.internal} stays hidden.
  */
 module org.messagepump.balancer {
   requires transitive org.messagepump.core;
@@ -12,6 +12,7 @@ module org.messagepump.balancer {
   requires static micrometer.core;
 
   exports org.messagepump.balancer;
+  exports org.messagepump.balancer.model;
 
   // The migrations, read by Flyway from this module.
   opens db.balancer;

@@ -39,13 +39,20 @@ class ModulePathIT {
   /** Every module with a module-info.java, and the packages it exports. */
   static final Map<String, Set<String>> EXPORTS =
       Map.of(
-          "org.messagepump.commands", Set.of("org.messagepump.commands"),
-          "org.messagepump.eventstream", Set.of("org.messagepump.eventstream"),
-          "org.messagepump.balancer", Set.of("org.messagepump.balancer"),
-          "org.messagepump.console", Set.of("org.messagepump.console"),
-          "org.messagepump.resilience4j", Set.of("org.messagepump.resilience4j"),
-          "org.messagepump.opentelemetry", Set.of("org.messagepump.opentelemetry"),
-          "org.messagepump.jackson3", Set.of("org.messagepump.jackson3"));
+          "org.messagepump.commands",
+          Set.of("org.messagepump.commands"),
+          "org.messagepump.eventstream",
+          Set.of("org.messagepump.eventstream"),
+          "org.messagepump.balancer",
+          Set.of("org.messagepump.balancer", "org.messagepump.balancer.model"),
+          "org.messagepump.console",
+          Set.of("org.messagepump.console"),
+          "org.messagepump.resilience4j",
+          Set.of("org.messagepump.resilience4j"),
+          "org.messagepump.opentelemetry",
+          Set.of("org.messagepump.opentelemetry"),
+          "org.messagepump.jackson3",
+          Set.of("org.messagepump.jackson3"));
 
   /** The jars a modular application of the three drivers needs, by file name prefix. */
   private static final List<String> APPLICATION_JARS =

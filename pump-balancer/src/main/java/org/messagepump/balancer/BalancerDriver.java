@@ -1,25 +1,19 @@
 package org.messagepump.balancer;
 
-import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.atomic.AtomicReference;
 import org.jooq.DSLContext;
-import org.jooq.Record2;
 import org.jooq.exception.DataAccessException;
-import org.messagepump.balancer.internal.AcquireStatement;
 import org.messagepump.balancer.internal.AcquiredMessage;
-import org.messagepump.balancer.internal.Cursor;
+import org.messagepump.balancer.internal.Acquisition;
+import org.messagepump.balancer.internal.BalancerTables;
 import org.messagepump.balancer.internal.DeliveryQueries;
 import org.messagepump.balancer.internal.Json;
-import org.messagepump.balancer.internal.LeaseOutcome;
 import org.messagepump.balancer.internal.LeaseQueries;
-import org.messagepump.balancer.internal.Schema;
+import org.messagepump.balancer.model.LeaseResult;
 import org.messagepump.core.BusyException;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.Limits;
@@ -92,7 +86,6 @@ public final class BalancerDriver implements Driver {
   public static final String MESSAGE_TYPE = "balancer.message";
 
   private static final Logger log = LoggerFactory.getLogger(BalancerDriver.class);
-  private static final int MAX_ROUNDS = 8;
   private static final int REAP_BATCH = 100;
 
   private final MessageBalancer balancer;
@@ -107,21 +100,17 @@ public final class BalancerDriver implements Driver {
   private final String leaseOwner;
   private final Duration leaseMode; // null: transactional mode
   private final BalancerMetrics metrics;
-  private final AcquireStatement.Prepared prepared;
-  private final Schema.Ctx ctx;
+  private final Acquisition acquisition;
+  private final BalancerTables tables;
   private final Limits limits;
   private volatile long nextReap = System.nanoTime();
-
-  /** This driver's place in the rotation (with lockPartition): see {@link Cursor}. */
-  private final AtomicReference<Cursor> cursor = new AtomicReference<>(Cursor.START);
 
   BalancerDriver(MessageBalancer balancer, BalancedHandler handler, BalancerDriverOptions options) {
     BalancerDriverOptions o = options.resolved();
     this.balancer = balancer;
     this.group = balancer.group();
-    this.ctx = balancer.ctx();
+    this.tables = balancer.tables();
     this.limits = balancer.limits();
-    this.prepared = new AcquireStatement.Prepared(ctx, group);
     this.handler = java.util.Objects.requireNonNull(handler, "handler");
     this.options = o;
     this.lockPartition = o.lockPartition();
@@ -132,6 +121,8 @@ public final class BalancerDriver implements Driver {
     this.leaseOwner = o.leaseOwner();
     this.leaseMode = o.leaseMode();
     this.metrics = balancer.metrics();
+    this.acquisition =
+        new Acquisition(tables, group, balancer.dataSource(), lockPartition, messagesPerTurn);
   }
 
   /** In lease mode (docs/leases.md), the lease of each claim; empty in transactional mode. */
@@ -146,12 +137,12 @@ public final class BalancerDriver implements Driver {
     if (leaseMode == null) {
       return Driver.super.extendLeases(tx, running);
     }
-    DSLContext dsl = ctx.dsl(tx);
+    DSLContext dsl = tables.dsl(tx);
     List<Delivery> kept = new ArrayList<>(running.size());
     for (Delivery d : running) {
       AcquiredMessage c = state(d).claim;
-      if (LeaseQueries.extend(dsl, c.messageId(), c.token(), leaseMode).result()
-          == LeaseOutcome.APPLIED) {
+      if (LeaseQueries.extend(tables, dsl, c.messageId(), c.token(), leaseMode).result()
+          == LeaseResult.APPLIED) {
         kept.add(d);
       }
     }
@@ -164,13 +155,13 @@ public final class BalancerDriver implements Driver {
    * out is stored again. The pump commits this before the handler runs.
    */
   private void leaseClaims(Tx tx, List<Delivery> out) throws SQLException {
-    DSLContext dsl = ctx.dsl(tx);
+    DSLContext dsl = tables.dsl(tx);
     for (Delivery d : out) {
       State state = state(d);
       keep(tx, state, null);
-      DeliveryQueries.lease(dsl, state.claim, leaseOwner, leaseMode, false);
-      state.run.keyWritten = true;
-      state.run.placed = true; // the lease's end gives the key its place at the back
+      DeliveryQueries.lease(tables, dsl, state.claim, leaseOwner, leaseMode, false);
+      state.run.markKeyWritten();
+      state.run.markPlaced(); // the lease's end gives the key its place at the back
     }
   }
 
@@ -180,14 +171,14 @@ public final class BalancerDriver implements Driver {
    * for what the key's outcome writes next.
    */
   private DSLContext endLease(Tx tx, AcquiredMessage c, String what) {
-    DSLContext dsl = ctx.dsl(tx);
-    fenced(LeaseQueries.requeue(dsl, c.messageId(), c.token(), null).result(), c, what);
+    DSLContext dsl = tables.dsl(tx);
+    fenced(LeaseQueries.requeue(tables, dsl, c.messageId(), c.token(), null).result(), c, what);
     return dsl;
   }
 
   /** Lease mode: throws when the lease of {@code c} is no longer this claim's. */
-  private static void fenced(LeaseOutcome result, AcquiredMessage c, String what) {
-    if (result != LeaseOutcome.APPLIED) {
+  private static void fenced(LeaseResult result, AcquiredMessage c, String what) {
+    if (result != LeaseResult.APPLIED) {
       throw new org.messagepump.core.LeaseLostException(
           "the "
               + what
@@ -211,7 +202,7 @@ public final class BalancerDriver implements Driver {
    */
   @Override
   public java.util.Optional<String> wakeChannel() {
-    return java.util.Optional.of(ctx.wakeChannel());
+    return java.util.Optional.of(tables.wakeChannel());
   }
 
   /** The options this driver runs with (lease mode's default attempts applied). */
@@ -244,144 +235,16 @@ public final class BalancerDriver implements Driver {
     // hand-offs are requeued; the acquisition statement itself checks the pause and then returns
     // nothing, and the pump idles as on an empty poll.
     reapIfDue(tx);
-    List<Delivery> out = new ArrayList<>(max);
-    if (lockPartition) {
-      acquireLocked(tx, max, out);
-      if (leaseMode != null && !out.isEmpty()) {
-        leaseClaims(tx, out);
-      }
-    } else {
-      Set<String> taken = new HashSet<>();
-      for (int round = 0; round < MAX_ROUNDS && out.size() < max; round++) {
-        if (!acquireFree(tx, max, out, taken)) {
-          break;
-        }
-      }
+    List<Acquisition.Taken> taken = acquisition.acquire(tx, max);
+    List<Delivery> out = new ArrayList<>(taken.size());
+    for (Acquisition.Taken t : taken) {
+      out.add(delivery(t.message(), new State(t)));
+    }
+    if (lockPartition && leaseMode != null && !out.isEmpty()) {
+      leaseClaims(tx, out);
     }
     metrics.acquired(System.nanoTime() - start);
     return out;
-  }
-
-  /**
-   * With lockPartition: walks the ready keys in rotation order from this driver's cursor — the keys
-   * after it up to the lap's highest rotation, then round from the lowest rotation (the next lap) —
-   * and moves the cursor to the last key taken. Further rounds, only past keys found empty (deleted
-   * here if really empty), continue the walk where it stopped; at most {@value #MAX_ROUNDS}.
-   *
-   * <p>Keys are served in the order they became ready ({@link Cursor}): a lap walks the keys that
-   * were ready when it began, a key that joins during the lap (a new key, a lease that ended, an
-   * unparked key) has a higher rotation and waits for the next lap, and once one has joined, every
-   * later turn of the lap moves its key behind it (a rotation drawn by the acquisition statement,
-   * written when the delivery's outcome is known: {@link Run#place}).
-   */
-  private void acquireLocked(Tx tx, int max, List<Delivery> out) throws SQLException {
-    Cursor start = cursor.get();
-    long s = start.rotation();
-    // A batch of one walks one range per statement, (cursor, lap's highest], and starts the next
-    // lap with a statement of its own from the lowest rotation, (MIN, MAX], only when nothing
-    // after the cursor was free: about once per lap. The second range of the one-statement walk
-    // was set up and shut down at every execution although it was read about once per lap (the
-    // event claim measured the same, see docs/benchmarks.md). Larger batches keep both ranges in
-    // one statement, (cursor, lap's highest] then (MIN, cursor]: there a batch often finds fewer
-    // keys after the cursor than it wants, and a second round trip cost more.
-    boolean single = max == 1;
-    Cursor.Walk walk = new Cursor.Walk(start);
-    int shape;
-    long a1 = s;
-    long b1 = Long.MIN_VALUE;
-    if (single) {
-      shape = start.atLapEnd() ? AcquireStatement.WALK_LAP : AcquireStatement.WALK_AFTER;
-      if (start.atLapEnd()) {
-        a1 = Long.MIN_VALUE;
-      }
-    } else {
-      shape = AcquireStatement.WALK_OPEN;
-    }
-    long b2 = s;
-    for (int round = 0; round < MAX_ROUNDS && out.size() < max; round++) {
-      int want = max - out.size();
-      boolean mid = shape == AcquireStatement.WALK_AFTER || shape == AcquireStatement.WALK_OPEN;
-      int sent = walk.moveBack() && mid ? shape | AcquireStatement.MOVE_BACK : shape;
-      long a2 = shape == AcquireStatement.WALK_BOUNDED ? Long.MIN_VALUE : walk.ceiling();
-      DeliveryQueries.Acquired a =
-          DeliveryQueries.acquireLocked(tx, prepared, want, messagesPerTurn, sent, a1, a2, b1, b2);
-      // The claims of one key come one after the other, in id order: one run.
-      Run run = null;
-      for (DeliveryQueries.Claim c : a.claims()) {
-        if (run == null || !run.key.equals(c.message().key())) {
-          run = new Run(c.message().key(), c.place());
-        }
-        out.add(delivery(c.message(), new State(c, run)));
-      }
-      if (!a.raced().isEmpty()) {
-        for (DeliveryQueries.Claim c :
-            DeliveryQueries.deleteRacedHeads(tx.connection(), ctx, group, a.raced())) {
-          out.add(delivery(c.message(), new State(c, new Run(c.message().key(), c.place()))));
-        }
-      }
-      for (DeliveryQueries.EmptyKey e : a.empty()) {
-        DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, e.key());
-      }
-      if (a.rows() == 0) {
-        if (single && shape == AcquireStatement.WALK_AFTER) {
-          // Nothing after the cursor: the next lap, from the lowest rotation.
-          shape = AcquireStatement.WALK_LAP;
-          a1 = Long.MIN_VALUE;
-          continue;
-        }
-        break;
-      }
-      walk.took(shape, a);
-      if (a.rows() < want || out.size() >= max || a.empty().isEmpty()) {
-        break; // both ranges exhausted, or nothing skipped
-      }
-      long last = a.lastRotation();
-      if (single) {
-        shape = AcquireStatement.WALK_AFTER; // past the empty key, one range again
-        a1 = last;
-      } else if (walk.lap() > start.lap()) {
-        // The walk wrapped round: what is left of the new lap in this acquisition is (last, s];
-        // the keys above s are for the next acquisition (this one holds some of them).
-        shape = AcquireStatement.WALK_BOUNDED;
-        a1 = Long.MIN_VALUE;
-        b1 = last;
-      } else {
-        a1 = last;
-      }
-    }
-    if (walk.reached() != null) {
-      // Workers of this driver walk concurrently: the cursor only moves forward, by lap first.
-      cursor.accumulateAndGet(walk.reached(), Cursor::later);
-    }
-  }
-
-  /**
-   * One round without lockPartition: rotate keys on a short transaction of its own (committed at
-   * once, so other processes see the new order), then lock each key's first free message here.
-   */
-  private boolean acquireFree(Tx tx, int max, List<Delivery> out, Set<String> taken)
-      throws SQLException {
-    List<Record2<String, Long>> keys;
-    try (Connection c = balancer.dataSource().getConnection()) {
-      c.setAutoCommit(true);
-      keys = DeliveryQueries.rotateKeys(ctx.dsl(c), group, max - out.size(), taken);
-    }
-    boolean skipped = false;
-    DSLContext dsl = ctx.dsl(tx);
-    for (Record2<String, Long> k : keys) {
-      taken.add(k.value1());
-      AcquiredMessage claim =
-          DeliveryQueries.lockFirstFreeMessage(dsl, group, k.value1(), k.value2());
-      if (claim != null) {
-        out.add(delivery(claim, new State(claim)));
-      } else {
-        skipped = true;
-        if (DeliveryQueries.isEmpty(dsl, group, k.value1())) {
-          DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, k.value1());
-        }
-      }
-    }
-    return skipped && !keys.isEmpty();
   }
 
   private void reapIfDue(Tx tx) {
@@ -389,9 +252,9 @@ public final class BalancerDriver implements Driver {
     if (now - nextReap < 0) {
       return;
     }
-    DSLContext dsl = ctx.dsl(tx);
+    DSLContext dsl = tables.dsl(tx);
     nextReap = now + reapInterval.toNanos();
-    List<LeaseQueries.Expired> expired = LeaseQueries.reap(dsl, group, REAP_BATCH);
+    List<LeaseQueries.Expired> expired = LeaseQueries.reap(tables, dsl, group, REAP_BATCH);
     if (expired.isEmpty()) {
       return;
     }
@@ -399,7 +262,7 @@ public final class BalancerDriver implements Driver {
     for (LeaseQueries.Expired e : expired) {
       if (e.attempts() >= maxAttempts) {
         String reason = "hand-off lease expired " + e.attempts() + " times";
-        LeaseQueries.parkExpired(dsl, e, reason);
+        LeaseQueries.parkExpired(tables, dsl, e, reason);
         // The key is producer data: at DEBUG only; the message id identifies it at WARN.
         log.warn("balancer {}: key of message {} parked: {}", group, e.messageId(), reason);
         log.debug("balancer {}: message {} is of key {}", group, e.messageId(), e.key());
@@ -463,10 +326,10 @@ public final class BalancerDriver implements Driver {
     final boolean deleted;
     final boolean othersSeen;
     final Duration ageAtAcquisition;
-    final long acquiredAt = System.nanoTime();
+    final long acquiredAt;
 
     /** The messages of its key this batch took with it (one, or a run), or null (not deleted). */
-    final Run run;
+    final Acquisition.Run run;
 
     boolean remove;
 
@@ -479,69 +342,26 @@ public final class BalancerDriver implements Driver {
     /** Lease mode: the checked properties of a Requeue, or null. */
     String requeueProperties;
 
-    /** A claim whose message is still stored (without lockPartition, or reacquired). */
-    State(AcquiredMessage claim) {
-      this.claim = claim;
-      this.deleted = false;
-      this.othersSeen = true;
-      this.ageAtAcquisition = Duration.ZERO;
-      this.run = null;
-    }
-
-    /** A claim whose message acquisition deleted, one of {@code run}. */
-    State(DeliveryQueries.Claim c, Run run) {
-      this.claim = c.message();
-      this.deleted = true;
-      this.othersSeen = c.othersSeen();
-      this.ageAtAcquisition = c.age();
-      this.run = run;
-    }
-  }
-
-  /**
-   * The consecutive messages of one key that one acquisition took (see {@link
-   * BalancerDriverOptions#withMessagesPerTurn}; a run of one otherwise), handled in order. Once one
-   * of them is not handled with {@link Result.Ok} (requeued, handed off, Busy, failed, or a success
-   * the pump undid), the rest are not handled: they are written back as they were, and the key's
-   * state is what that one outcome made it.
-   */
-  private static final class Run {
-    final String key;
-
-    /**
-     * The rotation the acquisition drew for the key ({@link DeliveryQueries#NONE}: none, the key
-     * keeps its own): written once the run's outcome is known, unless the key keeps its place.
-     */
-    final long place;
-
-    /** The key's place was written (or the key deleted as empty, or its row written otherwise). */
-    boolean placed;
-
-    /** The rest of the run is not handled. */
-    boolean stopped;
-
-    /**
-     * An outcome of the run wrote the key's row (postponed, parked, leased): the successes of the
-     * run leave the key alone at completion (no failure reset, no empty-key delete).
-     */
-    boolean keyWritten;
-
-    Run(String key, long place) {
-      this.key = key;
-      this.place = place;
+    State(Acquisition.Taken t) {
+      this.claim = t.message();
+      this.deleted = t.deleted();
+      this.othersSeen = t.othersSeen();
+      this.ageAtAcquisition = t.age();
+      this.acquiredAt = t.acquiredAt();
+      this.run = t.run();
     }
   }
 
   /**
    * Writes the message of {@code state} back when acquisition deleted it (see {@link
-   * DeliveryQueries#restore}), with {@code properties} unless null. Returns true when the message
-   * holds {@code properties} afterwards without a further update.
+   * Acquisition#restore}), with {@code properties} unless null. Returns true when the message holds
+   * {@code properties} afterwards without a further update.
    */
   private boolean keep(Tx tx, State state, String properties) throws SQLException {
     if (!state.deleted) {
       return false;
     }
-    return DeliveryQueries.restore(tx.connection(), ctx, state.claim, properties);
+    return acquisition.restore(tx.connection(), state.claim, properties);
   }
 
   private static State state(Delivery d) {
@@ -555,7 +375,7 @@ public final class BalancerDriver implements Driver {
   public Outcome handle(Tx tx, Delivery delivery) throws Exception {
     State state = state(delivery);
     AcquiredMessage c = state.claim;
-    if (state.run != null && state.run.stopped) {
+    if (state.run != null && state.run.stopped()) {
       // Later messages of a key wait for the earlier ones. (A key with failures counted is given
       // runs of one by the acquisition statement itself.)
       state.skipped = true;
@@ -592,14 +412,14 @@ public final class BalancerDriver implements Driver {
           e instanceof BusyException ? BalancerMetrics.BUSY : BalancerMetrics.EXCEPTION,
           System.nanoTime() - start);
       if (state.run != null) {
-        state.run.stopped = true;
+        state.run.stop();
       }
       throw e;
     }
     if (result == null) {
       metrics.handled(BalancerMetrics.FAILED, System.nanoTime() - start);
       if (state.run != null) {
-        state.run.stopped = true;
+        state.run.stop();
       }
       return Outcome.failed(new IllegalStateException("the handler returned no result"));
     }
@@ -642,20 +462,21 @@ public final class BalancerDriver implements Driver {
     if (state.leaseResult instanceof Result.Handoff h) {
       Duration lease = h.lease() == null ? leaseDuration : h.lease();
       fenced(
-          LeaseQueries.extend(ctx.dsl(tx), c.messageId(), c.token(), lease).result(),
+          LeaseQueries.extend(tables, tables.dsl(tx), c.messageId(), c.token(), lease).result(),
           c,
           "hand-off");
       return;
     }
     if (state.leaseResult instanceof Result.Requeue) {
       fenced(
-          LeaseQueries.requeue(ctx.dsl(tx), c.messageId(), c.token(), state.requeueProperties)
+          LeaseQueries.requeue(
+                  tables, tables.dsl(tx), c.messageId(), c.token(), state.requeueProperties)
               .result(),
           c,
           "requeue");
       return;
     }
-    LeaseQueries.Applied applied = LeaseQueries.confirm(tx, ctx, c.messageId(), c.token());
+    LeaseQueries.Applied applied = LeaseQueries.confirm(tx, tables, c.messageId(), c.token());
     fenced(applied.result(), c, "completion");
     if (applied.endToEnd() != null) {
       metrics.removed(applied.endToEnd());
@@ -669,7 +490,7 @@ public final class BalancerDriver implements Driver {
       return Outcome.HANDLED;
     }
     if (state.run != null) {
-      state.run.stopped = true; // kept: the key's later messages wait for it
+      state.run.stop(); // kept: the key's later messages wait for it
     }
     if (result instanceof Result.Requeue r) {
       // Checked before anything is sent: an IllegalArgumentException is the handler's failure.
@@ -678,7 +499,7 @@ public final class BalancerDriver implements Driver {
               ? null
               : Json.object(r.propertiesJson(), "requeue properties", limits);
       if (!keep(tx, state, props) && props != null) {
-        DeliveryQueries.replaceProperties(ctx.dsl(tx), c.messageId(), props);
+        DeliveryQueries.replaceProperties(tables, tables.dsl(tx), c.messageId(), props);
       }
       return Outcome.HANDLED;
     }
@@ -690,9 +511,9 @@ public final class BalancerDriver implements Driver {
       Duration lease =
           h.lease() == null ? leaseDuration : Checks.positive("handoff lease", h.lease());
       keep(tx, state, null);
-      DeliveryQueries.lease(ctx.dsl(tx), c, leaseOwner, lease);
+      DeliveryQueries.lease(tables, tables.dsl(tx), c, leaseOwner, lease);
       if (state.run != null) {
-        state.run.keyWritten = true;
+        state.run.markKeyWritten();
       }
       return Outcome.HANDLED;
     }
@@ -728,14 +549,14 @@ public final class BalancerDriver implements Driver {
     Map<Long, DeliveryQueries.Removed> removed =
         stored.length == 0
             ? Map.of()
-            : DeliveryQueries.deleteMessages(tx.connection(), ctx, stored);
+            : DeliveryQueries.deleteMessages(tx.connection(), tables, stored);
     DSLContext dsl = null; // built only for the few keys that need bookkeeping
     for (State s : done) {
       AcquiredMessage c = s.claim;
       boolean emptied;
       if (s.deleted) {
         metrics.removed(s.ageAtAcquisition.plusNanos(System.nanoTime() - s.acquiredAt));
-        if (s.run.keyWritten) {
+        if (s.run.keyWritten()) {
           continue; // a later message of the run set the key's state (and is stored again)
         }
         // Only the last message of a run can be without a later one, and only the first can
@@ -749,24 +570,24 @@ public final class BalancerDriver implements Driver {
         emptied = r == null || !r.othersSeen();
       }
       if (emptied) {
-        if (DeliveryQueries.deleteIfEmpty(tx.connection(), ctx, group, c.key())) {
+        if (DeliveryQueries.deleteIfEmpty(tx.connection(), tables, group, c.key())) {
           if (s.run != null) {
-            s.run.placed = true;
+            s.run.markPlaced();
           }
           continue;
         }
         if (s.deleted) {
           // A message was stored into the key while its last one was handled: the key joins the
           // rotation again, at the back, as a new key would.
-          DeliveryQueries.rejoin(tx.connection(), ctx, group, c.key());
-          s.run.placed = true;
+          acquisition.rejoin(tx.connection(), c.key());
+          s.run.markPlaced();
         }
       }
       if (c.failures() > 0) {
         if (dsl == null) {
-          dsl = ctx.dsl(tx);
+          dsl = tables.dsl(tx);
         }
-        DeliveryQueries.clearFailures(dsl, group, c.key());
+        DeliveryQueries.clearFailures(tables, dsl, group, c.key());
       }
     }
     moveBack(tx, handled);
@@ -782,20 +603,20 @@ public final class BalancerDriver implements Driver {
     List<String> keys = null;
     List<Long> places = null;
     for (Delivery d : handled) {
-      Run run = state(d).run;
-      if (run == null || run.place == DeliveryQueries.NONE || run.placed || run.keyWritten) {
+      Acquisition.Run run = state(d).run;
+      if (run == null || run.place() == Acquisition.NONE || run.placed() || run.keyWritten()) {
         continue;
       }
-      run.placed = true;
+      run.markPlaced();
       if (keys == null) {
         keys = new ArrayList<>();
         places = new ArrayList<>();
       }
-      keys.add(run.key);
-      places.add(run.place);
+      keys.add(run.key());
+      places.add(run.place());
     }
     if (keys != null) {
-      DeliveryQueries.moveBack(tx.connection(), ctx, group, keys, places);
+      acquisition.moveBack(tx.connection(), keys, places);
     }
   }
 
@@ -812,7 +633,7 @@ public final class BalancerDriver implements Driver {
     if (leaseMode != null) {
       // The lease ends (the key joins the rotation at the back), then the key waits out the delay.
       DSLContext dsl = endLease(tx, claim, "postponement");
-      DeliveryQueries.postpone(dsl, claim, failures, delay, DeliveryQueries.NONE);
+      DeliveryQueries.postpone(tables, dsl, claim, failures, delay, Acquisition.NONE);
       return;
     }
     keep(tx, state, null);
@@ -820,10 +641,10 @@ public final class BalancerDriver implements Driver {
       return; // a later message of a run that stopped before it: written back, nothing else
     }
     boolean busy = failures == claim.failures();
-    long place = busy || state.run == null ? DeliveryQueries.NONE : state.run.place;
-    DeliveryQueries.postpone(ctx.dsl(tx), claim, failures, delay, place);
-    if (lockPartition && busy) {
-      cursor.updateAndGet(c -> c.keepingPlaceOf(claim.oldRotation()));
+    long place = busy || state.run == null ? Acquisition.NONE : state.run.place();
+    DeliveryQueries.postpone(tables, tables.dsl(tx), claim, failures, delay, place);
+    if (busy) {
+      acquisition.keepPlaceOf(claim.oldRotation());
     }
   }
 
@@ -832,14 +653,14 @@ public final class BalancerDriver implements Driver {
     State state = state(delivery);
     if (leaseMode != null) {
       AcquiredMessage claim = state.claim;
-      DeliveryQueries.park(endLease(tx, claim, "parking"), claim, failures, reason);
+      DeliveryQueries.park(tables, endLease(tx, claim, "parking"), claim, failures, reason);
       return;
     }
     keep(tx, state, null);
     if (stopRun(state)) {
       return;
     }
-    DeliveryQueries.park(ctx.dsl(tx), state.claim, failures, reason);
+    DeliveryQueries.park(tables, tables.dsl(tx), state.claim, failures, reason);
   }
 
   /**
@@ -855,8 +676,8 @@ public final class BalancerDriver implements Driver {
     if (state.skipped) {
       return true;
     }
-    state.run.stopped = true;
-    state.run.keyWritten = true;
+    state.run.stop();
+    state.run.markKeyWritten();
     return false;
   }
 
@@ -873,11 +694,15 @@ public final class BalancerDriver implements Driver {
       return java.util.Optional.empty(); // lease mode: each outcome has a transaction of its own
     }
     AcquiredMessage again =
-        DeliveryQueries.relock(ctx.dsl(tx), state(delivery).claim, lockPartition);
+        DeliveryQueries.relock(tables, tables.dsl(tx), state(delivery).claim, lockPartition);
     if (again == null) {
       return java.util.Optional.empty();
     }
     return java.util.Optional.of(
-        new Delivery(delivery.envelope(), again.failures(), null, new State(again)));
+        new Delivery(
+            delivery.envelope(),
+            again.failures(),
+            null,
+            new State(Acquisition.Taken.stored(again))));
   }
 }

@@ -5,6 +5,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
+import org.messagepump.balancer.model.GroupStats;
 import org.messagepump.core.spi.GaugeReading;
 import org.messagepump.core.spi.Meters;
 import org.messagepump.core.spi.Meters.Timer;

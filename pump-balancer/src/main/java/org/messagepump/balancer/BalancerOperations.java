@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -16,11 +17,13 @@ import javax.sql.DataSource;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
+import org.messagepump.balancer.internal.BalancerTables;
 import org.messagepump.balancer.internal.Json;
 import org.messagepump.balancer.internal.LeaseQueries;
-import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
-import org.messagepump.balancer.internal.StoreQueries.GroupFigures;
+import org.messagepump.balancer.model.GroupStats;
+import org.messagepump.balancer.model.LeaseResult;
+import org.messagepump.balancer.model.PartitionStats;
 import org.messagepump.core.Limits;
 import org.messagepump.core.Pause;
 import org.messagepump.core.Tx;
@@ -51,10 +54,10 @@ import org.messagepump.core.spi.Transactions;
 public final class BalancerOperations {
 
   /** The Flyway history table, in the balancer's schema. */
-  public static final String HISTORY_TABLE = "balancer_flyway_history";
+  public static final String HISTORY_TABLE = BalancerTables.HISTORY_TABLE;
 
   /** The default schema. */
-  public static final String DEFAULT_SCHEMA = Schema.SCHEMA;
+  public static final String DEFAULT_SCHEMA = BalancerTables.SCHEMA;
 
   /** The most keys {@link #partitionStats(String, Collection)} reads at once. */
   public static final int MAX_STATS_KEYS = 1_000;
@@ -66,14 +69,14 @@ public final class BalancerOperations {
   private static final int MAX_ROLE_BYTES = 63;
 
   private final DataSource dataSource;
-  private final Schema.Ctx ctx;
+  private final BalancerTables tables;
   private final Limits limits;
   private final BalancerMetrics metrics; // null: lease operations are not metered
 
   private BalancerOperations(
-      DataSource dataSource, Schema.Ctx ctx, Limits limits, BalancerMetrics metrics) {
+      DataSource dataSource, BalancerTables tables, Limits limits, BalancerMetrics metrics) {
     this.dataSource = dataSource;
-    this.ctx = ctx;
+    this.tables = tables;
     this.limits = limits;
     this.metrics = metrics;
   }
@@ -94,13 +97,13 @@ public final class BalancerOperations {
   public static BalancerOperations of(DataSource dataSource, String schema) {
     Objects.requireNonNull(dataSource, "dataSource");
     return new BalancerOperations(
-        dataSource, Schema.Ctx.of(Inputs.schema("schema", schema)), Limits.defaults(), null);
+        dataSource, BalancerTables.of(Inputs.schema("schema", schema)), Limits.defaults(), null);
   }
 
   /** The operator of a group's data source and schema, metering into the group's meters. */
   static BalancerOperations ofGroup(
-      DataSource dataSource, Schema.Ctx ctx, Limits limits, BalancerMetrics metrics) {
-    return new BalancerOperations(dataSource, ctx, limits, metrics);
+      DataSource dataSource, BalancerTables tables, Limits limits, BalancerMetrics metrics) {
+    return new BalancerOperations(dataSource, tables, limits, metrics);
   }
 
   /** The data source operated on. */
@@ -110,7 +113,7 @@ public final class BalancerOperations {
 
   /** The schema operated on. */
   public String schema() {
-    return ctx.schema();
+    return tables.schema();
   }
 
   /**
@@ -123,7 +126,7 @@ public final class BalancerOperations {
     // The one migration path of every driver: Flyway into the schema with its own history
     // table, serialized across processes by an advisory lock (core's Migrations).
     return Migrations.migrate(
-        dataSource, ctx.schema(), HISTORY_TABLE, "classpath:db/balancer", Map.of());
+        dataSource, tables.schema(), HISTORY_TABLE, "classpath:db/balancer", Map.of());
   }
 
   /**
@@ -137,17 +140,17 @@ public final class BalancerOperations {
    */
   public List<String> grantStatements(String role) {
     Inputs.text("role", Inputs.key("role", role), MAX_ROLE_BYTES);
-    String schema = ctx.schema();
+    String schema = tables.schema();
     DSLContext render = DSL.using(SQLDialect.POSTGRES);
     String r = render.render(DSL.name(role));
+    List<String> tableNames = new ArrayList<>();
+    for (String table : BalancerTables.TABLE_NAMES) {
+      tableNames.add(render.render(DSL.name(schema, table)));
+    }
     return List.of(
         "GRANT USAGE ON SCHEMA " + render.render(DSL.name(schema)) + " TO " + r,
         "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "
-            + render.render(DSL.name(schema, "messages"))
-            + ", "
-            + render.render(DSL.name(schema, "partitions"))
-            + ", "
-            + render.render(DSL.name(schema, "paused_groups"))
+            + String.join(", ", tableNames)
             + " TO "
             + r,
         "GRANT USAGE, SELECT ON SEQUENCE "
@@ -158,8 +161,7 @@ public final class BalancerOperations {
 
   /** Figures of every partition group that has keys or messages, sorted by group name. */
   public List<GroupStats> groups() {
-    return FromInternal.groupStatsList(
-        read("reading group stats", dsl -> StoreQueries.groups(dsl, null)));
+    return read("reading group stats", dsl -> StoreQueries.groups(tables, dsl, null));
   }
 
   /**
@@ -167,25 +169,25 @@ public final class BalancerOperations {
    * the group.
    */
   public List<Pause> pausedGroups() {
-    return read("listing paused groups", Schema.PAUSED_GROUPS::list);
+    return read("listing paused groups", BalancerTables.PAUSED_GROUPS::list);
   }
 
   /** Keys of {@code group} that have messages or a lease (the whole cluster's view). */
   public long partitionCount(String group) {
     Checks.name("group", group);
-    return read("counting partitions", dsl -> StoreQueries.partitionCount(dsl, group));
+    return read("counting partitions", dsl -> StoreQueries.partitionCount(tables, dsl, group));
   }
 
   /** Messages stored in {@code group}, waiting or in flight. */
   public long messageCount(String group) {
     Checks.name("group", group);
-    return read("counting messages", dsl -> StoreQueries.messageCount(dsl, group));
+    return read("counting messages", dsl -> StoreQueries.messageCount(tables, dsl, group));
   }
 
   /** Keys of {@code group} in rotation order: the next to be served first. */
   public List<String> partitionKeys(String group) {
     Checks.name("group", group);
-    return read("listing partitions", dsl -> StoreQueries.partitionKeys(dsl, group));
+    return read("listing partitions", dsl -> StoreQueries.partitionKeys(tables, dsl, group));
   }
 
   /** One key's figures, or empty when the key has no messages and no lease. */
@@ -193,10 +195,9 @@ public final class BalancerOperations {
     Checks.name("group", group);
     Checks.name("partitionKey", partitionKey);
     return Optional.ofNullable(
-        FromInternal.partitionStats(
-            read(
-                "reading partition stats",
-                dsl -> StoreQueries.partitionStats(dsl, group, partitionKey))));
+        read(
+            "reading partition stats",
+            dsl -> StoreQueries.partitionStats(tables, dsl, group, partitionKey)));
   }
 
   /**
@@ -219,25 +220,24 @@ public final class BalancerOperations {
       Checks.name("partitionKey", key);
     }
     List<String> keys = List.copyOf(partitionKeys);
-    return read("reading partition stats", dsl -> StoreQueries.partitionStats(dsl, group, keys))
-        .stream()
-        .map(FromInternal::partitionStats)
-        .toList();
+    return List.copyOf(
+        read(
+            "reading partition stats",
+            dsl -> StoreQueries.partitionStats(tables, dsl, group, keys)));
   }
 
   /** The figures of {@code group}: keys, messages, leases, parked keys, oldest message age. */
   public GroupStats stats(String group) {
     Checks.name("group", group);
-    List<GroupFigures> all = read("reading group stats", dsl -> StoreQueries.groups(dsl, group));
-    return all.isEmpty()
-        ? new GroupStats(group, 0, 0, 0, 0, Duration.ZERO)
-        : FromInternal.groupStats(all.get(0));
+    List<GroupStats> all =
+        read("reading group stats", dsl -> StoreQueries.groups(tables, dsl, group));
+    return all.isEmpty() ? new GroupStats(group, 0, 0, 0, 0, Duration.ZERO) : all.get(0);
   }
 
   /** Parked keys of {@code group} with the reason each was parked, oldest first. */
   public Map<String, String> parkedKeys(String group) {
     Checks.name("group", group);
-    return read("listing parked keys", dsl -> StoreQueries.parkedKeys(dsl, group));
+    return read("listing parked keys", dsl -> StoreQueries.parkedKeys(tables, dsl, group));
   }
 
   /**
@@ -259,7 +259,7 @@ public final class BalancerOperations {
         "listing parked keys",
         dsl ->
             StoreQueries.parkedKeys(
-                    dsl, group, afterAt, after == null ? null : after.partitionKey(), limit)
+                    tables, dsl, group, afterAt, after == null ? null : after.partitionKey(), limit)
                 .stream()
                 .map(r -> new ParkedKey(r.key(), r.reason(), r.parkedAt().toInstant()))
                 .toList());
@@ -272,7 +272,7 @@ public final class BalancerOperations {
   public boolean unpark(String group, String partitionKey) {
     Checks.name("group", group);
     Checks.name("partitionKey", partitionKey);
-    return read("unparking a key", dsl -> StoreQueries.unpark(dsl, group, partitionKey));
+    return read("unparking a key", dsl -> StoreQueries.unpark(tables, dsl, group, partitionKey));
   }
 
   /**
@@ -285,21 +285,22 @@ public final class BalancerOperations {
    *     bytes or holds NUL; nothing is sent
    */
   public boolean pauseGroup(String group, String reason) {
-    Schema.PAUSED_GROUPS.checkName(group);
+    BalancerTables.PAUSED_GROUPS.checkName(group);
     Pauses.checkReason(reason);
-    return read("pausing a group", dsl -> Schema.PAUSED_GROUPS.pause(dsl, group, reason));
+    return read("pausing a group", dsl -> BalancerTables.PAUSED_GROUPS.pause(dsl, group, reason));
   }
 
   /** Resumes {@code group} after {@link #pauseGroup}; true when it was paused. */
   public boolean resumeGroup(String group) {
-    Schema.PAUSED_GROUPS.checkName(group);
-    return read("resuming a group", dsl -> Schema.PAUSED_GROUPS.resume(dsl, group));
+    BalancerTables.PAUSED_GROUPS.checkName(group);
+    return read("resuming a group", dsl -> BalancerTables.PAUSED_GROUPS.resume(dsl, group));
   }
 
   /** True while {@code group} is paused cluster-wide ({@link #pauseGroup}). */
   public boolean isPaused(String group) {
-    Schema.PAUSED_GROUPS.checkName(group);
-    return read("reading a group's pause", dsl -> Schema.PAUSED_GROUPS.isPaused(dsl, group));
+    BalancerTables.PAUSED_GROUPS.checkName(group);
+    return read(
+        "reading a group's pause", dsl -> BalancerTables.PAUSED_GROUPS.isPaused(dsl, group));
   }
 
   /**
@@ -315,7 +316,7 @@ public final class BalancerOperations {
             Transactions.inNew(
                 dataSource,
                 "confirming a message",
-                tx -> LeaseQueries.confirm(tx, ctx, messageId, token)));
+                tx -> LeaseQueries.confirm(tx, tables, messageId, token)));
   }
 
   /** Like {@link #confirm(long, UUID)}, inside the caller's transaction on {@code connection}. */
@@ -328,7 +329,7 @@ public final class BalancerOperations {
             Transactions.inCaller(
                 Tx.of(connection),
                 "confirming a message",
-                tx -> LeaseQueries.confirm(tx, ctx, messageId, token)));
+                tx -> LeaseQueries.confirm(tx, tables, messageId, token)));
   }
 
   /**
@@ -346,7 +347,7 @@ public final class BalancerOperations {
             Transactions.inNew(
                 dataSource,
                 "extending a lease",
-                tx -> LeaseQueries.extend(ctx.dsl(tx), messageId, token, duration)));
+                tx -> LeaseQueries.extend(tables, tables.dsl(tx), messageId, token, duration)));
   }
 
   /**
@@ -371,18 +372,18 @@ public final class BalancerOperations {
             Transactions.inNew(
                 dataSource,
                 "requeueing a message",
-                tx -> LeaseQueries.requeue(ctx.dsl(tx), messageId, token, props)));
+                tx -> LeaseQueries.requeue(tables, tables.dsl(tx), messageId, token, props)));
   }
 
   @Override
   public String toString() {
-    return "BalancerOperations[schema=" + ctx.schema() + "]";
+    return "BalancerOperations[schema=" + tables.schema() + "]";
   }
 
   /** Runs a lease operation, timed and counted in the group's meters when there are any. */
   private LeaseResult lease(String operation, Supplier<LeaseQueries.Applied> work) {
     if (metrics == null) {
-      return FromInternal.leaseResult(work.get().result());
+      return work.get().result();
     }
     long start = System.nanoTime();
     LeaseQueries.Applied applied;
@@ -395,10 +396,10 @@ public final class BalancerOperations {
     if (applied.endToEnd() != null) {
       metrics.removed(applied.endToEnd());
     }
-    return FromInternal.leaseResult(applied.result());
+    return applied.result();
   }
 
   private <T> T read(String doing, Function<DSLContext, T> query) {
-    return Transactions.inNew(dataSource, doing, tx -> query.apply(ctx.dsl(tx)));
+    return Transactions.inNew(dataSource, doing, tx -> query.apply(tables.dsl(tx)));
   }
 }

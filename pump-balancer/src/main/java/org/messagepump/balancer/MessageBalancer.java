@@ -6,8 +6,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import javax.sql.DataSource;
+import org.messagepump.balancer.internal.BalancerTables;
 import org.messagepump.balancer.internal.Json;
-import org.messagepump.balancer.internal.Schema;
 import org.messagepump.balancer.internal.StoreQueries;
 import org.messagepump.core.Limits;
 import org.messagepump.core.ProducerHook;
@@ -47,7 +47,7 @@ public final class MessageBalancer {
   private final DataSource dataSource;
   private final String group;
   private final Limits limits;
-  private final Schema.Ctx ctx;
+  private final BalancerTables tables;
   private final BalancerMetrics metrics;
   private final BalancerOperations operations;
   private final ProducerHook producerHook;
@@ -56,11 +56,11 @@ public final class MessageBalancer {
     this.dataSource = b.dataSource;
     this.group = b.group;
     this.limits = b.limits;
-    this.ctx = Schema.Ctx.of(b.schema);
+    this.tables = BalancerTables.of(b.schema);
     // The gauges read the group's figures through an operator of their own (not metered).
-    BalancerOperations gauges = BalancerOperations.ofGroup(dataSource, ctx, limits, null);
+    BalancerOperations gauges = BalancerOperations.ofGroup(dataSource, tables, limits, null);
     this.metrics = new BalancerMetrics(b.meters, group, () -> gauges.stats(group));
-    this.operations = BalancerOperations.ofGroup(dataSource, ctx, limits, metrics);
+    this.operations = BalancerOperations.ofGroup(dataSource, tables, limits, metrics);
     this.producerHook = b.producerHook;
   }
 
@@ -96,7 +96,7 @@ public final class MessageBalancer {
 
   /** The schema this group's tables are in. */
   public String schema() {
-    return ctx.schema();
+    return tables.schema();
   }
 
   /** Stores a message with empty properties in its own transaction and returns its id. */
@@ -137,7 +137,7 @@ public final class MessageBalancer {
                       "storing a message",
                       tx ->
                           StoreQueries.store(
-                              ctx, ctx.dsl(tx), group, partitionKey, content, props)));
+                              tables, tables.dsl(tx), group, partitionKey, content, props)));
     } catch (RuntimeException | Error e) {
       ProducerHooks.failed(send, e);
       throw e;
@@ -168,7 +168,7 @@ public final class MessageBalancer {
                       "storing a message",
                       tx ->
                           StoreQueries.store(
-                              ctx, ctx.dsl(tx), group, partitionKey, content, props)));
+                              tables, tables.dsl(tx), group, partitionKey, content, props)));
     } catch (RuntimeException | Error e) {
       ProducerHooks.failed(send, e);
       throw e;
@@ -263,7 +263,7 @@ public final class MessageBalancer {
 
   private long[] storeMany(Tx tx, Batch batch) {
     return StoreQueries.storeMany(
-        ctx, ctx.dsl(tx), group, batch.keys, batch.contents, batch.properties);
+        tables, tables.dsl(tx), group, batch.keys, batch.contents, batch.properties);
   }
 
   /** Stores into this group inside {@code tx} ({@link BalancedContext#store}); checked first. */
@@ -293,7 +293,7 @@ public final class MessageBalancer {
                       "storing a message",
                       t ->
                           StoreQueries.store(
-                              ctx, ctx.dsl(t), group, partitionKey, content, props)));
+                              tables, tables.dsl(t), group, partitionKey, content, props)));
     } catch (RuntimeException | Error e) {
       ProducerHooks.failed(send, e);
       throw e;
@@ -414,8 +414,8 @@ public final class MessageBalancer {
     return metrics;
   }
 
-  Schema.Ctx ctx() {
-    return ctx;
+  BalancerTables tables() {
+    return tables;
   }
 
   private <T> T timed(String operation, java.util.function.Supplier<T> work) {
@@ -477,7 +477,7 @@ public final class MessageBalancer {
      * messages, and their pumps listen on different channels.
      */
     public Builder schema(String schema) {
-      this.schema = org.messagepump.balancer.internal.Schema.checkSchema("schema", schema);
+      this.schema = org.messagepump.balancer.internal.BalancerTables.schemaName(schema);
       return this;
     }
 

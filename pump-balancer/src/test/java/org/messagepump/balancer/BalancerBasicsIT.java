@@ -15,6 +15,10 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.balancer.internal.Acquisition;
+import org.messagepump.balancer.model.GroupStats;
+import org.messagepump.balancer.model.LeaseResult;
+import org.messagepump.balancer.model.PartitionStats;
 import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.core.BusyException;
 import org.messagepump.core.engine.PumpTester;
@@ -280,9 +284,7 @@ class BalancerBasicsIT {
     db.execute("ANALYZE " + schema + ".messages");
     long cursor = keys / 2;
     long ceiling = keys;
-    var prepared =
-        new org.messagepump.balancer.internal.AcquireStatement.Prepared(
-            org.messagepump.balancer.internal.Schema.Ctx.of(schema), group);
+    var tables = org.messagepump.balancer.internal.BalancerTables.of(schema);
     StringBuilder all = new StringBuilder();
     // The bounds a1, a2, b1, b2 (by number): a walk from the middle of the lap.
     long[] walk = {0, cursor, ceiling, Long.MIN_VALUE, cursor};
@@ -291,13 +293,14 @@ class BalancerBasicsIT {
         // A batch of one walks one range per statement: the keys after the cursor, up to the lap's
         // highest rotation, looking for keys that joined above it, or (once one did) moving every
         // key it takes back ...
-        all.append(checkPlans(db, group, prepared.acquireAfter(max, 1), walk, 2));
+        all.append(
+            checkPlans(
+                db, group, Acquisition.text(tables, max, Acquisition.WALK_AFTER, 1), walk, 2));
         all.append(
             checkPlans(
                 db,
                 group,
-                prepared.movingBack(
-                    max, org.messagepump.balancer.internal.AcquireStatement.WALK_AFTER, 1),
+                Acquisition.text(tables, max, Acquisition.WALK_AFTER | Acquisition.MOVE_BACK, 1),
                 walk,
                 1));
         // ... and the next lap from the lowest rotation, reading its highest.
@@ -305,16 +308,20 @@ class BalancerBasicsIT {
             checkPlans(
                 db,
                 group,
-                prepared.acquireLap(max, 1),
+                Acquisition.text(tables, max, Acquisition.WALK_LAP, 1),
                 new long[] {0, Long.MIN_VALUE, 0, 0, 0},
                 2));
       } else {
         // A walk from the middle of the lap: (cursor, highest of the lap], then the next lap,
         // (MIN, cursor] or above the lap, as one range. The two ranges, the keys that joined above
         // the lap and the highest rotation.
-        all.append(checkPlans(db, group, prepared.acquire(max, 1), walk, 4));
+        all.append(
+            checkPlans(
+                db, group, Acquisition.text(tables, max, Acquisition.WALK_OPEN, 1), walk, 4));
         // Runs: up to 5 consecutive messages of each key (messagesPerTurn).
-        all.append(checkPlans(db, group, prepared.acquire(max, 5), walk, 4));
+        all.append(
+            checkPlans(
+                db, group, Acquisition.text(tables, max, Acquisition.WALK_OPEN, 5), walk, 4));
       }
       if (keys < 1_000) {
         // The rest of a walk that wrapped round, rare (only past keys found empty): in a small
@@ -326,7 +333,7 @@ class BalancerBasicsIT {
           checkPlans(
               db,
               group,
-              prepared.acquireBounded(max, 1),
+              Acquisition.text(tables, max, Acquisition.WALK_BOUNDED, 1),
               new long[] {0, Long.MIN_VALUE, Long.MIN_VALUE, cursor / 2, cursor},
               2));
     }
@@ -339,11 +346,7 @@ class BalancerBasicsIT {
    * range, one for keys that joined above the lap, one for the lap's highest rotation).
    */
   private static String checkPlans(
-      TestDatabase db,
-      String group,
-      org.messagepump.balancer.internal.AcquireStatement.Text text,
-      long[] bounds,
-      int readyIndexReads)
+      TestDatabase db, String group, Acquisition.Text text, long[] bounds, int readyIndexReads)
       throws Exception {
     String sql = text.sql();
     int[] roles = text.roles();

@@ -2,6 +2,7 @@ package org.messagepump.balancer;
 
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.messagepump.balancer.model.PartitionStats;
 import org.messagepump.conformance.DriverConformance;
 import org.messagepump.core.BusyException;
 import org.messagepump.core.spi.Driver;

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
+import org.messagepump.balancer.model.PartitionStats;
 
 class ResultTest {
 

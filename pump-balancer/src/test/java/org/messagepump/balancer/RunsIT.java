@@ -18,6 +18,8 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.messagepump.balancer.model.LeaseResult;
+import org.messagepump.balancer.model.PartitionStats;
 import org.messagepump.balancer.testing.BalancerFixture;
 import org.messagepump.core.BusyException;
 import org.messagepump.core.engine.MessagePump;

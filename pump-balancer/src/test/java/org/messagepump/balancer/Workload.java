@@ -12,6 +12,8 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
+import org.messagepump.balancer.model.GroupStats;
+import org.messagepump.balancer.model.LeaseResult;
 import org.messagepump.core.BusyException;
 import org.messagepump.core.engine.MessagePump;
 

@@ -8,7 +8,7 @@ import java.util.List;
 import javax.sql.DataSource;
 import org.messagepump.balancer.BalancedHandlers;
 import org.messagepump.balancer.BalancerDriverOptions;
-import org.messagepump.balancer.LeaseResult;
+import org.messagepump.balancer.model.LeaseResult;
 import org.messagepump.commands.CommandHandlers;
 import org.messagepump.commands.CommandQueue;
 import org.messagepump.commands.NewCommand;

@@ -10,7 +10,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import javax.sql.DataSource;
 import org.messagepump.balancer.BalancerOperations;
-import org.messagepump.balancer.GroupStats;
+import org.messagepump.balancer.model.GroupStats;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.QueueDepth;
 import org.messagepump.core.Pause;

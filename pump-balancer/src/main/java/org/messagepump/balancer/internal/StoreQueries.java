@@ -1,9 +1,24 @@
 package org.messagepump.balancer.internal;
 
-import static org.messagepump.balancer.internal.Schema.clock;
+import static org.messagepump.balancer.internal.BalancerTables.M_CONTENT;
+import static org.messagepump.balancer.internal.BalancerTables.M_GROUP;
+import static org.messagepump.balancer.internal.BalancerTables.M_ID;
+import static org.messagepump.balancer.internal.BalancerTables.M_KEY;
+import static org.messagepump.balancer.internal.BalancerTables.M_PROPERTIES;
+import static org.messagepump.balancer.internal.BalancerTables.M_RECEIVED_AT;
+import static org.messagepump.balancer.internal.BalancerTables.P_FAILURES;
+import static org.messagepump.balancer.internal.BalancerTables.P_GROUP;
+import static org.messagepump.balancer.internal.BalancerTables.P_JOINED;
+import static org.messagepump.balancer.internal.BalancerTables.P_KEY;
+import static org.messagepump.balancer.internal.BalancerTables.P_LEASE_MESSAGE_ID;
+import static org.messagepump.balancer.internal.BalancerTables.P_LEASE_UNTIL;
+import static org.messagepump.balancer.internal.BalancerTables.P_PARKED_AT;
+import static org.messagepump.balancer.internal.BalancerTables.P_PARKED_REASON;
+import static org.messagepump.balancer.internal.BalancerTables.P_RESUME_AT;
+import static org.messagepump.balancer.internal.BalancerTables.P_ROTATION;
+import static org.messagepump.balancer.internal.BalancerTables.clock;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -14,8 +29,8 @@ import org.jooq.JSONB;
 import org.jooq.Record;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.messagepump.balancer.internal.Schema.M;
-import org.messagepump.balancer.internal.Schema.P;
+import org.messagepump.balancer.model.GroupStats;
+import org.messagepump.balancer.model.PartitionStats;
 
 /** The SQL of storing messages and of introspection. */
 public final class StoreQueries {
@@ -25,29 +40,6 @@ public final class StoreQueries {
   private StoreQueries() {}
 
   /**
-   * One group's figures: keys, messages, keys with a lease, parked keys, age of the oldest message
-   * ({@link Duration#ZERO} when empty).
-   */
-  public record GroupFigures(
-      String group, long partitions, long messages, long leases, long parked, Duration oldestAge) {}
-
-  /**
-   * One key's figures: its messages, whether a transaction holds it, its lease, failures, when a
-   * postponed key is due (null when due now), why it is parked (null when not) and the age of its
-   * oldest message ({@link Duration#ZERO} when empty).
-   */
-  public record KeyFigures(
-      String partitionKey,
-      long messageCount,
-      boolean locked,
-      Long leasedMessageId,
-      Instant leaseUntil,
-      int failures,
-      Instant resumeAt,
-      String parkedReason,
-      Duration oldestAge) {}
-
-  /**
    * Stores one message and returns its id. First a transaction-scoped advisory lock on the key
    * serializes the key's producers (ids commit in key order, so a later id is never visible before
    * an earlier one); then the key row is locked {@code FOR KEY SHARE} (created at the back of the
@@ -55,7 +47,7 @@ public final class StoreQueries {
    * consumer handling the key; then the message is inserted. Every value is bound.
    */
   public static long store(
-      Schema.Ctx ctx,
+      BalancerTables tables,
       DSLContext dsl,
       String group,
       String key,
@@ -68,13 +60,18 @@ public final class StoreQueries {
                 DSL.function(
                     "hashtextextended",
                     SQLDataType.BIGINT,
-                    DSL.val(lockText(ctx, group, key)),
+                    DSL.val(lockText(tables, group, key)),
                     DSL.val(LOCK_SEED))),
             // In the same round trip: wake idle balancer pumps at commit (folded per transaction).
-            DSL.function("pg_notify", SQLDataType.OTHER, DSL.val(ctx.wakeChannel()), DSL.val("")))
+            DSL.function(
+                "pg_notify", SQLDataType.OTHER, DSL.val(tables.wakeChannel()), DSL.val("")))
         .fetch();
     for (int attempt = 0; ; attempt++) {
-      if (dsl.selectOne().from(P.T).where(DeliveryQueries.key(group, key)).forKeyShare().fetchOne()
+      if (dsl.selectOne()
+              .from(tables.partitions)
+              .where(DeliveryQueries.key(group, key))
+              .forKeyShare()
+              .fetchOne()
           != null) {
         break;
       }
@@ -82,14 +79,14 @@ public final class StoreQueries {
         throw new IllegalStateException(
             "could not create the row of the key after " + MAX_KEY_ROW_ATTEMPTS + " attempts");
       }
-      dsl.insertInto(P.T, P.GROUP, P.KEY, P.ROTATION)
-          .values(DSL.val(group), DSL.val(key), Schema.ROTATION.nextval())
+      dsl.insertInto(tables.partitions, P_GROUP, P_KEY, P_ROTATION)
+          .values(DSL.val(group), DSL.val(key), tables.rotation.nextval())
           .onConflictDoNothing()
           .execute();
     }
-    return dsl.insertInto(M.T, M.GROUP, M.KEY, M.CONTENT, M.PROPERTIES)
+    return dsl.insertInto(tables.messages, M_GROUP, M_KEY, M_CONTENT, M_PROPERTIES)
         .values(group, key, content, JSONB.valueOf(propertiesJson))
-        .returningResult(M.ID)
+        .returningResult(M_ID)
         .fetchOne()
         .value1();
   }
@@ -104,7 +101,7 @@ public final class StoreQueries {
    * then one multi-row insert per {@value #INSERT_CHUNK} messages. Every value is bound.
    */
   public static long[] storeMany(
-      Schema.Ctx ctx,
+      BalancerTables tables,
       DSLContext dsl,
       String group,
       List<String> keys,
@@ -114,7 +111,7 @@ public final class StoreQueries {
     String[] lockTexts = new String[distinct.size()];
     int i = 0;
     for (String key : distinct) {
-      lockTexts[i++] = lockText(ctx, group, key);
+      lockTexts[i++] = lockText(tables, group, key);
     }
     java.util.Arrays.sort(lockTexts);
     var t = DSL.field(DSL.name("u", "t"), String.class);
@@ -123,14 +120,15 @@ public final class StoreQueries {
                 "pg_advisory_xact_lock",
                 SQLDataType.OTHER,
                 DSL.function("hashtextextended", SQLDataType.BIGINT, t, DSL.val(LOCK_SEED))),
-            DSL.function("pg_notify", SQLDataType.OTHER, DSL.val(ctx.wakeChannel()), DSL.val("")))
+            DSL.function(
+                "pg_notify", SQLDataType.OTHER, DSL.val(tables.wakeChannel()), DSL.val("")))
         .from(DSL.unnest(DSL.val(lockTexts, TEXT_ARRAY)).as("u", "t"))
         .fetch();
-    lockKeyRows(dsl, group, distinct);
+    lockKeyRows(tables, dsl, group, distinct);
     long[] ids = new long[keys.size()];
     for (int from = 0; from < keys.size(); from += INSERT_CHUNK) {
       int to = Math.min(keys.size(), from + INSERT_CHUNK);
-      var insert = dsl.insertInto(M.T, M.GROUP, M.KEY, M.CONTENT, M.PROPERTIES);
+      var insert = dsl.insertInto(tables.messages, M_GROUP, M_KEY, M_CONTENT, M_PROPERTIES);
       var values =
           insert.values(group, keys.get(from), contents.get(from), jsonb(properties, from));
       for (int j = from + 1; j < to; j++) {
@@ -138,7 +136,7 @@ public final class StoreQueries {
       }
       // Identity values are drawn in VALUES order: the ids sorted ascending are the input order.
       long[] chunk =
-          values.returningResult(M.ID).fetch().stream()
+          values.returningResult(M_ID).fetch().stream()
               .mapToLong(r -> r.value1())
               .sorted()
               .toArray();
@@ -162,8 +160,8 @@ public final class StoreQueries {
   }
 
   /** The text hashed to the advisory lock id of a key's producers. */
-  private static String lockText(Schema.Ctx ctx, String group, String key) {
-    return ctx.lockPrefix() + group.length() + ":" + group + "/" + key;
+  private static String lockText(BalancerTables tables, String group, String key) {
+    return tables.lockPrefix() + group.length() + ":" + group + "/" + key;
   }
 
   /**
@@ -171,19 +169,21 @@ public final class StoreQueries {
    * the rotation (in the order given) until every row is locked; a row a consumer deletes as empty
    * in between is created again at the next attempt.
    */
-  private static void lockKeyRows(DSLContext dsl, String group, java.util.Collection<String> keys) {
+  private static void lockKeyRows(
+      BalancerTables tables, DSLContext dsl, String group, java.util.Collection<String> keys) {
     java.util.List<String> missing = new ArrayList<>(keys);
     for (int attempt = 0; ; attempt++) {
       java.util.Set<String> locked =
           new java.util.HashSet<>(
-              dsl.select(P.KEY)
-                  .from(P.T)
-                  .where(P.GROUP.eq(group))
+              dsl.select(P_KEY)
+                  .from(tables.partitions)
+                  .where(P_GROUP.eq(group))
                   .and(
-                      P.KEY.in(
-                          Schema.keySet(DSL.val(missing.toArray(new String[0]), TEXT_ARRAY), "w")))
+                      P_KEY.in(
+                          BalancerTables.keySet(
+                              DSL.val(missing.toArray(new String[0]), TEXT_ARRAY), "w")))
                   .forKeyShare()
-                  .fetch(P.KEY));
+                  .fetch(P_KEY));
       missing.removeIf(locked::contains);
       if (missing.isEmpty()) {
         return;
@@ -203,12 +203,12 @@ public final class StoreQueries {
                       .as("u", "t", "o"))
               .orderBy(o)
               .asTable("n", "k");
-      dsl.insertInto(P.T, P.GROUP, P.KEY, P.ROTATION)
+      dsl.insertInto(tables.partitions, P_GROUP, P_KEY, P_ROTATION)
           .select(
               DSL.select(
                       DSL.val(group),
                       DSL.field(DSL.name("n", "k"), String.class),
-                      Schema.ROTATION.nextval())
+                      tables.rotation.nextval())
                   .from(ordered))
           .onConflictDoNothing()
           .execute();
@@ -216,31 +216,36 @@ public final class StoreQueries {
   }
 
   /** Keys of the group. */
-  public static long partitionCount(DSLContext dsl, String group) {
-    return dsl.fetchCount(P.T, P.GROUP.eq(group));
+  public static long partitionCount(BalancerTables tables, DSLContext dsl, String group) {
+    return dsl.fetchCount(tables.partitions, P_GROUP.eq(group));
   }
 
   /** Messages of the group. */
-  public static long messageCount(DSLContext dsl, String group) {
-    return dsl.fetchCount(M.T, M.GROUP.eq(group));
+  public static long messageCount(BalancerTables tables, DSLContext dsl, String group) {
+    return dsl.fetchCount(tables.messages, M_GROUP.eq(group));
   }
 
   /** Keys of the group in rotation order (the next to be served first). */
-  public static List<String> partitionKeys(DSLContext dsl, String group) {
-    return dsl.select(P.KEY).from(P.T).where(P.GROUP.eq(group)).orderBy(P.ROTATION).fetch(P.KEY);
+  public static List<String> partitionKeys(BalancerTables tables, DSLContext dsl, String group) {
+    return dsl.select(P_KEY)
+        .from(tables.partitions)
+        .where(P_GROUP.eq(group))
+        .orderBy(P_ROTATION)
+        .fetch(P_KEY);
   }
 
   /** Parked keys of the group with their reasons. */
-  public static Map<String, String> parkedKeys(DSLContext dsl, String group) {
+  public static Map<String, String> parkedKeys(
+      BalancerTables tables, DSLContext dsl, String group) {
     Map<String, String> parked = new LinkedHashMap<>();
     for (Record r :
-        dsl.select(P.KEY, P.PARKED_REASON)
-            .from(P.T)
-            .where(P.GROUP.eq(group))
-            .and(P.PARKED_AT.isNotNull())
-            .orderBy(P.PARKED_AT)
+        dsl.select(P_KEY, P_PARKED_REASON)
+            .from(tables.partitions)
+            .where(P_GROUP.eq(group))
+            .and(P_PARKED_AT.isNotNull())
+            .orderBy(P_PARKED_AT)
             .fetch()) {
-      parked.put(r.get(P.KEY), r.get(P.PARKED_REASON));
+      parked.put(r.get(P_KEY), r.get(P_PARKED_REASON));
     }
     return parked;
   }
@@ -254,31 +259,36 @@ public final class StoreQueries {
    * keys ({@code partitions_parked}).
    */
   public static List<ParkedRow> parkedKeys(
-      DSLContext dsl, String group, OffsetDateTime afterAt, String afterKey, int limit) {
-    return dsl.select(P.KEY, P.PARKED_REASON, P.PARKED_AT)
-        .from(P.T)
-        .where(P.GROUP.eq(group))
-        .and(P.PARKED_AT.isNotNull())
+      BalancerTables tables,
+      DSLContext dsl,
+      String group,
+      OffsetDateTime afterAt,
+      String afterKey,
+      int limit) {
+    return dsl.select(P_KEY, P_PARKED_REASON, P_PARKED_AT)
+        .from(tables.partitions)
+        .where(P_GROUP.eq(group))
+        .and(P_PARKED_AT.isNotNull())
         .and(
             afterKey == null
                 ? DSL.noCondition()
-                : DSL.row(P.PARKED_AT, P.KEY).gt(DSL.val(afterAt), DSL.val(afterKey)))
-        .orderBy(P.PARKED_AT, P.KEY)
+                : DSL.row(P_PARKED_AT, P_KEY).gt(DSL.val(afterAt), DSL.val(afterKey)))
+        .orderBy(P_PARKED_AT, P_KEY)
         .limit(limit)
         .fetch(r -> new ParkedRow(r.value1(), r.value2(), r.value3()));
   }
 
   /** Unparks a key: failures reset, due now, joined at the back of the rotation. */
-  public static boolean unpark(DSLContext dsl, String group, String key) {
-    return dsl.update(P.T)
-            .setNull(P.PARKED_AT)
-            .setNull(P.PARKED_REASON)
-            .set(P.FAILURES, 0)
-            .set(P.RESUME_AT, clock())
-            .set(P.ROTATION, Schema.ROTATION.nextval())
-            .set(P.JOINED, DSL.inline(true))
+  public static boolean unpark(BalancerTables tables, DSLContext dsl, String group, String key) {
+    return dsl.update(tables.partitions)
+            .setNull(P_PARKED_AT)
+            .setNull(P_PARKED_REASON)
+            .set(P_FAILURES, 0)
+            .set(P_RESUME_AT, clock())
+            .set(P_ROTATION, tables.rotation.nextval())
+            .set(P_JOINED, DSL.inline(true))
             .where(DeliveryQueries.key(group, key))
-            .and(P.PARKED_AT.isNotNull())
+            .and(P_PARKED_AT.isNotNull())
             .execute()
         == 1;
   }
@@ -287,16 +297,17 @@ public final class StoreQueries {
    * One key's figures; {@code null} when the key has no row. "Locked" probes the row {@code FOR
    * SHARE SKIP LOCKED}: that conflicts with a consumer's lock but not with a producer's.
    */
-  public static KeyFigures partitionStats(DSLContext dsl, String group, String key) {
+  public static PartitionStats partitionStats(
+      BalancerTables tables, DSLContext dsl, String group, String key) {
     Record p =
         dsl.select(
-                P.LEASE_MESSAGE_ID,
-                P.LEASE_UNTIL,
-                P.FAILURES,
-                P.RESUME_AT,
-                P.PARKED_REASON,
+                P_LEASE_MESSAGE_ID,
+                P_LEASE_UNTIL,
+                P_FAILURES,
+                P_RESUME_AT,
+                P_PARKED_REASON,
                 clock())
-            .from(P.T)
+            .from(tables.partitions)
             .where(DeliveryQueries.key(group, key))
             .fetchOne();
     if (p == null) {
@@ -304,7 +315,7 @@ public final class StoreQueries {
     }
     boolean free =
         dsl.selectOne()
-                .from(P.T)
+                .from(tables.partitions)
                 .where(DeliveryQueries.key(group, key))
                 .forShare()
                 .skipLocked()
@@ -312,22 +323,22 @@ public final class StoreQueries {
             != null;
     Record m =
         dsl.select(DSL.count(), oldest())
-            .from(M.T)
-            .where(M.GROUP.eq(group))
-            .and(M.KEY.eq(key))
+            .from(tables.messages)
+            .where(M_GROUP.eq(group))
+            .and(M_KEY.eq(key))
             .fetchOne();
     OffsetDateTime now = p.get(clock());
-    OffsetDateTime resumeAt = p.get(P.RESUME_AT);
-    OffsetDateTime leaseUntil = p.get(P.LEASE_UNTIL);
-    return new KeyFigures(
+    OffsetDateTime resumeAt = p.get(P_RESUME_AT);
+    OffsetDateTime leaseUntil = p.get(P_LEASE_UNTIL);
+    return new PartitionStats(
         key,
         m.get(0, Long.class),
         !free,
-        p.get(P.LEASE_MESSAGE_ID),
+        p.get(P_LEASE_MESSAGE_ID),
         leaseUntil == null ? null : leaseUntil.toInstant(),
-        p.get(P.FAILURES),
+        p.get(P_FAILURES),
         resumeAt == null || !resumeAt.isAfter(now) ? null : resumeAt.toInstant(),
-        p.get(P.PARKED_REASON),
+        p.get(P_PARKED_REASON),
         age(m.get(1, OffsetDateTime.class), now));
   }
 
@@ -338,8 +349,8 @@ public final class StoreQueries {
    * keys come back in the order of {@code keys}. Whether a transaction holds a key is read as
    * {@link #partitionStats} reads it, by a {@code FOR SHARE SKIP LOCKED} probe of its row.
    */
-  public static List<KeyFigures> partitionStats(
-      DSLContext dsl, String group, java.util.Collection<String> keys) {
+  public static List<PartitionStats> partitionStats(
+      BalancerTables tables, DSLContext dsl, String group, java.util.Collection<String> keys) {
     if (keys.isEmpty()) {
       return List.of();
     }
@@ -347,55 +358,55 @@ public final class StoreQueries {
         DSL.field(
             "(SELECT count(*) FROM {0} AS m WHERE m.partition_group = {1}"
                 + " AND m.partition_key = {2})",
-            SQLDataType.BIGINT, M.T, P.GROUP, P.KEY);
+            SQLDataType.BIGINT, tables.messages, P_GROUP, P_KEY);
     org.jooq.Field<OffsetDateTime> oldest =
         DSL.field(
             "(SELECT min(m.received_at) FILTER (WHERE isfinite(m.received_at)) FROM {0} AS m"
                 + " WHERE m.partition_group = {1} AND m.partition_key = {2})",
-            SQLDataType.TIMESTAMPWITHTIMEZONE, M.T, P.GROUP, P.KEY);
+            SQLDataType.TIMESTAMPWITHTIMEZONE, tables.messages, P_GROUP, P_KEY);
     org.jooq.Field<Boolean> free =
         DSL.field(
             "EXISTS (SELECT 1 FROM {0} AS q WHERE q.partition_group = {1}"
                 + " AND q.partition_key = {2} FOR SHARE SKIP LOCKED)",
-            SQLDataType.BOOLEAN, P.T, P.GROUP, P.KEY);
+            SQLDataType.BOOLEAN, tables.partitions, P_GROUP, P_KEY);
     org.jooq.Field<OffsetDateTime> now = clock();
-    Map<String, KeyFigures> byKey = new java.util.HashMap<>();
+    Map<String, PartitionStats> byKey = new java.util.HashMap<>();
     for (Record p :
         dsl.select(
-                P.KEY,
-                P.LEASE_MESSAGE_ID,
-                P.LEASE_UNTIL,
-                P.FAILURES,
-                P.RESUME_AT,
-                P.PARKED_REASON,
+                P_KEY,
+                P_LEASE_MESSAGE_ID,
+                P_LEASE_UNTIL,
+                P_FAILURES,
+                P_RESUME_AT,
+                P_PARKED_REASON,
                 now,
                 count,
                 oldest,
                 free)
-            .from(P.T)
-            .where(P.GROUP.eq(group))
-            .and(P.KEY.eq(DSL.any(DSL.val(keys.toArray(String[]::new)))))
+            .from(tables.partitions)
+            .where(P_GROUP.eq(group))
+            .and(P_KEY.eq(DSL.any(DSL.val(keys.toArray(String[]::new)))))
             .fetch()) {
       OffsetDateTime at = p.get(now);
-      OffsetDateTime resumeAt = p.get(P.RESUME_AT);
-      OffsetDateTime leaseUntil = p.get(P.LEASE_UNTIL);
+      OffsetDateTime resumeAt = p.get(P_RESUME_AT);
+      OffsetDateTime leaseUntil = p.get(P_LEASE_UNTIL);
       Long n = p.get(count);
       byKey.put(
-          p.get(P.KEY),
-          new KeyFigures(
-              p.get(P.KEY),
+          p.get(P_KEY),
+          new PartitionStats(
+              p.get(P_KEY),
               n == null ? 0 : n,
               !Boolean.TRUE.equals(p.get(free)),
-              p.get(P.LEASE_MESSAGE_ID),
+              p.get(P_LEASE_MESSAGE_ID),
               leaseUntil == null ? null : leaseUntil.toInstant(),
-              p.get(P.FAILURES),
+              p.get(P_FAILURES),
               resumeAt == null || !resumeAt.isAfter(at) ? null : resumeAt.toInstant(),
-              p.get(P.PARKED_REASON),
+              p.get(P_PARKED_REASON),
               age(p.get(oldest), at)));
     }
-    List<KeyFigures> out = new ArrayList<>();
+    List<PartitionStats> out = new ArrayList<>();
     for (String k : new java.util.LinkedHashSet<>(keys)) {
-      KeyFigures f = byKey.get(k);
+      PartitionStats f = byKey.get(k);
       if (f != null) {
         out.add(f);
       }
@@ -404,39 +415,39 @@ public final class StoreQueries {
   }
 
   /** Figures of every group that has keys or messages, by group name. */
-  public static List<GroupFigures> groups(DSLContext dsl, String onlyGroup) {
+  public static List<GroupStats> groups(BalancerTables tables, DSLContext dsl, String onlyGroup) {
     var pq =
         dsl.select(
-                P.GROUP,
+                P_GROUP,
                 DSL.count(),
-                DSL.count(P.LEASE_MESSAGE_ID),
-                DSL.count(P.PARKED_AT),
+                DSL.count(P_LEASE_MESSAGE_ID),
+                DSL.count(P_PARKED_AT),
                 clock())
-            .from(P.T);
-    var mq = dsl.select(M.GROUP, DSL.count(), oldest()).from(M.T);
+            .from(tables.partitions);
+    var mq = dsl.select(M_GROUP, DSL.count(), oldest()).from(tables.messages);
     var partitions =
-        (onlyGroup == null ? pq.groupBy(P.GROUP) : pq.where(P.GROUP.eq(onlyGroup)).groupBy(P.GROUP))
+        (onlyGroup == null ? pq.groupBy(P_GROUP) : pq.where(P_GROUP.eq(onlyGroup)).groupBy(P_GROUP))
             .fetch();
     var messages =
-        (onlyGroup == null ? mq.groupBy(M.GROUP) : mq.where(M.GROUP.eq(onlyGroup)).groupBy(M.GROUP))
+        (onlyGroup == null ? mq.groupBy(M_GROUP) : mq.where(M_GROUP.eq(onlyGroup)).groupBy(M_GROUP))
             .fetch();
     OffsetDateTime now = dsl.select(clock()).fetchOne().value1();
     Map<String, long[]> counts = new java.util.TreeMap<>();
     Map<String, OffsetDateTime> oldest = new LinkedHashMap<>();
     for (Record r : partitions) {
-      long[] c = counts.computeIfAbsent(r.get(P.GROUP), g -> new long[4]);
+      long[] c = counts.computeIfAbsent(r.get(P_GROUP), g -> new long[4]);
       c[0] = r.get(1, Long.class);
       c[2] = r.get(2, Long.class);
       c[3] = r.get(3, Long.class);
     }
     for (Record r : messages) {
-      long[] c = counts.computeIfAbsent(r.get(M.GROUP), g -> new long[4]);
+      long[] c = counts.computeIfAbsent(r.get(M_GROUP), g -> new long[4]);
       c[1] = r.get(1, Long.class);
-      oldest.put(r.get(M.GROUP), r.get(2, OffsetDateTime.class));
+      oldest.put(r.get(M_GROUP), r.get(2, OffsetDateTime.class));
     }
-    List<GroupFigures> out = new ArrayList<>(counts.size());
+    List<GroupStats> out = new ArrayList<>(counts.size());
     counts.forEach(
-        (g, c) -> out.add(new GroupFigures(g, c[0], c[1], c[2], c[3], age(oldest.get(g), now))));
+        (g, c) -> out.add(new GroupStats(g, c[0], c[1], c[2], c[3], age(oldest.get(g), now))));
     return out;
   }
 
@@ -445,7 +456,7 @@ public final class StoreQueries {
    * break the figures (it is parked as unreadable by the pump).
    */
   private static org.jooq.Field<OffsetDateTime> oldest() {
-    return DSL.min(M.RECEIVED_AT).filterWhere(DSL.condition("isfinite({0})", M.RECEIVED_AT));
+    return DSL.min(M_RECEIVED_AT).filterWhere(DSL.condition("isfinite({0})", M_RECEIVED_AT));
   }
 
   private static Duration age(OffsetDateTime oldest, OffsetDateTime now) {

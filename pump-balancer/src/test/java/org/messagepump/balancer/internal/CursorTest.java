@@ -4,16 +4,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.messagepump.balancer.internal.Acquisition.Cursor;
 
 /** The cursor's laps, without a database: what a walk learns from each statement. */
 class CursorTest {
 
-  private static final long NONE = DeliveryQueries.NONE;
+  private static final long NONE = Acquisition.NONE;
 
   /** A statement's result with keys up to {@code last} of range {@code part}. */
-  private static DeliveryQueries.Acquired took(
+  private static Acquisition.Acquired took(
       long last, int part, boolean joinedAbove, long top, long drawn) {
-    return new DeliveryQueries.Acquired(
+    return new Acquisition.Acquired(
         List.of(), List.of(), List.of(), 1, last, part, joinedAbove, top, drawn);
   }
 
@@ -21,7 +22,7 @@ class CursorTest {
   void theFirstWalkStartsALapThatEndsAtTheHighestRotationThen() {
     assertThat(Cursor.START.atLapEnd()).isTrue();
     Cursor.Walk walk = new Cursor.Walk(Cursor.START);
-    walk.took(AcquireStatement.WALK_LAP, took(3, 0, false, 40, NONE));
+    walk.took(Acquisition.WALK_LAP, took(3, 0, false, 40, NONE));
     assertThat(walk.reached()).isEqualTo(new Cursor(0, 3, 40, false, NONE));
     assertThat(walk.reached().atLapEnd()).isFalse();
   }
@@ -29,13 +30,12 @@ class CursorTest {
   @Test
   void aKeyThatJoinedAboveTheLapMakesTheRestOfTheLapMoveKeysBack() {
     Cursor.Walk walk = new Cursor.Walk(new Cursor(2, 10, 40, false, NONE));
-    walk.took(AcquireStatement.WALK_AFTER, took(11, 0, false, NONE, NONE));
+    walk.took(Acquisition.WALK_AFTER, took(11, 0, false, NONE, NONE));
     assertThat(walk.moveBack()).isFalse();
-    walk.took(AcquireStatement.WALK_AFTER, took(12, 0, true, NONE, 45));
+    walk.took(Acquisition.WALK_AFTER, took(12, 0, true, NONE, 45));
     assertThat(walk.reached()).isEqualTo(new Cursor(2, 12, 40, true, 45));
     // A statement that moves keys back does not look again: it stays so for the lap.
-    walk.took(
-        AcquireStatement.WALK_AFTER | AcquireStatement.MOVE_BACK, took(13, 0, false, NONE, 46));
+    walk.took(Acquisition.WALK_AFTER | Acquisition.MOVE_BACK, took(13, 0, false, NONE, 46));
     assertThat(walk.reached()).isEqualTo(new Cursor(2, 13, 40, true, 46));
   }
 
@@ -43,14 +43,14 @@ class CursorTest {
   void theNextLapIncludesThePlacesDrawnInTheLapThatEnded() {
     // Places drawn this lap (up to 46) may not be committed yet: the top seen is lower.
     Cursor.Walk walk = new Cursor.Walk(new Cursor(2, 38, 40, true, 46));
-    walk.took(AcquireStatement.WALK_LAP, took(1, 0, false, 44, NONE));
+    walk.took(Acquisition.WALK_LAP, took(1, 0, false, 44, NONE));
     assertThat(walk.reached()).isEqualTo(new Cursor(3, 1, 46, false, NONE));
     // A walk of both ranges wraps when its last key is of the second range.
     Cursor.Walk open = new Cursor.Walk(new Cursor(2, 38, 40, true, 46));
-    open.took(AcquireStatement.WALK_OPEN, took(5, 1, false, 44, 48));
+    open.took(Acquisition.WALK_OPEN, took(5, 1, false, 44, 48));
     assertThat(open.reached()).isEqualTo(new Cursor(3, 5, 48, false, NONE));
     Cursor.Walk first = new Cursor.Walk(new Cursor(2, 30, 40, false, NONE));
-    first.took(AcquireStatement.WALK_OPEN, took(39, 0, false, 44, NONE));
+    first.took(Acquisition.WALK_OPEN, took(39, 0, false, 44, NONE));
     assertThat(first.reached()).isEqualTo(new Cursor(2, 39, 40, false, NONE));
   }
 

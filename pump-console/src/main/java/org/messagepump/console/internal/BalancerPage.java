@@ -10,10 +10,10 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import org.messagepump.balancer.BalancerOperations;
-import org.messagepump.balancer.GroupStats;
 import org.messagepump.balancer.MessageBalancer;
 import org.messagepump.balancer.ParkedKey;
-import org.messagepump.balancer.PartitionStats;
+import org.messagepump.balancer.model.GroupStats;
+import org.messagepump.balancer.model.PartitionStats;
 
 /** Groups; per group its partitions with their heads, leases, parked keys and fairness. */
 final class BalancerPage {

@@ -6,7 +6,7 @@ import static org.messagepump.console.internal.Html.spark;
 
 import java.util.Map;
 import java.util.TreeMap;
-import org.messagepump.balancer.GroupStats;
+import org.messagepump.balancer.model.GroupStats;
 import org.messagepump.commands.QueueDepth;
 import org.messagepump.eventstream.HandlerLag;
 

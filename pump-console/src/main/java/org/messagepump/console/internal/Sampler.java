@@ -17,7 +17,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
-import org.messagepump.balancer.GroupStats;
+import org.messagepump.balancer.model.GroupStats;
 import org.messagepump.commands.QueueDepth;
 import org.messagepump.eventstream.HandlerLag;
 

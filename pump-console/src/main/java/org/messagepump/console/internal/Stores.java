@@ -9,7 +9,7 @@ import org.jooq.Field;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.balancer.BalancerOperations;
-import org.messagepump.balancer.GroupStats;
+import org.messagepump.balancer.model.GroupStats;
 import org.messagepump.commands.CommandOperations;
 import org.messagepump.commands.PendingCommand;
 import org.messagepump.core.Tx;

@@ -1,4 +1,4 @@
-package org.messagepump.balancer;
+package org.messagepump.balancer.model;
 
 /**
  * What became of a {@code confirm}, {@code extendLease} or {@code requeue} of a handed-off message.

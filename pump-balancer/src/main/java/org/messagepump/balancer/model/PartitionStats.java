@@ -1,4 +1,4 @@
-package org.messagepump.balancer;
+package org.messagepump.balancer.model;
 
 import java.time.Duration;
 import java.time.Instant;

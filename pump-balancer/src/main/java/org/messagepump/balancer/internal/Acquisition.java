@@ -1,0 +1,1409 @@
+package org.messagepump.balancer.internal;
+
+import static org.messagepump.balancer.internal.BalancerTables.M_ATTEMPTS;
+import static org.messagepump.balancer.internal.BalancerTables.M_CONTENT;
+import static org.messagepump.balancer.internal.BalancerTables.M_GROUP;
+import static org.messagepump.balancer.internal.BalancerTables.M_ID;
+import static org.messagepump.balancer.internal.BalancerTables.M_KEY;
+import static org.messagepump.balancer.internal.BalancerTables.M_PROPERTIES;
+import static org.messagepump.balancer.internal.BalancerTables.M_RECEIVED_AT;
+import static org.messagepump.balancer.internal.BalancerTables.P_FAILURES;
+import static org.messagepump.balancer.internal.BalancerTables.P_GROUP;
+import static org.messagepump.balancer.internal.BalancerTables.P_JOINED;
+import static org.messagepump.balancer.internal.BalancerTables.P_KEY;
+import static org.messagepump.balancer.internal.BalancerTables.P_LEASE_MESSAGE_ID;
+import static org.messagepump.balancer.internal.BalancerTables.P_PARKED_AT;
+import static org.messagepump.balancer.internal.BalancerTables.P_RESUME_AT;
+import static org.messagepump.balancer.internal.BalancerTables.P_ROTATION;
+import static org.messagepump.balancer.internal.BalancerTables.clock;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
+import javax.sql.DataSource;
+import org.jooq.CommonTableExpression;
+import org.jooq.Condition;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.Record2;
+import org.jooq.ResultQuery;
+import org.jooq.Table;
+import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
+import org.messagepump.core.Tx;
+
+/**
+ * The balancer's acquisition of one partition group, with its SQL: which keys a poll takes and in
+ * what order, and how it claims them.
+ *
+ * <p>With lockPartition, the ready keys are walked in rotation order from this driver's {@link
+ * Cursor}, in laps (keys are served in the order they became ready), by one statement that locks
+ * the keys ({@code FOR NO KEY UPDATE SKIP LOCKED}) and deletes their heads (or runs of {@code
+ * messagesPerTurn}): the success bookkeeping done up front. Every outcome that keeps a message
+ * writes it back ({@link #restore}), and the places a lap draws for its keys are written once the
+ * turn's outcome is known ({@link #moveBack}, {@link #rejoin}). Without lockPartition, keys are
+ * rotated to the back on a short transaction of their own and each key's first free message is
+ * locked in the pump's transaction.
+ *
+ * <p>One instance per driver (it holds the driver's cursor). The statements are rendered once per
+ * schema by jOOQ with bind markers and run through plain JDBC: rendering per poll was a large part
+ * of the pump's CPU per delivery on a two-core machine shared with PostgreSQL.
+ */
+public final class Acquisition {
+
+  private static final int MAX_ROUNDS = 8;
+  private static final org.jooq.DataType<String[]> TEXT_ARRAY = SQLDataType.CLOB.array();
+
+  // The columns of the candidates CTE "c".
+  private static final Field<String> C_GROUP = DSL.field(DSL.name("c", "c_group"), String.class);
+  private static final Field<String> C_KEY = DSL.field(DSL.name("c", "c_key"), String.class);
+  private static final Field<Long> C_ROTATION = DSL.field(DSL.name("c", "c_rotation"), Long.class);
+  private static final Field<Integer> C_FAILURES =
+      DSL.field(DSL.name("c", "c_failures"), Integer.class);
+  private static final Field<Integer> C_PART = DSL.field(DSL.name("c", "c_part"), Integer.class);
+
+  /**
+   * A walk from a cursor in one statement: {@code (a1, a2]} (a2 the lap's highest rotation), then
+   * round from the lowest, {@code (MIN, b2]} and {@code (a2, MAX]} (the next lap). Returns the
+   * highest rotation now (for the next lap) and looks for keys that joined above {@code a2}.
+   */
+  public static final int WALK_OPEN = 0;
+
+  /** The rest of a walk that wrapped round: {@code (a1, a2]}, then {@code (b1, b2]}. */
+  public static final int WALK_BOUNDED = 1;
+
+  /**
+   * One range, {@code (a1, a2]}: a batch of one in the middle of a lap (the next lap is a statement
+   * of its own, {@link #WALK_LAP}). Looks for keys that joined above {@code a2}.
+   */
+  public static final int WALK_AFTER = 2;
+
+  /**
+   * One range from the start of a lap, {@code (a1, MAX]} with {@code a1} the lowest rotation: a
+   * batch of one that wrapped round. Returns the highest rotation now (the new lap's).
+   */
+  public static final int WALK_LAP = 3;
+
+  /**
+   * With {@link #WALK_AFTER} or {@link #WALK_OPEN}: the lap already met a key that joined after it
+   * began, so every key the first range takes is given a new place (a rotation drawn from the
+   * sequence, returned with its row) without looking again.
+   */
+  public static final int MOVE_BACK = 4;
+
+  /**
+   * An acquisition statement's text and what each of its parameters is: {@link #GROUP} (the group)
+   * or the number of a bound, 1-4 for {@code a1}, {@code a2}, {@code b1}, {@code b2}.
+   */
+  public record Text(String sql, int[] roles) {
+    /** The group. */
+    public static final int GROUP = 0;
+  }
+
+  /** The text of the acquisition statement (see {@link #acquireQuery} and {@link #text}). */
+  private static Text renderAcquire(BalancerTables tables, int max, int shape, int perKey) {
+    DSLContext render = tables.render();
+    // The group as a one-row subquery "(select ?)": the planner cannot look at its value, so
+    // every plan it makes has the same cost, and after five executions the connection keeps
+    // the generic plan. With a plain "= ?" the custom plan of a group with few keys looked
+    // cheaper (it expects fewer rows than the LIMIT) and was made again at every execution.
+    // The rotation bounds likewise, for the same reason.
+    Field<String> groupParam = DSL.field(DSL.select(DSL.val("")));
+    ResultQuery<?> q = acquireQuery(tables, render, groupParam, max, shape, perKey);
+    // The parameters' order, as lockKeys binds them: each bound is rendered with its own
+    // number as its value.
+    List<Object> values = q.getBindValues();
+    int[] roles = new int[values.size()];
+    for (int i = 0; i < roles.length; i++) {
+      Object v = values.get(i);
+      if (v instanceof String) {
+        roles[i] = Text.GROUP;
+      } else if (v instanceof Long bound && bound >= 1 && bound <= 4) {
+        roles[i] = bound.intValue();
+      } else {
+        throw new IllegalStateException("the acquisition statement has a parameter " + v);
+      }
+    }
+    return new Text(render.render(q), roles);
+  }
+
+  /**
+   * The acquisition statement (see {@link #lockKeys}) of shape {@code shape}, up to {@code perKey}
+   * consecutive messages of each key, {@code max} rows in all: the group and the bounds of the
+   * ranges are bind values (each bound rendered with its number, 1-4, as its value; see {@link
+   * Text}), {@code max} and {@code perKey} are written as integers. One row per message (a key's
+   * rows in no particular order, sharing its columns): key, rotation, failures, range (0 or 1),
+   * message id (null: the key has no message), deleted id (null: it was not there to delete),
+   * content, properties, received_at, attempts, received_at and the clock as microseconds, whether
+   * a later message of the key was seen, the rotation of a key that joined above the first range
+   * (null: none seen, or not looked for), the highest rotation of the group's ready keys (null: not
+   * asked) and the place drawn for the key (null: none).
+   */
+  private static ResultQuery<?> acquireQuery(
+      BalancerTables tables, DSLContext dsl, Field<String> group, int max, int shape, int perKey) {
+    int walk = shape & 3;
+    boolean moveBack = (shape & MOVE_BACK) != 0;
+    // Keys joined above the lap are looked for by a walk in the middle of a lap (until one is
+    // seen: then every turn of the lap moves its key back, and nothing is looked for); the highest
+    // rotation is read by a walk that may start the next lap.
+    boolean looksAbove = !moveBack && (walk == WALK_OPEN || walk == WALK_AFTER);
+    boolean readsTop = walk == WALK_OPEN || walk == WALK_LAP;
+    boolean draws = walk == WALK_OPEN || walk == WALK_AFTER;
+    // Each range is its own locking subquery (a locking clause is not allowed on a UNION's
+    // branches); the outer LIMIT stops the Append before the second range is read, and so before
+    // any of its rows is locked, when the first range already gave max keys.
+    Table<?> c =
+        walk == WALK_AFTER || walk == WALK_LAP
+            ? DSL.select(DSL.asterisk())
+                .from(range(tables, group, max, "a", 0, 1, walk == WALK_AFTER ? 2 : 0))
+                .limit(DSL.inline(max))
+                .asTable("c")
+            : walk == WALK_BOUNDED
+                ? DSL.select(DSL.asterisk())
+                    .from(range(tables, group, max, "a", 0, 1, 2))
+                    .unionAll(
+                        DSL.select(DSL.asterisk())
+                            .from(range(tables, groupParam(), max, "b", 1, 3, 4)))
+                    .limit(DSL.inline(max))
+                    .asTable("c")
+                // The next lap: from the lowest rotation up to the cursor, then the keys above
+                // the lap (that joined during it, or were moved back); not the keys of the first
+                // range, which this statement may hold (its own locks are not skipped) and which
+                // were just found taken or not due.
+                // Every rotation up to the cursor is below every rotation above the lap, so the two
+                // are one range in rotation order, (MIN, b2] or (a2, MAX]: one subquery fewer to
+                // set up at every execution, although it is read only when the walk wraps round.
+                : DSL.select(DSL.asterisk())
+                    .from(range(tables, group, max, "a", 0, 1, 2))
+                    .unionAll(DSL.select(DSL.asterisk()).from(nextLap(tables, max)))
+                    .limit(DSL.inline(max))
+                    .asTable("c");
+    // h: the locked keys, and the first perKey messages of each (its head, or a run), read without
+    // a lock: the key row's lock is the claim, and every writer of a key's messages holds it. A
+    // lateral scan of the key's index range, at most max rows in all. The join pulls the keys one
+    // at a time, so they are locked as they are reached: once max rows are there, no further key
+    // is read or locked (a key locked and left unused would be skipped by every other worker until
+    // this commits). A key without messages is one row with no id (an empty key). h is read twice
+    // below, so PostgreSQL computes it once: each key is locked once.
+    //
+    // The scan reads one message more than it takes (perKey + 1): whether a message has a later
+    // one of its key (h_more) comes from the same scan. Each message is then deleted by its row
+    // address (ctid, a TID scan): no primary-key descent for the delete and no probe for a later
+    // message (docs/performance-notes.md, "One index scan per key"). The ctid and the
+    // ids are read with the statement's snapshot, which keeps those rows from being pruned until
+    // it ends; a row another transaction deleted (or wrote back, as a new row) meanwhile is not
+    // deleted here, and its key is raced.
+    // How many messages of a key: perKey (an integer of the code, not data), and one for a key
+    // with failures counted, so that a failure is always counted on the key's own count (a success
+    // earlier in the run would have reset it).
+    Field<Integer> take =
+        perKey == 1
+            ? DSL.inline(1)
+            : DSL.when(C_FAILURES.gt(DSL.inline(0)), DSL.inline(1)).otherwise(DSL.inline(perKey));
+    Field<Long> iId = DSL.field(DSL.name("i", "i_id"), Long.class);
+    Field<Object> iCtid = DSL.field(DSL.name("i", "i_ctid"));
+    Table<?> scan =
+        DSL.select(M_ID.as("i_id"), DSL.field("{0}.ctid", tables.messages).as("i_ctid"))
+            .from(tables.messages)
+            .where(M_GROUP.eq(C_GROUP))
+            .and(M_KEY.eq(C_KEY))
+            .orderBy(M_ID)
+            .limit(take.add(DSL.inline(1)))
+            .asTable("i");
+    Field<Integer> rn = DSL.field(DSL.name("w", "w_n"), Integer.class);
+    Field<Long> next = DSL.field(DSL.name("w", "w_next"), Long.class);
+    Table<?> numbered =
+        DSL.select(
+                iId.as("w_id"),
+                iCtid.as("w_ctid"),
+                DSL.rowNumber().over(DSL.orderBy(iId)).as("w_n"),
+                DSL.lead(iId).over(DSL.orderBy(iId)).as("w_next"))
+            .from(scan)
+            .asTable("w");
+    Table<?> run =
+        DSL.lateral(
+            DSL.select(
+                    DSL.field(DSL.name("w", "w_id")).as("h_id"),
+                    DSL.field(DSL.name("w", "w_ctid")).as("h_ctid"),
+                    DSL.field(next.isNotNull()).as("h_more"))
+                .from(numbered)
+                .where(rn.le(take))
+                .asTable("hd"));
+    CommonTableExpression<?> h =
+        DSL.name("h")
+            .as(
+                DSL.select(
+                        C_KEY,
+                        C_ROTATION,
+                        C_FAILURES,
+                        C_PART,
+                        DSL.field(DSL.name("hd", "h_id")).as("h_id"),
+                        DSL.field(DSL.name("hd", "h_ctid")).as("h_ctid"),
+                        DSL.field(DSL.name("hd", "h_more")).as("h_more"),
+                        (looksAbove ? joinedAbove(tables, group) : DSL.castNull(SQLDataType.BIGINT))
+                            .as("h_joined"),
+                        (walk == WALK_LAP
+                                ? top(tables, group)
+                                : readsTop
+                                    // Only when the walk wrapped round into the next lap: an
+                                    // InitPlan runs when a row first asks for its value.
+                                    ? DSL.when(C_PART.eq(DSL.inline(1)), top(tables, group))
+                                    : DSL.castNull(SQLDataType.BIGINT))
+                            .as("h_top"))
+                    .from(c.leftJoin(run).on(DSL.trueCondition()))
+                    .limit(DSL.inline(max)));
+    Field<Long> hId = DSL.field(DSL.name("h", "h_id"), Long.class);
+    // The messages of h, deleted. The delete decides on each row's newest version: a message that
+    // the previous holder of the key deleted, wrote back or updated, committed after this
+    // statement's snapshot, is not deleted and not returned (its ctid no longer names a live
+    // version; the key is "raced": deleteRacedHeads takes it). Deleting here, not at completion,
+    // saves a statement per delivery.
+    List<Field<?>> deleted = new ArrayList<>();
+    deleted.add(M_ID.as("d_id"));
+    deleted.addAll(deletedColumns(tables, false)); // no d_others: the key's scan says it (h_more)
+    CommonTableExpression<?> d =
+        DSL.name("d")
+            .as(
+                dsl.deleteFrom(tables.messages)
+                    .using(DSL.table(DSL.name("h")))
+                    .where(DSL.condition("{0}.ctid = {1}", tables.messages, hField("h_ctid")))
+                    .returningResult(deleted));
+    return dsl.with(h)
+        .with(d)
+        .select(
+            hField("c_key"),
+            hField("c_rotation"),
+            hField("c_failures"),
+            hField("c_part"),
+            hId,
+            dField("d_id"),
+            dField("d_content"),
+            dField("d_properties"),
+            dField("d_received"),
+            dField("d_attempts"),
+            dField("d_received_us"),
+            dField("d_now_us"),
+            hField("h_more"),
+            hField("h_joined"),
+            hField("h_top"),
+            draws ? place(tables, moveBack) : DSL.castNull(SQLDataType.BIGINT))
+        // No ORDER BY (a sort node per delivery): lockKeys puts the claims in walk order.
+        .from(DSL.table(DSL.name("h")))
+        .leftJoin(DSL.table(DSL.name("d")))
+        .on(dField("d_id").eq(hId));
+  }
+
+  private static Field<Object> hField(String name) {
+    return DSL.field(DSL.name("h", name));
+  }
+
+  private static Field<Object> dField(String name) {
+    return DSL.field(DSL.name("d", name));
+  }
+
+  /**
+   * A new place for a key of the first range ({@code c_part} 0) with a head: a rotation drawn from
+   * the sequence — always with {@code moveBack}, else only when a key that joined above the lap was
+   * seen. The statement draws it while the key is served, so a key that joins during the delivery
+   * is placed behind it.
+   */
+  private static Field<Long> place(BalancerTables tables, boolean moveBack) {
+    Condition turn =
+        DSL.field(DSL.name("h", "c_part"), Integer.class)
+            .eq(DSL.inline(0))
+            .and(hField("h_id").isNotNull());
+    if (!moveBack) {
+      turn = turn.and(hField("h_joined").isNotNull());
+    }
+    return DSL.when(turn, tables.rotation.nextval());
+  }
+
+  /**
+   * The lowest rotation above the first range's upper bound (bound 2) of a ready key of the group
+   * that joined (not a key a turn moved back): one step of the ready index, once per execution (an
+   * InitPlan). Such a key joined after the lap began.
+   */
+  private static Field<Long> joinedAbove(BalancerTables tables, Field<String> group) {
+    return DSL.field(
+        DSL.select(P_ROTATION)
+            .from(tables.partitions)
+            .where(P_GROUP.eq(group))
+            .and(P_ROTATION.gt(bound(2)))
+            .and(P_LEASE_MESSAGE_ID.isNull())
+            .and(P_PARKED_AT.isNull())
+            .and(P_JOINED)
+            .orderBy(P_ROTATION)
+            .limit(DSL.inline(1)));
+  }
+
+  /**
+   * The highest rotation of the group's ready keys (locked, postponed or not): a backward step of
+   * the ready index, once per execution. The next lap's walk ends there.
+   */
+  private static Field<Long> top(BalancerTables tables, Field<String> group) {
+    return DSL.field(
+        DSL.select(DSL.max(P_ROTATION))
+            .from(tables.partitions)
+            .where(P_GROUP.eq(group))
+            .and(P_LEASE_MESSAGE_ID.isNull())
+            .and(P_PARKED_AT.isNull()));
+  }
+
+  /**
+   * The next lap of a walk that may wrap round ({@link #WALK_OPEN}): ready keys up to the cursor
+   * (bound 4) or above the lap's highest rotation (bound 2), in rotation order, locked, marked as
+   * range 1.
+   */
+  private static Table<?> nextLap(BalancerTables tables, int max) {
+    return rangeWhere(
+        tables, groupParam(), max, "b", 1, P_ROTATION.le(bound(4)).or(P_ROTATION.gt(bound(2))));
+  }
+
+  /** The group as a one-row subquery, for a range of its own. */
+  private static Field<String> groupParam() {
+    return DSL.field(DSL.select(DSL.val("")));
+  }
+
+  /** Bound {@code n} (1-4) as a one-row subquery: its number is the value it is rendered with. */
+  private static Field<Long> bound(int n) {
+    return DSL.field(DSL.select(DSL.val((long) n, SQLDataType.BIGINT)));
+  }
+
+  /**
+   * One range of the walk: ready keys with {@code lower < rotation <= upper} (bounds {@code lower}
+   * and {@code upper} by number, 0 for none), locked, each row marked with the range's number
+   * {@code part}.
+   */
+  private static Table<?> range(
+      BalancerTables tables,
+      Field<String> group,
+      int max,
+      String alias,
+      int part,
+      int lower,
+      int upper) {
+    Condition bounds = DSL.noCondition();
+    if (lower != 0) {
+      bounds = bounds.and(P_ROTATION.gt(bound(lower)));
+    }
+    if (upper != 0) {
+      bounds = bounds.and(P_ROTATION.le(bound(upper)));
+    }
+    return rangeWhere(tables, group, max, alias, part, bounds);
+  }
+
+  /** Ready keys of the group whose rotation meets {@code bounds}, locked (see {@link #range}). */
+  private static Table<?> rangeWhere(
+      BalancerTables tables,
+      Field<String> group,
+      int max,
+      String alias,
+      int part,
+      Condition bounds) {
+    return DSL.select(
+            P_GROUP.as("c_group"),
+            P_KEY.as("c_key"),
+            P_ROTATION.as("c_rotation"),
+            P_FAILURES.as("c_failures"),
+            DSL.inline(part).as("c_part"))
+        .from(tables.partitions)
+        .where(ready(group, null))
+        .and(bounds)
+        .orderBy(P_ROTATION)
+        .limit(DSL.inline(max))
+        .forNoKeyUpdate()
+        .skipLocked()
+        .asTable(alias);
+  }
+
+  /** A rotation that is not one (no key with it, no place drawn). */
+  public static final long NONE = Long.MIN_VALUE;
+
+  /** A key acquisition found without a message (to be deleted if it is really empty). */
+  record EmptyKey(String key, long oldRotation) {}
+
+  /**
+   * A key's head message (or one of a run), deleted by the acquisition statement (the success
+   * bookkeeping done up front, as the command queue does): {@code othersSeen} when the statement
+   * saw later messages of the key, {@code age} the message's age by the database clock when it was
+   * deleted, {@code place} the rotation drawn to move its key back ({@link #NONE}: none, the key
+   * keeps its own).
+   */
+  record Claim(AcquiredMessage message, boolean othersSeen, Duration age, long place) {
+
+    /** The claim with the place {@code place}. */
+    Claim withPlace(long place) {
+      return new Claim(message, othersSeen, age, place);
+    }
+  }
+
+  /**
+   * A locked key whose head the acquisition statement found gone or replaced by a commit its
+   * snapshot did not see (the key's previous holder committed between the snapshot and the lock):
+   * its head is deleted by {@link #deleteRacedHeads}, with a snapshot of its own.
+   */
+  record RacedKey(String key, long rotation, int failures, long place) {}
+
+  /**
+   * The result of one acquisition statement: claims (head messages, deleted), empty keys, raced
+   * keys, how many keys it returned, the rotation of the last of them in walk order and the range
+   * it came from (0 or 1; meaningless when none), whether a key that joined above the first range's
+   * upper bound was seen ({@code joinedAbove}), the highest rotation of the group's ready keys
+   * ({@code top}, {@link #NONE} when not asked or no row) and the highest place drawn ({@code
+   * drawn}, {@link #NONE} when none).
+   */
+  record Acquired(
+      List<Claim> claims,
+      List<EmptyKey> empty,
+      List<RacedKey> raced,
+      int rows,
+      long lastRotation,
+      int lastPart,
+      boolean joinedAbove,
+      long top,
+      long drawn) {}
+
+  /**
+   * A message this acquisition claimed, for the driver to deliver: {@code deleted} when the
+   * acquisition statement deleted it (with lockPartition: every outcome that keeps it writes it
+   * back, {@link #restore}), with whether the statement saw later messages of its key ({@code
+   * othersSeen}) and its age then ({@code age}, {@link Duration#ZERO} when not deleted); the run of
+   * its key it belongs to ({@code run}, null when not deleted); and {@code acquiredAt}, the {@link
+   * System#nanoTime()} it was claimed at.
+   */
+  public record Taken(
+      AcquiredMessage message,
+      boolean deleted,
+      boolean othersSeen,
+      Duration age,
+      Run run,
+      long acquiredAt) {
+
+    /** A claim whose message is still stored (without lockPartition, or reacquired). */
+    public static Taken stored(AcquiredMessage message) {
+      return new Taken(message, false, true, Duration.ZERO, null, System.nanoTime());
+    }
+
+    static Taken deleted(Claim c, Run run) {
+      return new Taken(c.message(), true, c.othersSeen(), c.age(), run, System.nanoTime());
+    }
+  }
+
+  /**
+   * The consecutive messages of one key that one acquisition took (a run of {@code
+   * messagesPerTurn}; a run of one otherwise), handled in order. Once one of them is not handled
+   * with success (requeued, handed off, Busy, failed, or a success the pump undid), the rest are
+   * not handled: they are written back as they were, and the key's state is what that one outcome
+   * made it.
+   */
+  public static final class Run {
+    private final String key;
+    private final long place;
+    private boolean placed;
+    private boolean stopped;
+    private boolean keyWritten;
+
+    Run(String key, long place) {
+      this.key = key;
+      this.place = place;
+    }
+
+    /** The key. */
+    public String key() {
+      return key;
+    }
+
+    /**
+     * The rotation the acquisition drew for the key ({@link #NONE}: none, the key keeps its own):
+     * written once the run's outcome is known, unless the key keeps its place.
+     */
+    public long place() {
+      return place;
+    }
+
+    /** The key's place was written (or the key deleted as empty, or its row written otherwise). */
+    public boolean placed() {
+      return placed;
+    }
+
+    /** Notes that the key's place was written, or that it needs none. */
+    public void markPlaced() {
+      placed = true;
+    }
+
+    /** The rest of the run is not handled. */
+    public boolean stopped() {
+      return stopped;
+    }
+
+    /** Stops the run: its later messages are not handled. */
+    public void stop() {
+      stopped = true;
+    }
+
+    /**
+     * An outcome of the run wrote the key's row (postponed, parked, leased): the successes of the
+     * run leave the key alone at completion (no failure reset, no empty-key delete).
+     */
+    public boolean keyWritten() {
+      return keyWritten;
+    }
+
+    /** Notes that an outcome of the run wrote the key's row. */
+    public void markKeyWritten() {
+      keyWritten = true;
+    }
+  }
+
+  private final BalancerTables tables;
+  private final Statements statements;
+  private final String group;
+  private final DataSource dataSource;
+  private final boolean lockPartition;
+  private final int messagesPerTurn;
+
+  /** This driver's place in the rotation (with lockPartition): see {@link Cursor}. */
+  private final AtomicReference<Cursor> cursor = new AtomicReference<>(Cursor.START);
+
+  /**
+   * The acquisition of {@code group} in the schema of {@code tables}: with {@code lockPartition}
+   * (at most one message per key in flight) up to {@code messagesPerTurn} consecutive messages of a
+   * key; without, the keys are rotated on short transactions of {@code dataSource}.
+   */
+  public Acquisition(
+      BalancerTables tables,
+      String group,
+      DataSource dataSource,
+      boolean lockPartition,
+      int messagesPerTurn) {
+    this.tables = tables;
+    this.statements = statements(tables);
+    this.group = group;
+    this.dataSource = dataSource;
+    this.lockPartition = lockPartition;
+    this.messagesPerTurn = messagesPerTurn;
+  }
+
+  /** Claims up to {@code max} messages of the group in {@code tx}, in the order they are served. */
+  public List<Taken> acquire(Tx tx, int max) throws SQLException {
+    List<Taken> out = new ArrayList<>(max);
+    if (lockPartition) {
+      acquireLocked(tx, max, out);
+    } else {
+      Set<String> taken = new HashSet<>();
+      for (int round = 0; round < MAX_ROUNDS && out.size() < max; round++) {
+        if (!acquireFree(tx, max, out, taken)) {
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * With lockPartition: walks the ready keys in rotation order from this driver's cursor — the keys
+   * after it up to the lap's highest rotation, then round from the lowest rotation (the next lap) —
+   * and moves the cursor to the last key taken. Further rounds, only past keys found empty (deleted
+   * here if really empty), continue the walk where it stopped; at most {@value #MAX_ROUNDS}.
+   *
+   * <p>Keys are served in the order they became ready ({@link Cursor}): a lap walks the keys that
+   * were ready when it began, a key that joins during the lap (a new key, a lease that ended, an
+   * unparked key) has a higher rotation and waits for the next lap, and once one has joined, every
+   * later turn of the lap moves its key behind it (a rotation drawn by the acquisition statement,
+   * written when the delivery's outcome is known: {@link Run#place}).
+   */
+  private void acquireLocked(Tx tx, int max, List<Taken> out) throws SQLException {
+    Cursor start = cursor.get();
+    long s = start.rotation();
+    // A batch of one walks one range per statement, (cursor, lap's highest], and starts the next
+    // lap with a statement of its own from the lowest rotation, (MIN, MAX], only when nothing
+    // after the cursor was free: about once per lap. The second range of the one-statement walk
+    // was set up and shut down at every execution although it was read about once per lap (the
+    // event claim measured the same, see docs/benchmarks.md). Larger batches keep both ranges in
+    // one statement, (cursor, lap's highest] then (MIN, cursor]: there a batch often finds fewer
+    // keys after the cursor than it wants, and a second round trip cost more.
+    boolean single = max == 1;
+    Cursor.Walk walk = new Cursor.Walk(start);
+    int shape;
+    long a1 = s;
+    long b1 = Long.MIN_VALUE;
+    if (single) {
+      shape = start.atLapEnd() ? WALK_LAP : WALK_AFTER;
+      if (start.atLapEnd()) {
+        a1 = Long.MIN_VALUE;
+      }
+    } else {
+      shape = WALK_OPEN;
+    }
+    long b2 = s;
+    for (int round = 0; round < MAX_ROUNDS && out.size() < max; round++) {
+      int want = max - out.size();
+      boolean mid = shape == WALK_AFTER || shape == WALK_OPEN;
+      int sent = walk.moveBack() && mid ? shape | MOVE_BACK : shape;
+      long a2 = shape == WALK_BOUNDED ? Long.MIN_VALUE : walk.ceiling();
+      Acquired a = lockKeys(tx, want, sent, a1, a2, b1, b2);
+      // The claims of one key come one after the other, in id order: one run.
+      Run run = null;
+      for (Claim c : a.claims()) {
+        if (run == null || !run.key.equals(c.message().key())) {
+          run = new Run(c.message().key(), c.place());
+        }
+        out.add(Taken.deleted(c, run));
+      }
+      if (!a.raced().isEmpty()) {
+        for (Claim c : deleteRacedHeads(tx.connection(), a.raced())) {
+          out.add(Taken.deleted(c, new Run(c.message().key(), c.place())));
+        }
+      }
+      for (EmptyKey e : a.empty()) {
+        DeliveryQueries.deleteIfEmpty(tx.connection(), tables, group, e.key());
+      }
+      if (a.rows() == 0) {
+        if (single && shape == WALK_AFTER) {
+          // Nothing after the cursor: the next lap, from the lowest rotation.
+          shape = WALK_LAP;
+          a1 = Long.MIN_VALUE;
+          continue;
+        }
+        break;
+      }
+      walk.took(shape, a);
+      if (a.rows() < want || out.size() >= max || a.empty().isEmpty()) {
+        break; // both ranges exhausted, or nothing skipped
+      }
+      long last = a.lastRotation();
+      if (single) {
+        shape = WALK_AFTER; // past the empty key, one range again
+        a1 = last;
+      } else if (walk.lap() > start.lap()) {
+        // The walk wrapped round: what is left of the new lap in this acquisition is (last, s];
+        // the keys above s are for the next acquisition (this one holds some of them).
+        shape = WALK_BOUNDED;
+        a1 = Long.MIN_VALUE;
+        b1 = last;
+      } else {
+        a1 = last;
+      }
+    }
+    if (walk.reached() != null) {
+      // Workers of this driver walk concurrently: the cursor only moves forward, by lap first.
+      cursor.accumulateAndGet(walk.reached(), Cursor::later);
+    }
+  }
+
+  /**
+   * One round without lockPartition: rotate keys on a short transaction of its own (committed at
+   * once, so other processes see the new order), then lock each key's first free message here.
+   */
+  private boolean acquireFree(Tx tx, int max, List<Taken> out, Set<String> taken)
+      throws SQLException {
+    List<Record2<String, Long>> keys;
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(true);
+      keys = rotateKeys(tables, tables.dsl(c), group, max - out.size(), taken);
+    }
+    boolean skipped = false;
+    DSLContext dsl = tables.dsl(tx);
+    for (Record2<String, Long> k : keys) {
+      taken.add(k.value1());
+      AcquiredMessage claim = lockFirstFreeMessage(tables, dsl, group, k.value1(), k.value2());
+      if (claim != null) {
+        out.add(Taken.stored(claim));
+      } else {
+        skipped = true;
+        if (isEmpty(tables, dsl, group, k.value1())) {
+          DeliveryQueries.deleteIfEmpty(tx.connection(), tables, group, k.value1());
+        }
+      }
+    }
+    return skipped && !keys.isEmpty();
+  }
+
+  /**
+   * After a Busy turn of the key at {@code rotation} (no failure counted): with lockPartition the
+   * cursor goes back to just before the key when it has passed it, so the key keeps its place and
+   * is the first served once it is due again.
+   */
+  public void keepPlaceOf(long rotation) {
+    if (lockPartition) {
+      cursor.updateAndGet(c -> c.keepingPlaceOf(rotation));
+    }
+  }
+
+  /** The statements of one schema, rendered once with bind markers. */
+  private static final class Statements {
+    final BalancerTables tables;
+    final String restore;
+    final String racedHeads;
+    final String moveBack;
+    final String rejoin;
+    final Map<Long, Text> acquire = new ConcurrentHashMap<>();
+
+    Statements(BalancerTables tables) {
+      this.tables = tables;
+      this.restore = renderRestore(tables, tables.render());
+      this.racedHeads = renderRacedHeads(tables, tables.render());
+      String[] places = renderPlaces(tables, tables.render());
+      this.moveBack = places[0];
+      this.rejoin = places[1];
+    }
+
+    Text text(int max, int shape, int perKey) {
+      return acquire.computeIfAbsent(
+          ((long) shape << 48) | ((long) max << 24) | perKey,
+          k -> renderAcquire(tables, max, shape, perKey));
+    }
+  }
+
+  private static final Map<String, Statements> BY_SCHEMA = new ConcurrentHashMap<>();
+
+  private static Statements statements(BalancerTables tables) {
+    return BY_SCHEMA.computeIfAbsent(tables.schema(), s -> new Statements(tables));
+  }
+
+  /**
+   * The acquisition statement of the schema of {@code tables} for {@code max} keys, of shape {@code
+   * shape} ({@link #WALK_OPEN}, {@link #WALK_AFTER}, {@link #WALK_LAP}, {@link #WALK_BOUNDED}, with
+   * {@link #MOVE_BACK} or not), taking up to {@code perKey} consecutive messages of each key.
+   * {@code max} is written into the text (an integer of the code, never data): with the limit as a
+   * parameter PostgreSQL built a custom plan at every execution (0.38 ms per delivery in the server
+   * log; a bound LIMIT measured 1.67-2.40x slower), while with only the group bound it settles on
+   * one generic plan per connection. A pump uses one {@code max} (its batch size) nearly always, so
+   * there are few texts. The parameters are in {@link Text#roles()}.
+   *
+   * <p>PostgreSQL estimates a range with two bounds on parameters as half a percent of the keys, a
+   * single bound as a third. In a group of 100 keys (the bench's drain) a statement for 10 keys
+   * reads every key row and sorts them (once per 10 deliveries) whatever its bounds; a statement
+   * for one key reads the ready index from the cursor with two bounds as with one. The second range
+   * has one bound ({@code (MIN, cursor]}): with two bounds on both ranges, the generic plan of a
+   * batch of one read every key row and sorted them at each delivery (a sequential scan under the
+   * row locks, which keep the sort from stopping early).
+   *
+   * <p>The texts are kept per schema, not per driver: they do not depend on the group, which is
+   * bound. A batch of 10 asks for every {@code max} from 1 to 10 over time, and each new driver
+   * rendering its own through jOOQ was a burst of rendering (and of JIT compilation) at its start
+   * (docs/benchmarks.md).
+   */
+  public static Text text(BalancerTables tables, int max, int shape, int perKey) {
+    return statements(tables).text(max, shape, Math.min(perKey, max));
+  }
+
+  /**
+   * The one acquisition statement (with lockPartition): up to {@code max} ready keys of the group,
+   * first those whose rotation lies in {@code (a1, a2]}, then — only if these are fewer than {@code
+   * max} — those in {@code (b1, b2]}, each range lowest rotation first, locked {@code FOR NO KEY
+   * UPDATE SKIP LOCKED}; the first {@code perKey} messages of each (its head, or a run) are deleted
+   * and returned, up to {@code max} messages in all. {@code shape} is a walk ({@link #WALK_OPEN},
+   * {@link #WALK_AFTER}, {@link #WALK_LAP}, {@link #WALK_BOUNDED}), with {@link #MOVE_BACK} or not.
+   * A walk from a cursor passes {@code (cursor, highest of the lap]} and {@code (min, cursor]}: the
+   * keys after the cursor, then round from the lowest (the next lap), in one statement; a batch of
+   * one gets the first range alone and the next lap from a statement of its own. The key row is not
+   * written: its lock is the claim, and the rotation column stays as it is (the caller's cursor
+   * moves instead), so a delivery adds no row version and no index entry to {@code partitions} —
+   * unless a key joined above the lap's highest rotation: then the statement draws a new place for
+   * each key of its first range ({@link Claim#place()}), which the driver writes once the
+   * delivery's outcome is known.
+   *
+   * <p>The claims of one key come in id order, one after the other. A run is all or nothing: when
+   * the statement could not delete every message it chose for a key (a raced key, see {@link
+   * RacedKey}), the ones it did delete are written back at once, so that a later message is never
+   * delivered while an earlier one is still stored, and the key is raced.
+   *
+   * <p>The delete is the success bookkeeping done up front, in the pump's transaction: it commits
+   * with the handler's writes, a rollback (or a dead connection) brings the message back, and every
+   * outcome that keeps the message (requeue, hand-off, postponement, parking) writes it back with
+   * its id ({@link #restore}), so its place at the head of its key is kept.
+   *
+   * <p>The statement is rendered once per {@code max}, shape and {@code perKey} with bind markers
+   * (see {@link #text}) and run through JDBC: the group and the bounds are bound. A message whose
+   * columns cannot be read and cannot be kept as they are stored (no raw value could be read
+   * either: not seen with the PostgreSQL driver, which hands out any column as text) fails the
+   * acquisition, which rolls back and deletes nothing.
+   */
+  private Acquired lockKeys(Tx tx, int max, int shape, long a1, long a2, long b1, long b2)
+      throws SQLException {
+    int perKey = messagesPerTurn;
+    Connection connection = tx.connection();
+    List<Claim> claims = new ArrayList<>();
+    List<Integer> parts = new ArrayList<>();
+    List<EmptyKey> empty = new ArrayList<>();
+    List<RacedKey> raced = new ArrayList<>();
+    // Keys of a run whose message was chosen but not deleted (raced), and the claims of those keys
+    // that were deleted, to be written back.
+    java.util.Set<String> racedKeys = new java.util.HashSet<>();
+    // The places drawn, per key (the highest of its rows).
+    java.util.Map<String, long[]> places = new java.util.LinkedHashMap<>();
+    int lastPart = -1;
+    long last = Long.MIN_VALUE;
+    int rows = 0;
+    boolean joinedAbove = false;
+    long top = NONE;
+    Text text = statements.text(max, shape, Math.min(perKey, max));
+    try (PreparedStatement ps = connection.prepareStatement(text.sql())) {
+      long[] bounds = {0, a1, a2, b1, b2};
+      int[] roles = text.roles();
+      for (int i = 0; i < roles.length; i++) {
+        if (roles[i] == Text.GROUP) {
+          ps.setString(i + 1, group);
+        } else {
+          ps.setLong(i + 1, bounds[roles[i]]);
+        }
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          rows++;
+          String key = rs.getString(1);
+          long rotation = rs.getLong(2);
+          int part = rs.getInt(4);
+          // The walk's last key: the highest rotation of the last range that gave any.
+          if (part > lastPart || (part == lastPart && rotation > last)) {
+            lastPart = part;
+            last = rotation;
+          }
+          rs.getLong(14);
+          joinedAbove |= !rs.wasNull();
+          long t = rs.getLong(15);
+          if (!rs.wasNull()) {
+            top = Math.max(top, t);
+          }
+          long place = rs.getLong(16);
+          if (!rs.wasNull()) {
+            long[] p = places.computeIfAbsent(key, k -> new long[] {part, rotation, NONE});
+            p[2] = Math.max(p[2], place);
+          }
+          rs.getLong(5);
+          if (rs.wasNull()) {
+            empty.add(new EmptyKey(key, rotation));
+            continue;
+          }
+          long id = rs.getLong(6);
+          if (rs.wasNull()) {
+            if (racedKeys.add(key)) {
+              raced.add(new RacedKey(key, rotation, rs.getInt(3), NONE));
+            }
+            continue;
+          }
+          claims.add(claim(rs, group, key, rotation, id, rs.getInt(3), 7, NONE));
+          parts.add(part);
+        }
+      }
+    }
+    if (!racedKeys.isEmpty() && perKey > 1) {
+      // Only a run can have part of its messages deleted: write those back (a rare path).
+      for (int k = claims.size() - 1; k >= 0; k--) {
+        Claim c = claims.get(k);
+        if (racedKeys.contains(c.message().key())) {
+          restore(connection, c.message(), null);
+          claims.remove(k);
+          parts.remove(k);
+        }
+      }
+    }
+    long drawn = NONE;
+    if (!places.isEmpty()) {
+      java.util.Map<String, Long> byKey = inWalkOrder(places);
+      for (long p : byKey.values()) {
+        drawn = Math.max(drawn, p);
+      }
+      claims.replaceAll(c -> c.withPlace(byKey.getOrDefault(c.message().key(), NONE)));
+      raced.replaceAll(
+          r ->
+              new RacedKey(r.key(), r.rotation(), r.failures(), byKey.getOrDefault(r.key(), NONE)));
+    }
+    return new Acquired(
+        walkOrder(claims, parts), empty, raced, rows, last, lastPart, joinedAbove, top, drawn);
+  }
+
+  /**
+   * The places drawn for the keys of one statement, given to the keys in walk order (range, then
+   * rotation): the statement draws them row by row in the order its plan produces the rows, and
+   * keys served by one statement take their new places in the order they were walked.
+   */
+  private static java.util.Map<String, Long> inWalkOrder(java.util.Map<String, long[]> places) {
+    List<String> keys = new ArrayList<>(places.keySet());
+    keys.sort(
+        java.util.Comparator.comparingLong((String k) -> places.get(k)[0])
+            .thenComparingLong(k -> places.get(k)[1]));
+    long[] drawn = places.values().stream().mapToLong(p -> p[2]).sorted().toArray();
+    java.util.Map<String, Long> byKey = new java.util.HashMap<>();
+    for (int i = 0; i < keys.size(); i++) {
+      byKey.put(keys.get(i), drawn[i]);
+    }
+    return byKey;
+  }
+
+  /**
+   * The claim of a deleted head from the current row of {@code rs}, whose columns from {@code
+   * first} on are content, properties, received_at, attempts, received_at and the clock as
+   * microseconds, and whether later messages of the key were seen. A message whose columns cannot
+   * be read and cannot be kept as they are stored (no raw value could be read either: not seen with
+   * the PostgreSQL driver, which hands out any column as text) fails the acquisition, which rolls
+   * back and deletes nothing.
+   */
+  private static Claim claim(
+      ResultSet rs,
+      String group,
+      String key,
+      long rotation,
+      long id,
+      int failures,
+      int first,
+      long place)
+      throws SQLException {
+    AcquiredMessage m = Rows.claim(rs, group, key, rotation, id, failures, first, first + 4);
+    if (m.problem() != null && m.stored() == null) {
+      throw new SQLException(
+          "balancer "
+              + group
+              + ": message "
+              + id
+              + " cannot be read and could not be kept as stored ("
+              + m.problem()
+              + "); the acquisition is rolled back");
+    }
+    return new Claim(m, rs.getBoolean(first + 6), Rows.ageMicros(rs, first + 4, first + 5), place);
+  }
+
+  /**
+   * Deletes and returns the heads of keys the acquisition statement locked but found raced, in one
+   * statement: a new statement has a new snapshot, taken after this transaction locked the keys, so
+   * it sees whatever their previous holders committed, and nobody can change their heads any more.
+   * Without it a raced key lost its turn for a whole lap: in a batch-10 drain a commit of ten keys
+   * just after another worker's snapshot made that worker skip all ten (Jain's index 0.84 over the
+   * first 10% of one run). Keys found empty now are left to the next acquisition.
+   */
+  private List<Claim> deleteRacedHeads(Connection connection, List<RacedKey> raced)
+      throws SQLException {
+    java.util.Map<String, RacedKey> byKey = new java.util.HashMap<>();
+    for (RacedKey r : raced) {
+      byKey.put(r.key(), r);
+    }
+    List<Claim> claims = new ArrayList<>();
+    try (PreparedStatement ps = connection.prepareStatement(statements.racedHeads)) {
+      ps.setString(1, group);
+      ps.setObject(2, byKey.keySet().toArray(new String[0]));
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          RacedKey r = byKey.get(rs.getString(1));
+          if (r != null) {
+            claims.add(
+                claim(rs, group, r.key(), r.rotation(), rs.getLong(2), r.failures(), 3, r.place()));
+          }
+        }
+      }
+    }
+    claims.sort(java.util.Comparator.comparingLong(c -> c.message().oldRotation()));
+    return claims;
+  }
+
+  /**
+   * The statement of {@link #deleteRacedHeads}, rendered once per schema: the group and the keys (a
+   * {@code text[]}, unnested once) are bound.
+   */
+  private static String renderRacedHeads(BalancerTables tables, DSLContext render) {
+    Field<String> group = DSL.val("", SQLDataType.CLOB);
+    Field<String> k = DSL.field(DSL.name("k", "k"), String.class);
+    Field<Long> head = DSL.field(headId(tables, "x", group, k));
+    List<Field<?>> returning = new ArrayList<>();
+    returning.add(M_KEY);
+    returning.add(M_ID);
+    returning.addAll(deletedColumns(tables, true));
+    return render.render(
+        render
+            .deleteFrom(tables.messages)
+            .where(
+                M_ID.in(
+                    DSL.select(head)
+                        .from(DSL.unnest(DSL.val(new String[0], TEXT_ARRAY)).as("k", "k"))))
+            .returningResult(returning));
+  }
+
+  /**
+   * What a delete of heads returns after the id: content, properties, received_at, attempts,
+   * received_at and the clock as microseconds, and, with {@code probe}, whether a later message of
+   * the key exists (a probe per deleted message; the acquisition statement reads it from its scan
+   * of the key instead).
+   */
+  private static List<Field<?>> deletedColumns(BalancerTables tables, boolean probe) {
+    List<Field<?>> columns = new ArrayList<>();
+    columns.add(M_CONTENT.as("d_content"));
+    columns.add(M_PROPERTIES.as("d_properties"));
+    columns.add(M_RECEIVED_AT.as("d_received"));
+    columns.add(M_ATTEMPTS.as("d_attempts"));
+    columns.add(Rows.micros(M_RECEIVED_AT).as("d_received_us"));
+    columns.add(Rows.micros(clock()).as("d_now_us"));
+    if (probe) {
+      columns.add(DeliveryQueries.laterMessageOfKey(tables, DSL.noCondition()).as("d_others"));
+    }
+    return columns;
+  }
+
+  /**
+   * The claims in walk order: range by range ({@code parts}, parallel to {@code claims}), lowest
+   * rotation first. The statement has no ORDER BY (a sort node at every execution): its rows come
+   * in this order as the plan runs them today, and this keeps it so whatever plan PostgreSQL picks.
+   */
+  private static List<Claim> walkOrder(List<Claim> claims, List<Integer> parts) {
+    if (claims.size() < 2) {
+      return claims;
+    }
+    Integer[] order = new Integer[claims.size()];
+    for (int i = 0; i < order.length; i++) {
+      order[i] = i;
+    }
+    java.util.Arrays.sort(
+        order,
+        java.util.Comparator.comparingInt((Integer i) -> parts.get(i))
+            .thenComparingLong(i -> claims.get(i).message().oldRotation())
+            .thenComparingLong(i -> claims.get(i).message().messageId()));
+    List<Claim> sorted = new ArrayList<>(order.length);
+    for (Integer i : order) {
+      sorted.add(claims.get(i));
+    }
+    return sorted;
+  }
+
+  /**
+   * The id of a key's head, its first message: {@code ORDER BY id LIMIT 1} over the key's messages
+   * (ids grow in the order of storing, and a kept message is written back with its own id). Read
+   * from {@code messages} itself when {@code alias} is null (so {@code group} and {@code key} may
+   * be columns of an outer query), else from a scan of it under that alias. Not locked: the key
+   * row's lock is what a claim holds, and every writer of a key's messages holds it too.
+   */
+  static org.jooq.Select<org.jooq.Record1<Long>> headId(
+      BalancerTables tables, String alias, Field<String> group, Field<String> key) {
+    Table<?> m = alias == null ? tables.messages : tables.messages.as(alias);
+    Field<Long> id = alias == null ? M_ID : DSL.field(DSL.name(alias, "id"), Long.class);
+    Field<String> g =
+        alias == null ? M_GROUP : DSL.field(DSL.name(alias, "partition_group"), String.class);
+    Field<String> k =
+        alias == null ? M_KEY : DSL.field(DSL.name(alias, "partition_key"), String.class);
+    return DSL.select(id)
+        .from(m)
+        .where(g.eq(group))
+        .and(k.eq(key))
+        .orderBy(id)
+        .limit(DSL.inline(1));
+  }
+
+  /**
+   * Ready keys of a group: the group is not paused ({@link BalancerTables#PAUSED_GROUPS}), and the
+   * key has no lease, is not parked, is due, and is not among {@code excluded} (when not null) —
+   * the keys this acquisition already holds (SKIP LOCKED does not skip rows the transaction itself
+   * locks, so a second round would otherwise return them again). Both are bind values: the excluded
+   * keys as one {@code text[]} parameter, whatever their number.
+   */
+  static Condition ready(Field<String> group, Field<String[]> excluded) {
+    Condition ready =
+        P_GROUP
+            .eq(group)
+            .and(P_LEASE_MESSAGE_ID.isNull())
+            .and(P_PARKED_AT.isNull())
+            .and(P_RESUME_AT.le(clock()));
+    if (excluded != null) {
+      ready = ready.and(P_KEY.notIn(BalancerTables.keySet(excluded, "x")));
+    }
+    return ready.and(BalancerTables.PAUSED_GROUPS.notPaused(group));
+  }
+
+  /** The excluded keys as a {@code text[]} bind value. */
+  private static Field<String[]> excluded(Collection<String> taken) {
+    return DSL.val(taken.toArray(new String[0]), TEXT_ARRAY);
+  }
+
+  /**
+   * Without {@code lockPartition}, step one (on its own short transaction): the {@code max} ready
+   * keys with the lowest rotation, moved to the back and committed at once, so other processes see
+   * the new order while the messages are handled.
+   */
+  private static List<Record2<String, Long>> rotateKeys(
+      BalancerTables tables, DSLContext dsl, String group, int max, Collection<String> taken) {
+    Table<?> c =
+        DSL.select(P_GROUP.as("c_group"), P_KEY.as("c_key"), P_ROTATION.as("c_rotation"))
+            .from(tables.partitions)
+            .where(ready(DSL.val(group), taken.isEmpty() ? null : excluded(taken)))
+            .orderBy(P_ROTATION)
+            // An integer of the code, written into the text: a bound LIMIT makes PostgreSQL plan
+            // again at every execution.
+            .limit(DSL.inline(max))
+            .forNoKeyUpdate()
+            .skipLocked()
+            .asTable("c");
+    return dsl.update(tables.partitions)
+        .set(P_ROTATION, tables.rotation.nextval())
+        .set(P_JOINED, false)
+        .from(c)
+        .where(P_GROUP.eq(C_GROUP))
+        .and(P_KEY.eq(C_KEY))
+        .returningResult(C_KEY, C_ROTATION)
+        .fetch();
+  }
+
+  /**
+   * Without {@code lockPartition}, step two (in the pump's transaction): the first message of a key
+   * that no other transaction holds, locked {@code FOR UPDATE SKIP LOCKED}; {@code null} when every
+   * message of the key is in flight or the key is empty. A row whose columns cannot be read is a
+   * claim with a {@link AcquiredMessage#problem()}.
+   */
+  private static AcquiredMessage lockFirstFreeMessage(
+      BalancerTables tables, DSLContext dsl, String group, String key, long oldRotation)
+      throws SQLException {
+    Integer failures =
+        dsl.select(P_FAILURES)
+            .from(tables.partitions)
+            .where(DeliveryQueries.key(group, key))
+            .fetchOne(P_FAILURES);
+    try (ResultSet rs =
+        dsl.select(M_ID, M_CONTENT, M_PROPERTIES, M_RECEIVED_AT, M_ATTEMPTS)
+            .from(tables.messages)
+            .where(M_GROUP.eq(group))
+            .and(M_KEY.eq(key))
+            .orderBy(M_ID)
+            .limit(DSL.inline(1))
+            .forUpdate()
+            .skipLocked()
+            .fetchResultSet()) {
+      if (!rs.next()) {
+        return null;
+      }
+      return Rows.claim(
+          rs, group, key, oldRotation, rs.getLong(1), failures == null ? 0 : failures, 2);
+    }
+  }
+
+  /** True when the key has no message at all (committed or ours). */
+  private static boolean isEmpty(BalancerTables tables, DSLContext dsl, String group, String key) {
+    return !dsl.fetchExists(
+        DSL.selectOne().from(tables.messages).where(M_GROUP.eq(group)).and(M_KEY.eq(key)));
+  }
+
+  /**
+   * The statement that writes a message deleted by acquisition back (see {@link #restore}). Written
+   * by hand: jOOQ 3.19 renders no {@code OVERRIDING SYSTEM VALUE}, which an identity column {@code
+   * GENERATED ALWAYS} needs to take an id given. Only the table is rendered (into the schema);
+   * every value is a bind marker.
+   */
+  private static String renderRestore(BalancerTables tables, DSLContext render) {
+    return "insert into "
+        + render.render(tables.messages)
+        + " (id, partition_group, partition_key, content, properties, received_at, attempts)"
+        + " overriding system value values (?, ?, ?, ?, cast(? as jsonb), cast(? as timestamptz), ?)"
+        + " on conflict (id) do nothing";
+  }
+
+  /**
+   * Writes a message that acquisition deleted back, in the pump's transaction, with its id (so it
+   * keeps its place at the head of its key), group, key, content, received_at and attempts, and
+   * with {@code properties} (its own unless a requeue replaced them). A row that could not be
+   * decoded is written back as it was stored. Nothing happens when the message is there already (an
+   * earlier write-back of this delivery that was not rolled back). Returns true when it wrote.
+   */
+  public boolean restore(Connection connection, AcquiredMessage m, String properties)
+      throws SQLException {
+    try (PreparedStatement ps = connection.prepareStatement(statements.restore)) {
+      ps.setLong(1, m.messageId());
+      ps.setString(2, m.group());
+      ps.setString(3, m.key());
+      AcquiredMessage.Stored raw = m.stored();
+      if (raw != null) {
+        ps.setBytes(4, raw.content());
+        ps.setString(5, properties != null ? properties : raw.properties());
+        ps.setString(6, raw.receivedAt());
+      } else {
+        ps.setBytes(4, m.content());
+        ps.setString(5, properties != null ? properties : m.propertiesJson());
+        ps.setObject(6, m.receivedAt());
+      }
+      ps.setInt(7, m.attempts());
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /**
+   * Moves keys back to the places their turns drew ({@link Claim#place()}), in one round trip:
+   * {@code keys} and {@code places} are parallel. A key deleted since (found empty) is not there to
+   * update.
+   */
+  public void moveBack(Connection connection, List<String> keys, List<Long> places)
+      throws SQLException {
+    try (PreparedStatement ps = connection.prepareStatement(statements.moveBack)) {
+      for (int i = 0; i < keys.size(); i++) {
+        ps.setLong(1, places.get(i));
+        ps.setString(2, group);
+        ps.setString(3, keys.get(i));
+        if (keys.size() == 1) {
+          ps.executeUpdate();
+          return;
+        }
+        ps.addBatch();
+      }
+      ps.executeBatch();
+    }
+  }
+
+  /**
+   * Gives a key that joined the rotation again a new place at the back, as a key that joined (a
+   * message was stored into it while its last one was being handled: it is not deleted as empty).
+   */
+  public void rejoin(Connection connection, String key) throws SQLException {
+    try (PreparedStatement ps = connection.prepareStatement(statements.rejoin)) {
+      ps.setString(1, group);
+      ps.setString(2, key);
+      ps.executeUpdate();
+    }
+  }
+
+  /**
+   * The statements of {@link #moveBack} (place, group, key) and {@link #rejoin} (group, key),
+   * rendered once per schema with bind markers.
+   */
+  private static String[] renderPlaces(BalancerTables tables, DSLContext render) {
+    Field<String> group = DSL.val("", SQLDataType.CLOB);
+    Field<String> key = DSL.val("", SQLDataType.CLOB);
+    String moveBack =
+        render.render(
+            render
+                .update(tables.partitions)
+                .set(P_ROTATION, DSL.val(0L, SQLDataType.BIGINT))
+                .set(P_JOINED, DSL.inline(false))
+                .where(P_GROUP.eq(group).and(P_KEY.eq(key))));
+    String rejoin =
+        render.render(
+            render
+                .update(tables.partitions)
+                .set(P_ROTATION, tables.rotation.nextval())
+                .set(P_JOINED, DSL.inline(true))
+                .where(P_GROUP.eq(group).and(P_KEY.eq(key))));
+    return new String[] {moveBack, rejoin};
+  }
+
+  /**
+   * A balancer driver's place in the rotation (with lockPartition): the rotation of the last key it
+   * took, in the {@code lap}-th walk over the keys, which ends at {@code ceiling}, the highest
+   * rotation of the keys that were ready when the lap began (keys that join later have higher
+   * rotations and wait for the next lap). {@code moveBack}: a key joined during the lap, so each
+   * turn moves its key back, to a rotation drawn then ({@code drawn}: the highest this driver drew
+   * in the lap).
+   *
+   * <p>Keys served early in a lap keep their rotations, below the cursor, so they come round again
+   * in the next lap in the order they were served, before every key that joined after them; keys
+   * served after a key joined are moved behind it. So keys are served in the order they became
+   * ready, and a delivery writes nothing to its key row unless a key joined during the lap.
+   *
+   * <p>Process-local and lost with the process, which is harmless: a new driver starts a lap at the
+   * lowest rotation. Every process walks all ready keys at its own pace, so every key is served
+   * once per lap of every process.
+   */
+  public record Cursor(long lap, long rotation, long ceiling, boolean moveBack, long drawn) {
+
+    /** Before the first lap: the first walk starts one from the lowest rotation. */
+    public static final Cursor START = new Cursor(-1, Long.MAX_VALUE, Long.MAX_VALUE, false, NONE);
+
+    /** True before the first lap: nothing is known of it yet, the next walk starts one. */
+    public boolean atLapEnd() {
+      return rotation == Long.MAX_VALUE;
+    }
+
+    /**
+     * The cursor after a Busy turn of the key at {@code rotation}: just before the key when the
+     * cursor has passed it, so the key keeps its place and is the next served once due.
+     */
+    public Cursor keepingPlaceOf(long rotation) {
+      long before = rotation - 1;
+      return before < this.rotation ? new Cursor(lap, before, ceiling, moveBack, drawn) : this;
+    }
+
+    /**
+     * The later of two places: the later lap, then the higher rotation. A walk of an earlier lap
+     * that ends after a later lap began may have drawn places above that lap's highest rotation:
+     * the lap is raised to include them (their keys were served in the earlier lap).
+     */
+    public static Cursor later(Cursor a, Cursor b) {
+      if (a.lap != b.lap) {
+        Cursor newer = a.lap > b.lap ? a : b;
+        Cursor older = newer == a ? b : a;
+        return new Cursor(
+            newer.lap,
+            newer.rotation,
+            Math.max(newer.ceiling, older.drawn),
+            newer.moveBack,
+            newer.drawn);
+      }
+      return new Cursor(
+          a.lap,
+          Math.max(a.rotation, b.rotation),
+          Math.max(a.ceiling, b.ceiling),
+          a.moveBack || b.moveBack,
+          Math.max(a.drawn, b.drawn));
+    }
+
+    /** One acquisition's walk from a cursor, statement by statement. */
+    public static final class Walk {
+      private long lap;
+      private long ceiling;
+      private boolean moveBack;
+      private long drawn;
+      private Cursor reached;
+
+      /** A walk from {@code start}. */
+      public Walk(Cursor start) {
+        this.lap = start.lap;
+        this.ceiling = start.ceiling;
+        this.moveBack = start.moveBack;
+        this.drawn = start.drawn;
+      }
+
+      /** The lap the walk is in. */
+      public long lap() {
+        return lap;
+      }
+
+      /** The highest rotation of the lap the walk is in. */
+      public long ceiling() {
+        return ceiling;
+      }
+
+      /** True when the walk's turns move their keys back (a key joined during the lap). */
+      public boolean moveBack() {
+        return moveBack;
+      }
+
+      /** Where the walk got to; null when no statement returned a key. */
+      public Cursor reached() {
+        return reached;
+      }
+
+      /**
+       * After a statement of shape {@code shape} ({@link Acquisition#WALK_OPEN} and so on) that
+       * returned keys: the places it drew, a key that joined above the lap (every later turn of the
+       * lap moves its key back), and the next lap when the statement walked round into it — whose
+       * highest rotation is the highest of the ready keys then, or of the places this driver drew
+       * in the lap that ends (their keys may not have committed them yet), so that every key served
+       * in a lap is walked in the next.
+       */
+      public void took(int shape, Acquired a) {
+        drawn = Math.max(drawn, a.drawn());
+        boolean wrapped = shape == WALK_LAP || (shape == WALK_OPEN && a.lastPart() == 1);
+        if (wrapped) {
+          lap++;
+          ceiling = Math.max(a.top(), drawn);
+          moveBack = false;
+          drawn = NONE;
+        } else if (shape != WALK_BOUNDED && a.joinedAbove()) {
+          moveBack = true;
+        }
+        reached = new Cursor(lap, a.lastRotation(), ceiling, moveBack, drawn);
+      }
+    }
+  }
+}
