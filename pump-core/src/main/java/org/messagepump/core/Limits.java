@@ -22,6 +22,16 @@ public record Limits(
     int maxPayloadBytes, int maxHeaders, int maxHeaderBytes, int maxPropertiesBytes) {
 
   /**
+   * Largest {@code batchSize}: 64. Each delivery that writes runs in its own savepoint, a
+   * subtransaction, and PostgreSQL caches at most 64 subtransaction ids per backend
+   * (PGPROC_MAX_CACHED_SUBXIDS). Past that the cache overflows and every snapshot taken while the
+   * transaction is open, on the primary and on hot standbys, has to look subtransactions up in
+   * pg_subtrans: a known cliff. The gain of larger batches is flat well before 64 (see
+   * docs/benchmarks.md).
+   */
+  public static final int MAX_BATCH_SIZE = 64;
+
+  /**
    * Longest identifier, in UTF-8 bytes: type names, group names, partition keys, idempotency keys,
    * correlation and causation ids, handler keys and stream ids. Two of them together stay well
    * below PostgreSQL's B-tree entry limit (about 2,700 bytes), which a composite index needs.

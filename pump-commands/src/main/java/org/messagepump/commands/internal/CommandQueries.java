@@ -1,5 +1,6 @@
 package org.messagepump.commands.internal;
 
+import org.messagepump.core.Limits;
 import static org.messagepump.commands.internal.CommandTables.CAUSATION_ID;
 import static org.messagepump.commands.internal.CommandTables.CLAIM_RANK;
 import static org.messagepump.commands.internal.CommandTables.CLOCK_TIMESTAMP;
@@ -38,7 +39,6 @@ import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.Envelope;
-import org.messagepump.core.engine.MessagePump;
 import org.messagepump.core.spi.AcquisitionGate;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.StatementCache;
@@ -183,7 +183,7 @@ public final class CommandQueries {
     private final List<String> types;
 
     /** The statement per batch size: at most one per size a pump may ask for. */
-    private final StatementCache<Integer> byMax = new StatementCache<>(MessagePump.MAX_BATCH_SIZE);
+    private final StatementCache<Integer> byMax = new StatementCache<>(Limits.MAX_BATCH_SIZE);
 
     /** The claim for a driver of {@code types} (at least one), in registration order. */
     public ClaimStatement(CommandTables tables, List<String> types) {

@@ -1,5 +1,6 @@
 package org.messagepump.commands.internal;
 
+import org.messagepump.core.Limits;
 import static org.messagepump.commands.internal.CommandTables.CLOCK_TIMESTAMP;
 import static org.messagepump.commands.internal.CommandTables.DELIVER_AT;
 import static org.messagepump.commands.internal.CommandTables.FAILURES;
@@ -27,7 +28,6 @@ import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.LeaseLostException;
-import org.messagepump.core.engine.MessagePump;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.StatementCache;
 
@@ -66,7 +66,7 @@ public final class LeaseQueries {
   public static final class Statements {
     private final CommandTables tables;
     private final StatementCache<Shape> claims =
-        new StatementCache<>(2 * MessagePump.MAX_BATCH_SIZE);
+        new StatementCache<>(2 * Limits.MAX_BATCH_SIZE);
     private final StatementCache.Statement extend;
 
     /** The statements on the pending table of {@code tables}. */

@@ -43,15 +43,6 @@ public final class MessagePump implements AutoCloseable {
   /** Default pump name. */
   public static final String DEFAULT_NAME = "pump";
 
-  /**
-   * Largest {@code batchSize}: 64. Each delivery that writes runs in its own savepoint, a
-   * subtransaction, and PostgreSQL caches at most 64 subtransaction ids per backend
-   * (PGPROC_MAX_CACHED_SUBXIDS). Past that the cache overflows and every snapshot taken while the
-   * transaction is open, on the primary and on hot standbys, has to look subtransactions up in
-   * pg_subtrans: a known cliff. The gain of larger batches is flat well before 64 (see
-   * docs/benchmarks.md).
-   */
-  public static final int MAX_BATCH_SIZE = 64;
 
   /**
    * {@code maxFailures} meaning "never park": retry forever ({@link RetryPolicy#retryForever()}).
@@ -356,7 +347,7 @@ public final class MessagePump implements AutoCloseable {
       return this;
     }
 
-    /** Deliveries per transaction, 1 to {@value #MAX_BATCH_SIZE}. Default 1. */
+    /** Deliveries per transaction, 1 to {@value Limits#MAX_BATCH_SIZE}. Default 1. */
     public Builder batchSize(int batchSize) {
       options = options.withBatchSize(batchSize);
       return this;

@@ -90,7 +90,7 @@ public final class PumpOptions {
     return workers;
   }
 
-  /** Deliveries per transaction, 1 to {@value MessagePump#MAX_BATCH_SIZE}. */
+  /** Deliveries per transaction, 1 to {@value Limits#MAX_BATCH_SIZE}. */
   public int batchSize() {
     return batchSize;
   }
@@ -159,12 +159,12 @@ public final class PumpOptions {
 
   /**
    * These options with {@code batchSize} deliveries per transaction, 1 to {@value
-   * MessagePump#MAX_BATCH_SIZE}.
+   * Limits#MAX_BATCH_SIZE}.
    */
   public PumpOptions withBatchSize(int batchSize) {
-    if (batchSize < 1 || batchSize > MessagePump.MAX_BATCH_SIZE) {
+    if (batchSize < 1 || batchSize > Limits.MAX_BATCH_SIZE) {
       throw new IllegalArgumentException(
-          "batchSize must be between 1 and " + MessagePump.MAX_BATCH_SIZE + ": " + batchSize);
+          "batchSize must be between 1 and " + Limits.MAX_BATCH_SIZE + ": " + batchSize);
     }
     return new PumpOptions(
         workers,

@@ -1,5 +1,6 @@
 package org.messagepump.core.engine;
 
+import org.messagepump.core.Limits;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -195,7 +196,7 @@ public final class PumpTester {
       return this;
     }
 
-    /** Deliveries per poll, 1 to {@value MessagePump#MAX_BATCH_SIZE}. */
+    /** Deliveries per poll, 1 to {@value Limits#MAX_BATCH_SIZE}. */
     public Builder batchSize(int batchSize) {
       options = options.withBatchSize(batchSize);
       return this;

@@ -62,11 +62,15 @@ final class WakeListener implements Runnable {
         }
         failures = 0;
         dispatcher.wake(); // work may have arrived while not listening
-        while (running) {
-          PGNotification[] notes = pg.getNotifications(WAIT_MILLIS);
-          if (notes != null && notes.length > 0) {
-            dispatcher.wake();
+        try {
+          while (running) {
+            PGNotification[] notes = pg.getNotifications(WAIT_MILLIS);
+            if (notes != null && notes.length > 0) {
+              dispatcher.wake();
+            }
           }
+        } finally {
+          unlisten(c, pg);
         }
       } catch (SQLException | RuntimeException e) {
         if (!running) {
@@ -83,6 +87,20 @@ final class WakeListener implements Runnable {
       } finally {
         connection = null;
       }
+    }
+  }
+
+  /**
+   * Stops listening before the connection goes back to its pool, and drops what was received: a
+   * pooled connection still subscribed would collect a notification per producer transaction, for
+   * whoever borrows it next, without end. Best effort: a broken connection is evicted anyway.
+   */
+  private static void unlisten(Connection c, PGConnection pg) {
+    try (Statement s = c.createStatement()) {
+      s.execute("UNLISTEN *");
+      pg.getNotifications();
+    } catch (SQLException | RuntimeException e) {
+      // the connection is broken: its pool evicts it, with its subscription
     }
   }
 

@@ -291,10 +291,10 @@ class HostileHandlersIT {
   @Test
   void batchSizeIsCapped() {
     MessagePump.Builder b = MessagePump.builder(db.dataSource());
-    assertThatThrownBy(() -> b.batchSize(MessagePump.MAX_BATCH_SIZE + 1))
+    assertThatThrownBy(() -> b.batchSize(Limits.MAX_BATCH_SIZE + 1))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("64");
-    b.batchSize(MessagePump.MAX_BATCH_SIZE);
+    b.batchSize(Limits.MAX_BATCH_SIZE);
   }
 
   interface ThrowingRunnable {

@@ -91,6 +91,15 @@ class WakeListenerIT {
       assertThat(handled.await(20, TimeUnit.SECONDS)).isTrue();
       assertThat(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - t0)).isLessThan(20);
     }
+    // The listener's connection went back to the pool unsubscribed: no idle pooled connection
+    // keeps collecting notifications for whoever borrows it next.
+    assertThat(listening(db)).isFalse();
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement();
+        java.sql.ResultSet rs = s.executeQuery("SELECT count(*) FROM pg_listening_channels()")) {
+      rs.next();
+      assertThat(rs.getLong(1)).isZero();
+    }
   }
 
   @Test

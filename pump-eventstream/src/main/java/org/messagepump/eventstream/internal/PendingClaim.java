@@ -1,5 +1,6 @@
 package org.messagepump.eventstream.internal;
 
+import org.messagepump.core.Limits;
 import static org.messagepump.eventstream.internal.EventTables.CHECKPOINT_OFFSET;
 import static org.messagepump.eventstream.internal.EventTables.FAILURES;
 import static org.messagepump.eventstream.internal.EventTables.HANDLER_KEY;
@@ -31,7 +32,6 @@ import org.jooq.Query;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.messagepump.core.engine.MessagePump;
 import org.messagepump.core.spi.StatementCache;
 import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
 
@@ -80,7 +80,7 @@ public final class PendingClaim {
   private final StatementCache.Statement pendingSql;
 
   /** The claim statement per limit: at most one per batch size a pump may ask for. */
-  private final StatementCache<Integer> claims = new StatementCache<>(MessagePump.MAX_BATCH_SIZE);
+  private final StatementCache<Integer> claims = new StatementCache<>(Limits.MAX_BATCH_SIZE);
 
   /** The claim of {@code handlerKey} reading {@code types} in the store of {@code tables}. */
   public PendingClaim(EventTables tables, String handlerKey, Collection<String> types) {
