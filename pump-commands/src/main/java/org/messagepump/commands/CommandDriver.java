@@ -293,7 +293,7 @@ public final class CommandDriver implements Driver {
   public void completed(Tx tx, List<Delivery> handled) throws SQLException {
     if (lease != null) {
       for (Delivery d : handled) {
-        LeaseQueries.complete(tx.dsl(), tables, id(d), leaseToken(d));
+        LeaseQueries.complete(tx.connection(), leaseStatements, id(d), leaseToken(d));
       }
     }
     releaseKeys(tx, handled);
@@ -380,7 +380,8 @@ public final class CommandDriver implements Driver {
   @Override
   public void park(Tx tx, Delivery delivery, int failures, String reason) throws SQLException {
     if (lease != null) {
-      LeaseQueries.takeForParking(tx.dsl(), tables, id(delivery), leaseToken(delivery));
+      LeaseQueries.takeForParking(
+          tx.connection(), leaseStatements, id(delivery), leaseToken(delivery));
     }
     DeadLetterQueries.parkClaimed(tx.dsl(), tables, delivery, id(delivery), failures, reason);
     releaseKeys(tx, List.of(delivery));

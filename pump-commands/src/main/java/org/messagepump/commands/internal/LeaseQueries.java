@@ -39,9 +39,9 @@ import org.messagepump.core.spi.StatementCache;
  * sequence: never issued twice); a statement that finds no row with it changes nothing and throws
  * {@link LeaseLostException}.
  *
- * <p>The claim and the extension are built by jOOQ, rendered once per driver and shape through a
- * {@link StatementCache} ({@link Statements}) and run through JDBC with every value bound; the
- * fenced completion, postponement and parking run through jOOQ.
+ * <p>The claim, the extension and the fenced delete of a completion or parking are built by jOOQ,
+ * rendered once per driver and shape through a {@link StatementCache} ({@link Statements}) and run
+ * through JDBC with every value bound; the postponement runs through jOOQ.
  */
 public final class LeaseQueries {
 
@@ -61,19 +61,28 @@ public final class LeaseQueries {
 
   /**
    * The statements of lease mode for one driver: the claim per shape (one type or several, per
-   * batch size) and the extension, each rendered once.
+   * batch size), the extension and the fenced delete, each rendered once.
    */
   public static final class Statements {
     private final CommandTables tables;
     private final StatementCache<Shape> claims =
         new StatementCache<>(2 * Limits.MAX_BATCH_SIZE);
     private final StatementCache.Statement extend;
+    private final StatementCache.Statement deleteFenced;
 
     /** The statements on the pending table of {@code tables}. */
     public Statements(CommandTables tables) {
       this.tables = tables;
       this.extend =
           StatementCache.render(dsl -> extendQuery(dsl, tables), "seconds", "ids", "tokens");
+      this.deleteFenced =
+          StatementCache.render(
+              dsl ->
+                  dsl.deleteFrom(tables.commands)
+                      .where(MESSAGE_ID.eq(StatementCache.parameter("id", SQLDataType.UUID)))
+                      .and(LEASE_TOKEN.eq(StatementCache.parameter("token", SQLDataType.BIGINT))),
+              "id",
+              "token");
     }
 
     private StatementCache.Statement claim(boolean one, int max) {
@@ -213,16 +222,16 @@ public final class LeaseQueries {
   }
 
   /** Deletes a completed command, if its lease is still this claim's. */
-  public static void complete(DSLContext dsl, CommandTables t, UUID id, long token) {
-    deleteFenced(dsl, t, id, token, "completion");
+  public static void complete(Connection connection, Statements statements, UUID id, long token)
+      throws SQLException {
+    deleteFenced(connection, statements, id, token, "completion");
   }
 
   /** Deletes the command where its id and token still match, else {@link LeaseLostException}. */
   private static void deleteFenced(
-      DSLContext dsl, CommandTables t, UUID id, long token, String what) {
-    int n =
-        dsl.deleteFrom(t.commands).where(MESSAGE_ID.eq(id)).and(LEASE_TOKEN.eq(token)).execute();
-    fenced(n, id, token, what);
+      Connection connection, Statements statements, UUID id, long token, String what)
+      throws SQLException {
+    fenced(statements.deleteFenced.executeUpdate(connection, id, token), id, token, what);
   }
 
   /**
@@ -246,8 +255,9 @@ public final class LeaseQueries {
    * Takes the command out of the pending table for parking, if its lease is still this claim's (the
    * caller then writes its dead letter in the same transaction).
    */
-  public static void takeForParking(DSLContext dsl, CommandTables t, UUID id, long token) {
-    deleteFenced(dsl, t, id, token, "parking");
+  public static void takeForParking(
+      Connection connection, Statements statements, UUID id, long token) throws SQLException {
+    deleteFenced(connection, statements, id, token, "parking");
   }
 
   /** A leased command as {@link #list} reads it. */
