@@ -1,6 +1,5 @@
 package org.messagepump.commands.internal;
 
-import org.messagepump.core.Limits;
 import static org.messagepump.commands.internal.CommandTables.CAUSATION_ID;
 import static org.messagepump.commands.internal.CommandTables.CLAIM_RANK;
 import static org.messagepump.commands.internal.CommandTables.CLOCK_TIMESTAMP;
@@ -39,6 +38,7 @@ import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.Envelope;
+import org.messagepump.core.Limits;
 import org.messagepump.core.spi.AcquisitionGate;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.StatementCache;

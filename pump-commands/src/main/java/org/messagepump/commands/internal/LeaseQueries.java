@@ -1,6 +1,5 @@
 package org.messagepump.commands.internal;
 
-import org.messagepump.core.Limits;
 import static org.messagepump.commands.internal.CommandTables.CLOCK_TIMESTAMP;
 import static org.messagepump.commands.internal.CommandTables.DELIVER_AT;
 import static org.messagepump.commands.internal.CommandTables.FAILURES;
@@ -28,6 +27,7 @@ import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.LeaseLostException;
+import org.messagepump.core.Limits;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.StatementCache;
 
@@ -65,8 +65,7 @@ public final class LeaseQueries {
    */
   public static final class Statements {
     private final CommandTables tables;
-    private final StatementCache<Shape> claims =
-        new StatementCache<>(2 * Limits.MAX_BATCH_SIZE);
+    private final StatementCache<Shape> claims = new StatementCache<>(2 * Limits.MAX_BATCH_SIZE);
     private final StatementCache.Statement extend;
     private final StatementCache.Statement deleteFenced;
 

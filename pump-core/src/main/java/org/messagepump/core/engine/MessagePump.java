@@ -43,7 +43,6 @@ public final class MessagePump implements AutoCloseable {
   /** Default pump name. */
   public static final String DEFAULT_NAME = "pump";
 
-
   /**
    * {@code maxFailures} meaning "never park": retry forever ({@link RetryPolicy#retryForever()}).
    */

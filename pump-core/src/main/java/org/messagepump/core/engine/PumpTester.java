@@ -1,6 +1,5 @@
 package org.messagepump.core.engine;
 
-import org.messagepump.core.Limits;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -12,6 +11,7 @@ import java.util.concurrent.Executors;
 import javax.sql.DataSource;
 import org.messagepump.core.DatabaseException;
 import org.messagepump.core.HandlerTimeoutException;
+import org.messagepump.core.Limits;
 import org.messagepump.core.RetryPolicy;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.Driver;

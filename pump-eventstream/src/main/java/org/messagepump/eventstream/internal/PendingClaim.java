@@ -1,6 +1,5 @@
 package org.messagepump.eventstream.internal;
 
-import org.messagepump.core.Limits;
 import static org.messagepump.eventstream.internal.EventTables.CHECKPOINT_OFFSET;
 import static org.messagepump.eventstream.internal.EventTables.FAILURES;
 import static org.messagepump.eventstream.internal.EventTables.HANDLER_KEY;
@@ -32,6 +31,7 @@ import org.jooq.Query;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
+import org.messagepump.core.Limits;
 import org.messagepump.core.spi.StatementCache;
 import org.messagepump.eventstream.internal.CheckpointQueries.LockedCheckpoint;
 
