@@ -169,7 +169,7 @@ public final class BalancerOperations {
    * the group.
    */
   public List<Pause> pausedGroups() {
-    return read("listing paused groups", BalancerTables.PAUSED_GROUPS::list);
+    return read("listing paused groups", tables.pauses::list);
   }
 
   /** Keys of {@code group} that have messages or a lease (the whole cluster's view). */
@@ -285,22 +285,21 @@ public final class BalancerOperations {
    *     bytes or holds NUL; nothing is sent
    */
   public boolean pauseGroup(String group, String reason) {
-    BalancerTables.PAUSED_GROUPS.checkName(group);
+    tables.pauses.checkName(group);
     Pauses.checkReason(reason);
-    return read("pausing a group", dsl -> BalancerTables.PAUSED_GROUPS.pause(dsl, group, reason));
+    return read("pausing a group", dsl -> tables.pauses.pause(dsl, group, reason));
   }
 
   /** Resumes {@code group} after {@link #pauseGroup}; true when it was paused. */
   public boolean resumeGroup(String group) {
-    BalancerTables.PAUSED_GROUPS.checkName(group);
-    return read("resuming a group", dsl -> BalancerTables.PAUSED_GROUPS.resume(dsl, group));
+    tables.pauses.checkName(group);
+    return read("resuming a group", dsl -> tables.pauses.resume(dsl, group));
   }
 
   /** True while {@code group} is paused cluster-wide ({@link #pauseGroup}). */
   public boolean isPaused(String group) {
-    BalancerTables.PAUSED_GROUPS.checkName(group);
-    return read(
-        "reading a group's pause", dsl -> BalancerTables.PAUSED_GROUPS.isPaused(dsl, group));
+    tables.pauses.checkName(group);
+    return read("reading a group's pause", dsl -> tables.pauses.isPaused(dsl, group));
   }
 
   /**

@@ -37,10 +37,12 @@ import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Record2;
 import org.jooq.ResultQuery;
+import org.jooq.SQLDialect;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.Tx;
+import org.messagepump.core.spi.StatementCache;
 
 /**
  * The balancer's acquisition of one partition group, with its SQL: which keys a poll takes and in
@@ -101,40 +103,69 @@ public final class Acquisition {
    */
   public static final int MOVE_BACK = 4;
 
+  /** The names of the acquisition statement's parameters: the group, then the bounds 1-4. */
+  private static final String[] PARAMETERS = {"group", "a1", "a2", "b1", "b2"};
+
+  private static final org.jooq.Param<String> GROUP_PARAMETER =
+      StatementCache.parameter(PARAMETERS[0], SQLDataType.CLOB);
+
+  private static final List<org.jooq.Param<Long>> BOUND_PARAMETERS =
+      List.of(
+          StatementCache.parameter(PARAMETERS[1], SQLDataType.BIGINT),
+          StatementCache.parameter(PARAMETERS[2], SQLDataType.BIGINT),
+          StatementCache.parameter(PARAMETERS[3], SQLDataType.BIGINT),
+          StatementCache.parameter(PARAMETERS[4], SQLDataType.BIGINT));
+
   /**
-   * An acquisition statement's text and what each of its parameters is: {@link #GROUP} (the group)
-   * or the number of a bound, 1-4 for {@code a1}, {@code a2}, {@code b1}, {@code b2}.
+   * An acquisition statement, rendered once by the kit's {@link StatementCache}, and what each of
+   * its parameters is, in the order {@link StatementCache.Statement#prepare} takes their values:
+   * {@link #GROUP} (the group) or the number of a bound, 1-4 for {@code a1}, {@code a2}, {@code
+   * b1}, {@code b2} (a shape uses only some of them).
    */
-  public record Text(String sql, int[] roles) {
+  public record Text(StatementCache.Statement statement, int[] parameters) {
     /** The group. */
     public static final int GROUP = 0;
+
+    /** The SQL text. */
+    public String sql() {
+      return statement.sql();
+    }
+
+    /** What each {@code ?} marker of {@link #sql()} binds, in order: {@link #GROUP} or 1-4. */
+    public int[] roles() {
+      int[] markers = statement.markers();
+      int[] roles = new int[markers.length];
+      for (int i = 0; i < markers.length; i++) {
+        roles[i] = parameters[markers[i]];
+      }
+      return roles;
+    }
   }
 
-  /** The text of the acquisition statement (see {@link #acquireQuery} and {@link #text}). */
-  private static Text renderAcquire(BalancerTables tables, int max, int shape, int perKey) {
-    DSLContext render = tables.render();
-    // The group as a one-row subquery "(select ?)": the planner cannot look at its value, so
-    // every plan it makes has the same cost, and after five executions the connection keeps
-    // the generic plan. With a plain "= ?" the custom plan of a group with few keys looked
-    // cheaper (it expects fewer rows than the LIMIT) and was made again at every execution.
-    // The rotation bounds likewise, for the same reason.
-    Field<String> groupParam = DSL.field(DSL.select(DSL.val("")));
-    ResultQuery<?> q = acquireQuery(tables, render, groupParam, max, shape, perKey);
-    // The parameters' order, as lockKeys binds them: each bound is rendered with its own
-    // number as its value.
-    List<Object> values = q.getBindValues();
-    int[] roles = new int[values.size()];
-    for (int i = 0; i < roles.length; i++) {
-      Object v = values.get(i);
-      if (v instanceof String) {
-        roles[i] = Text.GROUP;
-      } else if (v instanceof Long bound && bound >= 1 && bound <= 4) {
-        roles[i] = bound.intValue();
-      } else {
-        throw new IllegalStateException("the acquisition statement has a parameter " + v);
+  /**
+   * The acquisition statement of one shape (see {@link #acquireQuery} and {@link #text}), kept in
+   * {@code cache}. The group as a one-row subquery "(select ?)": the planner cannot look at its
+   * value, so every plan it makes has the same cost, and after five executions the connection keeps
+   * the generic plan. With a plain "= ?" the custom plan of a group with few keys looked cheaper
+   * (it expects fewer rows than the LIMIT) and was made again at every execution. The rotation
+   * bounds likewise, for the same reason.
+   */
+  private static Text renderAcquire(
+      StatementCache<Long> cache, long key, int max, int shape, int perKey, BalancerTables tables) {
+    java.util.function.Function<DSLContext, ResultQuery<?>> build =
+        dsl -> acquireQuery(tables, dsl, groupParam(), max, shape, perKey);
+    // The parameters this shape uses, in the order of PARAMETERS.
+    java.util.Set<String> used = build.apply(DSL.using(SQLDialect.POSTGRES)).getParams().keySet();
+    List<String> names = new ArrayList<>();
+    List<Integer> roles = new ArrayList<>();
+    for (int i = 0; i < PARAMETERS.length; i++) {
+      if (used.contains(PARAMETERS[i])) {
+        names.add(PARAMETERS[i]);
+        roles.add(i);
       }
     }
-    return new Text(render.render(q), roles);
+    StatementCache.Statement statement = cache.statement(key, build, names.toArray(new String[0]));
+    return new Text(statement, roles.stream().mapToInt(Integer::intValue).toArray());
   }
 
   /**
@@ -371,12 +402,12 @@ public final class Acquisition {
 
   /** The group as a one-row subquery, for a range of its own. */
   private static Field<String> groupParam() {
-    return DSL.field(DSL.select(DSL.val("")));
+    return DSL.field(DSL.select(GROUP_PARAMETER));
   }
 
-  /** Bound {@code n} (1-4) as a one-row subquery: its number is the value it is rendered with. */
+  /** Bound {@code n} (1-4) as a one-row subquery, a named parameter of the statement. */
   private static Field<Long> bound(int n) {
-    return DSL.field(DSL.select(DSL.val((long) n, SQLDataType.BIGINT)));
+    return DSL.field(DSL.select(BOUND_PARAMETERS.get(n - 1)));
   }
 
   /**
@@ -417,7 +448,7 @@ public final class Acquisition {
             P_FAILURES.as("c_failures"),
             DSL.inline(part).as("c_part"))
         .from(tables.partitions)
-        .where(ready(group, null))
+        .where(ready(tables, group, null))
         .and(bounds)
         .orderBy(P_ROTATION)
         .limit(DSL.inline(max))
@@ -747,6 +778,10 @@ public final class Acquisition {
     final String racedHeads;
     final String moveBack;
     final String rejoin;
+    // Every shape a pump may use: four walks, with a move back or not, batches of 1 to
+    // MAX_BATCH_SIZE, runs up to the batch.
+    final StatementCache<Long> acquireStatements =
+        new StatementCache<>(8 * org.messagepump.core.Limits.MAX_BATCH_SIZE);
     final Map<Long, Text> acquire = new ConcurrentHashMap<>();
 
     Statements(BalancerTables tables) {
@@ -759,9 +794,15 @@ public final class Acquisition {
     }
 
     Text text(int max, int shape, int perKey) {
-      return acquire.computeIfAbsent(
-          ((long) shape << 48) | ((long) max << 24) | perKey,
-          k -> renderAcquire(tables, max, shape, perKey));
+      long key = ((long) shape << 48) | ((long) max << 24) | perKey;
+      Text text = acquire.get(key);
+      if (text == null) {
+        text = renderAcquire(acquireStatements, key, max, shape, perKey, tables);
+        if (acquireStatements.size() < 8 * org.messagepump.core.Limits.MAX_BATCH_SIZE) {
+          acquire.putIfAbsent(key, text);
+        }
+      }
+      return text;
     }
   }
 
@@ -849,16 +890,19 @@ public final class Acquisition {
     boolean joinedAbove = false;
     long top = NONE;
     Text text = statements.text(max, shape, Math.min(perKey, max));
-    try (PreparedStatement ps = connection.prepareStatement(text.sql())) {
-      long[] bounds = {0, a1, a2, b1, b2};
-      int[] roles = text.roles();
-      for (int i = 0; i < roles.length; i++) {
-        if (roles[i] == Text.GROUP) {
-          ps.setString(i + 1, group);
-        } else {
-          ps.setLong(i + 1, bounds[roles[i]]);
-        }
-      }
+    int[] parameters = text.parameters();
+    Object[] values = new Object[parameters.length];
+    for (int i = 0; i < parameters.length; i++) {
+      values[i] =
+          switch (parameters[i]) {
+            case Text.GROUP -> group;
+            case 1 -> a1;
+            case 2 -> a2;
+            case 3 -> b1;
+            default -> b2;
+          };
+    }
+    try (PreparedStatement ps = text.statement().prepare(connection, values)) {
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           rows++;
@@ -1097,13 +1141,13 @@ public final class Acquisition {
   }
 
   /**
-   * Ready keys of a group: the group is not paused ({@link BalancerTables#PAUSED_GROUPS}), and the
-   * key has no lease, is not parked, is due, and is not among {@code excluded} (when not null) —
-   * the keys this acquisition already holds (SKIP LOCKED does not skip rows the transaction itself
-   * locks, so a second round would otherwise return them again). Both are bind values: the excluded
-   * keys as one {@code text[]} parameter, whatever their number.
+   * Ready keys of a group: the group is not paused ({@link BalancerTables#pauses}), and the key has
+   * no lease, is not parked, is due, and is not among {@code excluded} (when not null) — the keys
+   * this acquisition already holds (SKIP LOCKED does not skip rows the transaction itself locks, so
+   * a second round would otherwise return them again). Both are bind values: the excluded keys as
+   * one {@code text[]} parameter, whatever their number.
    */
-  static Condition ready(Field<String> group, Field<String[]> excluded) {
+  static Condition ready(BalancerTables tables, Field<String> group, Field<String[]> excluded) {
     Condition ready =
         P_GROUP
             .eq(group)
@@ -1113,7 +1157,7 @@ public final class Acquisition {
     if (excluded != null) {
       ready = ready.and(P_KEY.notIn(BalancerTables.keySet(excluded, "x")));
     }
-    return ready.and(BalancerTables.PAUSED_GROUPS.notPaused(group));
+    return ready.and(tables.pauses.notPaused(group));
   }
 
   /** The excluded keys as a {@code text[]} bind value. */
@@ -1131,7 +1175,7 @@ public final class Acquisition {
     Table<?> c =
         DSL.select(P_GROUP.as("c_group"), P_KEY.as("c_key"), P_ROTATION.as("c_rotation"))
             .from(tables.partitions)
-            .where(ready(DSL.val(group), taken.isEmpty() ? null : excluded(taken)))
+            .where(ready(tables, DSL.val(group), taken.isEmpty() ? null : excluded(taken)))
             .orderBy(P_ROTATION)
             // An integer of the code, written into the text: a bound LIMIT makes PostgreSQL plan
             // again at every execution.

@@ -10,8 +10,6 @@ import org.jooq.Record;
 import org.jooq.SQLDialect;
 import org.jooq.Sequence;
 import org.jooq.Table;
-import org.jooq.conf.MappedSchema;
-import org.jooq.conf.RenderMapping;
 import org.jooq.conf.Settings;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
@@ -37,19 +35,6 @@ public final class BalancerTables {
   public static final java.util.List<String> TABLE_NAMES =
       java.util.List.of("messages", "partitions", "paused_groups");
 
-  /**
-   * {@code balancer.paused_groups}: the partition groups paused cluster-wide (V2), through the
-   * drivers' one pause mechanism. Named in the default schema: a statement rendered by {@link #dsl}
-   * or {@link #render} maps it onto its tables' schema. Acquisition carries its {@link
-   * Pauses#notPaused} condition.
-   */
-  public static final Pauses PAUSED_GROUPS =
-      Pauses.of(
-              DSL.table(DSL.name(SCHEMA, "paused_groups")),
-              DSL.field(DSL.name("partition_group"), SQLDataType.CLOB),
-              "group")
-          .refusingBlankNames();
-
   private static final BalancerTables DEFAULT = new BalancerTables(SCHEMA);
 
   private final String schema;
@@ -64,20 +49,24 @@ public final class BalancerTables {
   /** The rotation: each key's place, drawn when it joins (or moves back). */
   public final Sequence<Long> rotation;
 
+  /**
+   * The partition groups paused cluster-wide (V2, {@code paused_groups}), through the drivers' one
+   * pause mechanism; acquisition carries its {@link Pauses#notPaused} condition.
+   */
+  public final Pauses pauses;
+
   private BalancerTables(String schema) {
     this.schema = schema;
     this.messages = DSL.table(DSL.name(schema, "messages"));
     this.partitions = DSL.table(DSL.name(schema, "partitions"));
     this.rotation = DSL.sequence(DSL.name(schema, "rotation"), SQLDataType.BIGINT);
-    Settings s = new Settings().withRenderSchema(true).withExecuteLogging(false);
-    if (!schema.equals(SCHEMA)) {
-      // The group pauses are written against the default schema: mapped onto this one.
-      s =
-          s.withRenderMapping(
-              new RenderMapping()
-                  .withSchemata(new MappedSchema().withInput(SCHEMA).withOutput(schema)));
-    }
-    this.settings = s;
+    this.pauses =
+        Pauses.of(
+                DSL.table(DSL.name(schema, "paused_groups")),
+                DSL.field(DSL.name("partition_group"), SQLDataType.CLOB),
+                "group")
+            .refusingBlankNames();
+    this.settings = new Settings().withRenderSchema(true).withExecuteLogging(false);
   }
 
   /** The tables of {@code schema}, validated by {@link #schemaName}. */
@@ -122,10 +111,7 @@ public final class BalancerTables {
     return schema.equals(SCHEMA) ? "" : schema + "|";
   }
 
-  /**
-   * A jOOQ context on {@code tx}'s connection. Names written against the default schema {@value
-   * #SCHEMA} (the group pauses) are rendered into this one.
-   */
+  /** A jOOQ context on {@code tx}'s connection. */
   public DSLContext dsl(org.messagepump.core.Tx tx) {
     return dsl(tx.connection());
   }
