@@ -37,7 +37,6 @@ import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Record2;
 import org.jooq.ResultQuery;
-import org.jooq.SQLDialect;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
@@ -117,68 +116,41 @@ public final class Acquisition {
           StatementCache.parameter(PARAMETERS[4], SQLDataType.BIGINT));
 
   /**
-   * An acquisition statement, rendered once by the kit's {@link StatementCache}, and what each of
-   * its parameters is, in the order {@link StatementCache.Statement#prepare} takes their values:
-   * {@link #GROUP} (the group) or the number of a bound, 1-4 for {@code a1}, {@code a2}, {@code
-   * b1}, {@code b2} (a shape uses only some of them).
+   * An acquisition statement, rendered once by the kit's {@link StatementCache}, with what each of
+   * its {@code ?} markers binds ({@link #roles()}): for a test that runs the text itself.
    */
-  public record Text(StatementCache.Statement statement, int[] parameters) {
-    /** The group. */
-    public static final int GROUP = 0;
+  public record Text(StatementCache.Statement statement) {
 
     /** The SQL text. */
     public String sql() {
       return statement.sql();
     }
 
-    /** What each {@code ?} marker of {@link #sql()} binds, in order: {@link #GROUP} or 1-4. */
+    /**
+     * What each {@code ?} marker of {@link #sql()} binds, in order: 0 for the group, else the
+     * number of a bound, 1-4 for {@code a1}, {@code a2}, {@code b1}, {@code b2}.
+     */
     public int[] roles() {
       int[] markers = statement.markers();
       int[] roles = new int[markers.length];
       for (int i = 0; i < markers.length; i++) {
-        roles[i] = parameters[markers[i]];
+        roles[i] = List.of(PARAMETERS).indexOf(statement.parameters().get(markers[i]));
       }
       return roles;
     }
   }
 
   /**
-   * The acquisition statement of one shape (see {@link #acquireQuery} and {@link #text}), kept in
-   * {@code cache}. The group as a one-row subquery "(select ?)": the planner cannot look at its
-   * value, so every plan it makes has the same cost, and after five executions the connection keeps
-   * the generic plan. With a plain "= ?" the custom plan of a group with few keys looked cheaper
-   * (it expects fewer rows than the LIMIT) and was made again at every execution. The rotation
-   * bounds likewise, for the same reason.
-   */
-  private static Text renderAcquire(
-      StatementCache<Long> cache, long key, int max, int shape, int perKey, BalancerTables tables) {
-    java.util.function.Function<DSLContext, ResultQuery<?>> build =
-        dsl -> acquireQuery(tables, dsl, groupParam(), max, shape, perKey);
-    // The parameters this shape uses, in the order of PARAMETERS.
-    java.util.Set<String> used = build.apply(DSL.using(SQLDialect.POSTGRES)).getParams().keySet();
-    List<String> names = new ArrayList<>();
-    List<Integer> roles = new ArrayList<>();
-    for (int i = 0; i < PARAMETERS.length; i++) {
-      if (used.contains(PARAMETERS[i])) {
-        names.add(PARAMETERS[i]);
-        roles.add(i);
-      }
-    }
-    StatementCache.Statement statement = cache.statement(key, build, names.toArray(new String[0]));
-    return new Text(statement, roles.stream().mapToInt(Integer::intValue).toArray());
-  }
-
-  /**
    * The acquisition statement (see {@link #lockKeys}) of shape {@code shape}, up to {@code perKey}
    * consecutive messages of each key, {@code max} rows in all: the group and the bounds of the
-   * ranges are bind values (each bound rendered with its number, 1-4, as its value; see {@link
-   * Text}), {@code max} and {@code perKey} are written as integers. One row per message (a key's
-   * rows in no particular order, sharing its columns): key, rotation, failures, range (0 or 1),
-   * message id (null: the key has no message), deleted id (null: it was not there to delete),
-   * content, properties, received_at, attempts, received_at and the clock as microseconds, whether
-   * a later message of the key was seen, the rotation of a key that joined above the first range
-   * (null: none seen, or not looked for), the highest rotation of the group's ready keys (null: not
-   * asked) and the place drawn for the key (null: none).
+   * ranges are named parameters ({@link #PARAMETERS}: the group, then the bounds 1-4), {@code max}
+   * and {@code perKey} are written as integers. One row per message (a key's rows in no particular
+   * order, sharing its columns): key, rotation, failures, range (0 or 1), message id (null: the key
+   * has no message), deleted id (null: it was not there to delete), content, properties,
+   * received_at, attempts, received_at and the clock as microseconds, whether a later message of
+   * the key was seen, the rotation of a key that joined above the first range (null: none seen, or
+   * not looked for), the highest rotation of the group's ready keys (null: not asked) and the place
+   * drawn for the key (null: none).
    */
   private static ResultQuery<?> acquireQuery(
       BalancerTables tables, DSLContext dsl, Field<String> group, int max, int shape, int perKey) {
@@ -780,9 +752,8 @@ public final class Acquisition {
     final String rejoin;
     // Every shape a pump may use: four walks, with a move back or not, batches of 1 to
     // MAX_BATCH_SIZE, runs up to the batch.
-    final StatementCache<Long> acquireStatements =
+    final StatementCache<Long> acquire =
         new StatementCache<>(8 * org.messagepump.core.Limits.MAX_BATCH_SIZE);
-    final Map<Long, Text> acquire = new ConcurrentHashMap<>();
 
     Statements(BalancerTables tables) {
       this.tables = tables;
@@ -793,16 +764,20 @@ public final class Acquisition {
       this.rejoin = places[1];
     }
 
-    Text text(int max, int shape, int perKey) {
-      long key = ((long) shape << 48) | ((long) max << 24) | perKey;
-      Text text = acquire.get(key);
-      if (text == null) {
-        text = renderAcquire(acquireStatements, key, max, shape, perKey, tables);
-        if (acquireStatements.size() < 8 * org.messagepump.core.Limits.MAX_BATCH_SIZE) {
-          acquire.putIfAbsent(key, text);
-        }
-      }
-      return text;
+    /**
+     * The acquisition statement of one shape (see {@link #acquireQuery} and {@link #text}), with
+     * the parameters of {@link #PARAMETERS} it uses (a shape uses only some of the bounds). The
+     * group as a one-row subquery "(select ?)": the planner cannot look at its value, so every plan
+     * it makes has the same cost, and after five executions the connection keeps the generic plan.
+     * With a plain "= ?" the custom plan of a group with few keys looked cheaper (it expects fewer
+     * rows than the LIMIT) and was made again at every execution. The rotation bounds likewise, for
+     * the same reason.
+     */
+    StatementCache.Statement acquire(int max, int shape, int perKey) {
+      return acquire.statementOfSome(
+          ((long) shape << 48) | ((long) max << 24) | perKey,
+          dsl -> acquireQuery(tables, dsl, groupParam(), max, shape, perKey),
+          PARAMETERS);
     }
   }
 
@@ -820,7 +795,7 @@ public final class Acquisition {
    * parameter PostgreSQL built a custom plan at every execution (0.38 ms per delivery in the server
    * log; a bound LIMIT measured 1.67-2.40x slower), while with only the group bound it settles on
    * one generic plan per connection. A pump uses one {@code max} (its batch size) nearly always, so
-   * there are few texts. The parameters are in {@link Text#roles()}.
+   * there are few texts. What each marker binds is in {@link Text#roles()}.
    *
    * <p>PostgreSQL estimates a range with two bounds on parameters as half a percent of the keys, a
    * single bound as a third. In a group of 100 keys (the bench's drain) a statement for 10 keys
@@ -836,7 +811,7 @@ public final class Acquisition {
    * (docs/benchmarks.md).
    */
   public static Text text(BalancerTables tables, int max, int shape, int perKey) {
-    return statements(tables).text(max, shape, Math.min(perKey, max));
+    return new Text(statements(tables).acquire(max, shape, Math.min(perKey, max)));
   }
 
   /**
@@ -889,20 +864,19 @@ public final class Acquisition {
     int rows = 0;
     boolean joinedAbove = false;
     long top = NONE;
-    Text text = statements.text(max, shape, Math.min(perKey, max));
-    int[] parameters = text.parameters();
-    Object[] values = new Object[parameters.length];
-    for (int i = 0; i < parameters.length; i++) {
-      values[i] =
-          switch (parameters[i]) {
-            case Text.GROUP -> group;
-            case 1 -> a1;
-            case 2 -> a2;
-            case 3 -> b1;
-            default -> b2;
-          };
-    }
-    try (PreparedStatement ps = text.statement().prepare(connection, values)) {
+    StatementCache.Statement statement = statements.acquire(max, shape, Math.min(perKey, max));
+    try (PreparedStatement ps = connection.prepareStatement(statement.sql())) {
+      // The parameters this shape uses, bound one by one: no array, no boxed bound per poll.
+      List<String> names = statement.parameters();
+      for (int p = 0; p < names.size(); p++) {
+        switch (names.get(p)) {
+          case "group" -> statement.bindParameter(ps, p, group);
+          case "a1" -> statement.bindLong(ps, p, a1);
+          case "a2" -> statement.bindLong(ps, p, a2);
+          case "b1" -> statement.bindLong(ps, p, b1);
+          default -> statement.bindLong(ps, p, b2);
+        }
+      }
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           rows++;
