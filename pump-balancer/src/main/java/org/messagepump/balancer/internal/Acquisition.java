@@ -105,8 +105,7 @@ public final class Acquisition {
   /** The names of the acquisition statement's parameters: the group, then the bounds 1-4. */
   private static final String[] PARAMETERS = {"group", "a1", "a2", "b1", "b2"};
 
-  private static final org.jooq.Param<String> GROUP_PARAMETER =
-      StatementCache.parameter(PARAMETERS[0], SQLDataType.CLOB);
+  private static final org.jooq.Param<String> GROUP_PARAMETER = DeliveryQueries.GROUP;
 
   private static final List<org.jooq.Param<Long>> BOUND_PARAMETERS =
       List.of(
@@ -743,13 +742,16 @@ public final class Acquisition {
     }
   }
 
-  /** The statements of one schema, rendered once with bind markers. */
+  /**
+   * The statements of one schema, each built by jOOQ with named parameters and rendered once by the
+   * kit's {@link StatementCache}: every value is bound by it.
+   */
   private static final class Statements {
     final BalancerTables tables;
-    final String restore;
-    final String racedHeads;
-    final String moveBack;
-    final String rejoin;
+    final StatementCache.Statement restore;
+    final StatementCache.Statement racedHeads;
+    final StatementCache.Statement moveBack;
+    final StatementCache.Statement rejoin;
     // Every shape a pump may use: four walks, with a move back or not, batches of 1 to
     // MAX_BATCH_SIZE, runs up to the batch.
     final StatementCache<Long> acquire =
@@ -757,11 +759,28 @@ public final class Acquisition {
 
     Statements(BalancerTables tables) {
       this.tables = tables;
-      this.restore = renderRestore(tables, tables.render());
-      this.racedHeads = renderRacedHeads(tables, tables.render());
-      String[] places = renderPlaces(tables, tables.render());
-      this.moveBack = places[0];
-      this.rejoin = places[1];
+      this.restore =
+          StatementCache.render(
+              dsl -> restoreQuery(tables, dsl),
+              "id",
+              "group",
+              "key",
+              "content",
+              "properties",
+              "received",
+              "attempts");
+      this.racedHeads = StatementCache.render(dsl -> racedHeadsQuery(tables, dsl), "group", "keys");
+      this.moveBack =
+          StatementCache.render(
+              dsl ->
+                  placeQuery(
+                      tables, dsl, StatementCache.parameter("place", SQLDataType.BIGINT), false),
+              "place",
+              "group",
+              "key");
+      this.rejoin =
+          StatementCache.render(
+              dsl -> placeQuery(tables, dsl, tables.rotation.nextval(), true), "group", "key");
     }
 
     /**
@@ -1007,9 +1026,8 @@ public final class Acquisition {
       byKey.put(r.key(), r);
     }
     List<Claim> claims = new ArrayList<>();
-    try (PreparedStatement ps = connection.prepareStatement(statements.racedHeads)) {
-      ps.setString(1, group);
-      ps.setObject(2, byKey.keySet().toArray(new String[0]));
+    try (PreparedStatement ps =
+        statements.racedHeads.prepare(connection, group, byKey.keySet().toArray(new String[0]))) {
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           RacedKey r = byKey.get(rs.getString(1));
@@ -1026,24 +1044,21 @@ public final class Acquisition {
 
   /**
    * The statement of {@link #deleteRacedHeads}, rendered once per schema: the group and the keys (a
-   * {@code text[]}, unnested once) are bound.
+   * {@code text[]}, unnested once) are its parameters.
    */
-  private static String renderRacedHeads(BalancerTables tables, DSLContext render) {
-    Field<String> group = DSL.val("", SQLDataType.CLOB);
+  private static org.jooq.Query racedHeadsQuery(BalancerTables tables, DSLContext dsl) {
     Field<String> k = DSL.field(DSL.name("k", "k"), String.class);
-    Field<Long> head = DSL.field(headId(tables, "x", group, k));
+    Field<Long> head = DSL.field(headId(tables, "x", GROUP_PARAMETER, k));
     List<Field<?>> returning = new ArrayList<>();
     returning.add(M_KEY);
     returning.add(M_ID);
     returning.addAll(deletedColumns(tables, true));
-    return render.render(
-        render
-            .deleteFrom(tables.messages)
-            .where(
-                M_ID.in(
-                    DSL.select(head)
-                        .from(DSL.unnest(DSL.val(new String[0], TEXT_ARRAY)).as("k", "k"))))
-            .returningResult(returning));
+    return dsl.deleteFrom(tables.messages)
+        .where(
+            M_ID.in(
+                DSL.select(head)
+                    .from(DSL.unnest(StatementCache.parameter("keys", TEXT_ARRAY)).as("k", "k"))))
+        .returningResult(returning);
   }
 
   /**
@@ -1206,17 +1221,28 @@ public final class Acquisition {
   }
 
   /**
-   * The statement that writes a message deleted by acquisition back (see {@link #restore}). Written
-   * by hand: jOOQ 3.19 renders no {@code OVERRIDING SYSTEM VALUE}, which an identity column {@code
-   * GENERATED ALWAYS} needs to take an id given. Only the table is rendered (into the schema);
-   * every value is a bind marker.
+   * The statement that writes a message deleted by acquisition back (see {@link #restore}): id,
+   * group, key, content, properties, received_at, attempts. A jOOQ plain-SQL template: jOOQ 3.19
+   * renders no {@code OVERRIDING SYSTEM VALUE}, which an identity column {@code GENERATED ALWAYS}
+   * needs to take an id given. Its parts are the table (rendered into the schema) and named
+   * parameters, so every value is bound by the {@link StatementCache} as in any other statement.
+   * received_at is bound as it comes: the text stored (a row that could not be decoded) or the
+   * decoded time, cast to {@code timestamptz} by the statement either way.
    */
-  private static String renderRestore(BalancerTables tables, DSLContext render) {
-    return "insert into "
-        + render.render(tables.messages)
-        + " (id, partition_group, partition_key, content, properties, received_at, attempts)"
-        + " overriding system value values (?, ?, ?, ?, cast(? as jsonb), cast(? as timestamptz), ?)"
-        + " on conflict (id) do nothing";
+  private static org.jooq.Query restoreQuery(BalancerTables tables, DSLContext dsl) {
+    return dsl.query(
+        "insert into {0}"
+            + " (id, partition_group, partition_key, content, properties, received_at, attempts)"
+            + " overriding system value values ({1}, {2}, {3}, {4}, cast({5} as jsonb),"
+            + " cast({6} as timestamptz), {7}) on conflict (id) do nothing",
+        tables.messages,
+        StatementCache.parameter("id", SQLDataType.BIGINT),
+        GROUP_PARAMETER,
+        DeliveryQueries.KEY,
+        StatementCache.parameter("content", SQLDataType.BLOB),
+        StatementCache.parameter("properties", SQLDataType.CLOB),
+        StatementCache.parameter("received", SQLDataType.OTHER),
+        StatementCache.parameter("attempts", SQLDataType.INTEGER));
   }
 
   /**
@@ -1228,23 +1254,17 @@ public final class Acquisition {
    */
   public boolean restore(Connection connection, AcquiredMessage m, String properties)
       throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(statements.restore)) {
-      ps.setLong(1, m.messageId());
-      ps.setString(2, m.group());
-      ps.setString(3, m.key());
-      AcquiredMessage.Stored raw = m.stored();
-      if (raw != null) {
-        ps.setBytes(4, raw.content());
-        ps.setString(5, properties != null ? properties : raw.properties());
-        ps.setString(6, raw.receivedAt());
-      } else {
-        ps.setBytes(4, m.content());
-        ps.setString(5, properties != null ? properties : m.propertiesJson());
-        ps.setObject(6, m.receivedAt());
-      }
-      ps.setInt(7, m.attempts());
-      return ps.executeUpdate() == 1;
-    }
+    AcquiredMessage.Stored raw = m.stored();
+    return statements.restore.executeUpdate(
+            connection,
+            m.messageId(),
+            m.group(),
+            m.key(),
+            raw != null ? raw.content() : m.content(),
+            properties != null ? properties : raw != null ? raw.properties() : m.propertiesJson(),
+            raw != null ? raw.receivedAt() : m.receivedAt(),
+            m.attempts())
+        == 1;
   }
 
   /**
@@ -1254,15 +1274,15 @@ public final class Acquisition {
    */
   public void moveBack(Connection connection, List<String> keys, List<Long> places)
       throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(statements.moveBack)) {
-      for (int i = 0; i < keys.size(); i++) {
-        ps.setLong(1, places.get(i));
-        ps.setString(2, group);
-        ps.setString(3, keys.get(i));
-        if (keys.size() == 1) {
-          ps.executeUpdate();
-          return;
-        }
+    StatementCache.Statement s = statements.moveBack;
+    try (PreparedStatement ps = s.prepare(connection, places.get(0), group, keys.get(0))) {
+      if (keys.size() == 1) {
+        ps.executeUpdate();
+        return;
+      }
+      ps.addBatch();
+      for (int i = 1; i < keys.size(); i++) {
+        s.bind(ps, places.get(i), group, keys.get(i));
         ps.addBatch();
       }
       ps.executeBatch();
@@ -1274,35 +1294,19 @@ public final class Acquisition {
    * message was stored into it while its last one was being handled: it is not deleted as empty).
    */
   public void rejoin(Connection connection, String key) throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(statements.rejoin)) {
-      ps.setString(1, group);
-      ps.setString(2, key);
-      ps.executeUpdate();
-    }
+    statements.rejoin.executeUpdate(connection, group, key);
   }
 
   /**
-   * The statements of {@link #moveBack} (place, group, key) and {@link #rejoin} (group, key),
-   * rendered once per schema with bind markers.
+   * The statement of {@link #moveBack} (place, group, key) with {@code place} a parameter, or of
+   * {@link #rejoin} (group, key) with {@code place} a rotation drawn from the sequence.
    */
-  private static String[] renderPlaces(BalancerTables tables, DSLContext render) {
-    Field<String> group = DSL.val("", SQLDataType.CLOB);
-    Field<String> key = DSL.val("", SQLDataType.CLOB);
-    String moveBack =
-        render.render(
-            render
-                .update(tables.partitions)
-                .set(P_ROTATION, DSL.val(0L, SQLDataType.BIGINT))
-                .set(P_JOINED, DSL.inline(false))
-                .where(P_GROUP.eq(group).and(P_KEY.eq(key))));
-    String rejoin =
-        render.render(
-            render
-                .update(tables.partitions)
-                .set(P_ROTATION, tables.rotation.nextval())
-                .set(P_JOINED, DSL.inline(true))
-                .where(P_GROUP.eq(group).and(P_KEY.eq(key))));
-    return new String[] {moveBack, rejoin};
+  private static org.jooq.Query placeQuery(
+      BalancerTables tables, DSLContext dsl, Field<Long> place, boolean joined) {
+    return dsl.update(tables.partitions)
+        .set(P_ROTATION, place)
+        .set(P_JOINED, DSL.inline(joined))
+        .where(DeliveryQueries.keyParameters());
   }
 
   /**

@@ -29,11 +29,13 @@ import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.JSONB;
+import org.jooq.Param;
 import org.jooq.Record2;
 import org.jooq.ResultQuery;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.spi.Inputs;
+import org.messagepump.core.spi.StatementCache;
 
 /**
  * The SQL of the bookkeeping after a handler ran (acquisition is {@link Acquisition}): deleting
@@ -43,16 +45,56 @@ public final class DeliveryQueries {
 
   private DeliveryQueries() {}
 
+  /** The group, a named parameter of the statements rendered once. */
+  static final Param<String> GROUP = StatementCache.parameter("group", SQLDataType.CLOB);
+
+  /** The key, a named parameter of the statements rendered once. */
+  static final Param<String> KEY = StatementCache.parameter("key", SQLDataType.CLOB);
+
   /**
-   * The statements of one schema on the path of every delivery, rendered once with bind markers and
-   * run through JDBC: the deletes of handled messages ({@link #renderDeletes}) and of an empty key
-   * ({@link #renderKeyDelete}).
+   * The statements of one schema on the path of every delivery, built by jOOQ with named parameters
+   * and rendered once by the kit's {@link StatementCache}, every value bound by it: the deletes of
+   * handled messages ({@link #deleteQuery(BalancerTables, DSLContext, Field)}) and the lock and
+   * delete of an empty key ({@link #deleteIfEmpty}).
    */
-  private record Statements(String deleteMany, String deleteOne, String keyLock, String keyDelete) {
+  private record Statements(
+      StatementCache.Statement deleteMany,
+      StatementCache.Statement deleteOne,
+      StatementCache.Statement keyLock,
+      StatementCache.Statement keyDelete) {
     static Statements render(BalancerTables tables) {
-      String[] deletes = renderDeletes(tables, tables.render());
-      String[] keyDelete = renderKeyDelete(tables, tables.render());
-      return new Statements(deletes[0], deletes[1], keyDelete[0], keyDelete[1]);
+      return new Statements(
+          StatementCache.render(
+              dsl -> deleteQuery(tables, dsl, StatementCache.parameter("ids", LONG_ARRAY)), "ids"),
+          StatementCache.render(
+              dsl -> {
+                Field<Long> one = StatementCache.parameter("id", SQLDataType.BIGINT);
+                return deleteQuery(
+                    tables, dsl, M_ID.eq(one), DSL.field(DSL.name("o", "id"), Long.class).ne(one));
+              },
+              "id"),
+          StatementCache.render(
+              dsl ->
+                  dsl.selectOne()
+                      .from(tables.partitions)
+                      .where(keyParameters())
+                      .and(P_LEASE_MESSAGE_ID.isNull())
+                      .forUpdate()
+                      .skipLocked(),
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl ->
+                  dsl.deleteFrom(tables.partitions)
+                      .where(keyParameters())
+                      .and(P_LEASE_MESSAGE_ID.isNull())
+                      .andNotExists(
+                          DSL.selectOne()
+                              .from(tables.messages)
+                              .where(M_GROUP.eq(GROUP))
+                              .and(M_KEY.eq(KEY))),
+              "group",
+              "key"));
     }
   }
 
@@ -68,23 +110,12 @@ public final class DeliveryQueries {
     return P_GROUP.eq(group).and(P_KEY.eq(key));
   }
 
-  private static final org.jooq.DataType<Long[]> LONG_ARRAY = SQLDataType.BIGINT.array();
-
-  /**
-   * The deletes of handled messages, rendered once per schema: [0] the bulk delete (ids as one
-   * array parameter, twice); [1] the delete of one id (every batch of one): a scalar parameter
-   * keeps a cheap cached plan, where the array form was planned again at each bind (0.19 ms per
-   * delivery in the server log).
-   */
-  private static String[] renderDeletes(BalancerTables tables, DSLContext render) {
-    String many = render.render(deleteQuery(tables, render, DSL.val(new Long[0], LONG_ARRAY)));
-    Field<Long> one = DSL.val(0L, SQLDataType.BIGINT);
-    String single =
-        render.render(
-            deleteQuery(
-                tables, render, M_ID.eq(one), DSL.field(DSL.name("o", "id"), Long.class).ne(one)));
-    return new String[] {many, single};
+  /** The key-row condition of the key of parameters {@link #GROUP} and {@link #KEY}. */
+  static Condition keyParameters() {
+    return P_GROUP.eq(GROUP).and(P_KEY.eq(KEY));
   }
+
+  private static final org.jooq.DataType<Long[]> LONG_ARRAY = SQLDataType.BIGINT.array();
 
   /**
    * After the batch that held {@code claim} was rolled back: locks the key row again ({@code FOR NO
@@ -145,57 +176,20 @@ public final class DeliveryQueries {
    * it stores: a producer in progress makes this skip (its message will need the row); a producer
    * arriving later waits for our commit and then creates a new row. The emptiness check is a new
    * statement, so it sees every message committed before the lock. Both statements are rendered
-   * once per schema ({@link #renderKeyDelete}) and run through JDBC: every key of a drain empties
-   * near its end, and rendering them through jOOQ there, a hundred times at once, was a burst of
-   * CPU (and of JIT compilation) inside the timed drain.
+   * once per schema ({@link Statements}) and run through JDBC: every key of a drain empties near
+   * its end, and rendering them through jOOQ there, a hundred times at once, was a burst of CPU
+   * (and of JIT compilation) inside the timed drain.
    */
   public static boolean deleteIfEmpty(Connection c, BalancerTables tables, String group, String key)
       throws SQLException {
-    try (PreparedStatement lock = c.prepareStatement(statements(tables).keyLock())) {
-      lock.setString(1, group);
-      lock.setString(2, key);
-      try (ResultSet rs = lock.executeQuery()) {
-        if (!rs.next()) {
-          return false;
-        }
+    Statements st = statements(tables);
+    try (PreparedStatement lock = st.keyLock().prepare(c, group, key);
+        ResultSet rs = lock.executeQuery()) {
+      if (!rs.next()) {
+        return false;
       }
     }
-    try (PreparedStatement delete = c.prepareStatement(statements(tables).keyDelete())) {
-      delete.setString(1, group);
-      delete.setString(2, key);
-      delete.setString(3, group);
-      delete.setString(4, key);
-      return delete.executeUpdate() == 1;
-    }
-  }
-
-  /**
-   * The two statements of {@link #deleteIfEmpty}, rendered with bind markers: [0] the lock of the
-   * key row (group, key), [1] the delete (group, key, group, key).
-   */
-  private static String[] renderKeyDelete(BalancerTables tables, DSLContext render) {
-    Field<String> group = DSL.val("", SQLDataType.CLOB);
-    Field<String> key = DSL.val("", SQLDataType.CLOB);
-    String lock =
-        render.render(
-            DSL.selectOne()
-                .from(tables.partitions)
-                .where(P_GROUP.eq(group).and(P_KEY.eq(key)))
-                .and(P_LEASE_MESSAGE_ID.isNull())
-                .forUpdate()
-                .skipLocked());
-    String delete =
-        render.render(
-            render
-                .deleteFrom(tables.partitions)
-                .where(P_GROUP.eq(group).and(P_KEY.eq(key)))
-                .and(P_LEASE_MESSAGE_ID.isNull())
-                .andNotExists(
-                    DSL.selectOne()
-                        .from(tables.messages)
-                        .where(M_GROUP.eq(group))
-                        .and(M_KEY.eq(key))));
-    return new String[] {lock, delete};
+    return st.keyDelete().executeUpdate(c, group, key) == 1;
   }
 
   /** What deleting a handled message learned. */
@@ -212,20 +206,18 @@ public final class DeliveryQueries {
     java.util.Map<Long, Removed> out = new java.util.HashMap<>();
     boolean one = ids.length == 1;
     Statements st = statements(tables);
-    try (PreparedStatement ps =
-        connection.prepareStatement(one ? st.deleteOne() : st.deleteMany())) {
-      if (one) {
-        ps.setLong(1, ids[0]);
-        ps.setLong(2, ids[0]);
-      } else {
-        Long[] boxed = new Long[ids.length];
-        for (int i = 0; i < ids.length; i++) {
-          boxed[i] = ids[i];
-        }
-        java.sql.Array array = connection.createArrayOf("bigint", boxed);
-        ps.setArray(1, array);
-        ps.setArray(2, array);
+    Object value;
+    if (one) {
+      value = ids[0];
+    } else {
+      Long[] boxed = new Long[ids.length];
+      for (int i = 0; i < ids.length; i++) {
+        boxed[i] = ids[i];
       }
+      value = boxed;
+    }
+    try (PreparedStatement ps =
+        (one ? st.deleteOne() : st.deleteMany()).prepare(connection, value)) {
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           out.put(rs.getLong(1), new Removed(Rows.ageMicros(rs, 2, 3), rs.getBoolean(4)));
@@ -237,7 +229,9 @@ public final class DeliveryQueries {
 
   /**
    * The bulk delete: {@code ids} twice (the rows to delete, and the ids not counted as "other
-   * messages of the key").
+   * messages of the key"). The delete of one id (every batch of one) has a scalar parameter
+   * instead, which keeps a cheap cached plan, where the array form was planned again at each bind
+   * (0.19 ms per delivery in the server log).
    */
   private static ResultQuery<?> deleteQuery(
       BalancerTables tables, DSLContext dsl, Field<Long[]> ids) {
