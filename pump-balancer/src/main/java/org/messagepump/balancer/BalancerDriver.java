@@ -137,11 +137,10 @@ public final class BalancerDriver implements Driver {
     if (leaseMode == null) {
       return Driver.super.extendLeases(tx, running);
     }
-    DSLContext dsl = tables.dsl(tx);
     List<Delivery> kept = new ArrayList<>(running.size());
     for (Delivery d : running) {
       AcquiredMessage c = state(d).claim;
-      if (LeaseQueries.extend(tables, dsl, c.messageId(), c.token(), leaseMode).result()
+      if (LeaseQueries.extend(tx, tables, c.messageId(), c.token(), leaseMode).result()
           == LeaseResult.APPLIED) {
         kept.add(d);
       }
@@ -172,7 +171,7 @@ public final class BalancerDriver implements Driver {
    */
   private DSLContext endLease(Tx tx, AcquiredMessage c, String what) {
     DSLContext dsl = tables.dsl(tx);
-    fenced(LeaseQueries.requeue(tables, dsl, c.messageId(), c.token(), null).result(), c, what);
+    fenced(LeaseQueries.requeue(tx, tables, c.messageId(), c.token(), null).result(), c, what);
     return dsl;
   }
 
@@ -462,15 +461,12 @@ public final class BalancerDriver implements Driver {
     if (state.leaseResult instanceof Result.Handoff h) {
       Duration lease = h.lease() == null ? leaseDuration : h.lease();
       fenced(
-          LeaseQueries.extend(tables, tables.dsl(tx), c.messageId(), c.token(), lease).result(),
-          c,
-          "hand-off");
+          LeaseQueries.extend(tx, tables, c.messageId(), c.token(), lease).result(), c, "hand-off");
       return;
     }
     if (state.leaseResult instanceof Result.Requeue) {
       fenced(
-          LeaseQueries.requeue(
-                  tables, tables.dsl(tx), c.messageId(), c.token(), state.requeueProperties)
+          LeaseQueries.requeue(tx, tables, c.messageId(), c.token(), state.requeueProperties)
               .result(),
           c,
           "requeue");
@@ -499,7 +495,7 @@ public final class BalancerDriver implements Driver {
               ? null
               : Json.object(r.propertiesJson(), "requeue properties", limits);
       if (!keep(tx, state, props) && props != null) {
-        DeliveryQueries.replaceProperties(tables, tables.dsl(tx), c.messageId(), props);
+        DeliveryQueries.replaceProperties(tx.connection(), tables, c.messageId(), props);
       }
       return Outcome.HANDLED;
     }
@@ -550,7 +546,6 @@ public final class BalancerDriver implements Driver {
         stored.length == 0
             ? Map.of()
             : DeliveryQueries.deleteMessages(tx.connection(), tables, stored);
-    DSLContext dsl = null; // built only for the few keys that need bookkeeping
     for (State s : done) {
       AcquiredMessage c = s.claim;
       boolean emptied;
@@ -584,10 +579,7 @@ public final class BalancerDriver implements Driver {
         }
       }
       if (c.failures() > 0) {
-        if (dsl == null) {
-          dsl = tables.dsl(tx);
-        }
-        DeliveryQueries.clearFailures(tables, dsl, group, c.key());
+        DeliveryQueries.clearFailures(tx.connection(), tables, group, c.key());
       }
     }
     moveBack(tx, handled);
@@ -653,14 +645,15 @@ public final class BalancerDriver implements Driver {
     State state = state(delivery);
     if (leaseMode != null) {
       AcquiredMessage claim = state.claim;
-      DeliveryQueries.park(tables, endLease(tx, claim, "parking"), claim, failures, reason);
+      endLease(tx, claim, "parking");
+      DeliveryQueries.park(tx.connection(), tables, claim, failures, reason);
       return;
     }
     keep(tx, state, null);
     if (stopRun(state)) {
       return;
     }
-    DeliveryQueries.park(tables, tables.dsl(tx), state.claim, failures, reason);
+    DeliveryQueries.park(tx.connection(), tables, state.claim, failures, reason);
   }
 
   /**

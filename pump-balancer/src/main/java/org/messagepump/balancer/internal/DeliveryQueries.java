@@ -61,7 +61,10 @@ public final class DeliveryQueries {
       StatementCache.Statement deleteMany,
       StatementCache.Statement deleteOne,
       StatementCache.Statement keyLock,
-      StatementCache.Statement keyDelete) {
+      StatementCache.Statement keyDelete,
+      StatementCache.Statement clearFailures,
+      StatementCache.Statement park,
+      StatementCache.Statement replaceProperties) {
     static Statements render(BalancerTables tables) {
       return new Statements(
           StatementCache.render(
@@ -94,7 +97,36 @@ public final class DeliveryQueries {
                               .where(M_GROUP.eq(GROUP))
                               .and(M_KEY.eq(KEY))),
               "group",
-              "key"));
+              "key"),
+          StatementCache.render(
+              dsl ->
+                  dsl.update(tables.partitions)
+                      .set(P_FAILURES, DSL.inline(0))
+                      .set(P_RESUME_AT, clock())
+                      .where(keyParameters())
+                      .and(P_FAILURES.ne(DSL.inline(0))),
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl ->
+                  dsl.update(tables.partitions)
+                      .set(P_FAILURES, StatementCache.parameter("failures", SQLDataType.INTEGER))
+                      .set(P_PARKED_AT, clock())
+                      .set(P_PARKED_REASON, StatementCache.parameter("reason", SQLDataType.CLOB))
+                      .where(keyParameters()),
+              "failures",
+              "reason",
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl ->
+                  dsl.update(tables.messages)
+                      .set(
+                          M_PROPERTIES,
+                          StatementCache.parameter("properties", M_PROPERTIES.getDataType()))
+                      .where(M_ID.eq(StatementCache.parameter("id", SQLDataType.BIGINT))),
+              "properties",
+              "id"));
     }
   }
 
@@ -280,22 +312,17 @@ public final class DeliveryQueries {
 
   /** Resets the key's failures after a success. */
   public static void clearFailures(
-      BalancerTables tables, DSLContext dsl, String group, String key) {
-    dsl.update(tables.partitions)
-        .set(P_FAILURES, 0)
-        .set(P_RESUME_AT, clock())
-        .where(key(group, key))
-        .and(P_FAILURES.ne(0))
-        .execute();
+      Connection connection, BalancerTables tables, String group, String key) throws SQLException {
+    statements(tables).clearFailures().executeUpdate(connection, group, key);
   }
 
   /** Replaces a message's properties. */
   public static void replaceProperties(
-      BalancerTables tables, DSLContext dsl, long id, String propertiesJson) {
-    dsl.update(tables.messages)
-        .set(M_PROPERTIES, JSONB.valueOf(propertiesJson))
-        .where(M_ID.eq(id))
-        .execute();
+      Connection connection, BalancerTables tables, long id, String propertiesJson)
+      throws SQLException {
+    statements(tables)
+        .replaceProperties()
+        .executeUpdate(connection, JSONB.valueOf(propertiesJson), id);
   }
 
   /** Writes the hand-off lease on the key: it stays blocked until confirm, requeue or expiry. */
@@ -358,12 +385,14 @@ public final class DeliveryQueries {
    * ({@link Inputs#reason}: no NUL, bounded length), whoever passed it.
    */
   public static void park(
-      BalancerTables tables, DSLContext dsl, AcquiredMessage claim, int failures, String reason) {
-    dsl.update(tables.partitions)
-        .set(P_FAILURES, failures)
-        .set(P_PARKED_AT, clock())
-        .set(P_PARKED_REASON, Inputs.reason(reason))
-        .where(key(claim.group(), claim.key()))
-        .execute();
+      Connection connection,
+      BalancerTables tables,
+      AcquiredMessage claim,
+      int failures,
+      String reason)
+      throws SQLException {
+    statements(tables)
+        .park()
+        .executeUpdate(connection, failures, Inputs.reason(reason), claim.group(), claim.key());
   }
 }
