@@ -154,11 +154,10 @@ public final class BalancerDriver implements Driver {
    * out is stored again. The pump commits this before the handler runs.
    */
   private void leaseClaims(Tx tx, List<Delivery> out) throws SQLException {
-    DSLContext dsl = tables.dsl(tx);
     for (Delivery d : out) {
       State state = state(d);
       keep(tx, state, null);
-      DeliveryQueries.lease(tables, dsl, state.claim, leaseOwner, leaseMode, false);
+      DeliveryQueries.lease(tx.connection(), tables, state.claim, leaseOwner, leaseMode, false);
       state.run.markKeyWritten();
       state.run.markPlaced(); // the lease's end gives the key its place at the back
     }
@@ -166,13 +165,10 @@ public final class BalancerDriver implements Driver {
 
   /**
    * Lease mode: ends the lease of {@code c} keeping its message (as a requeue does) while it is
-   * still this claim's, else {@link org.messagepump.core.LeaseLostException}; returns the context
-   * for what the key's outcome writes next.
+   * still this claim's, else {@link org.messagepump.core.LeaseLostException}.
    */
-  private DSLContext endLease(Tx tx, AcquiredMessage c, String what) {
-    DSLContext dsl = tables.dsl(tx);
+  private void endLease(Tx tx, AcquiredMessage c, String what) {
     fenced(LeaseQueries.requeue(tx, tables, c.messageId(), c.token(), null).result(), c, what);
-    return dsl;
   }
 
   /** Lease mode: throws when the lease of {@code c} is no longer this claim's. */
@@ -507,7 +503,7 @@ public final class BalancerDriver implements Driver {
       Duration lease =
           h.lease() == null ? leaseDuration : Checks.positive("handoff lease", h.lease());
       keep(tx, state, null);
-      DeliveryQueries.lease(tables, tables.dsl(tx), c, leaseOwner, lease);
+      DeliveryQueries.lease(tx.connection(), tables, c, leaseOwner, lease);
       if (state.run != null) {
         state.run.markKeyWritten();
       }
@@ -624,8 +620,8 @@ public final class BalancerDriver implements Driver {
     AcquiredMessage claim = state.claim;
     if (leaseMode != null) {
       // The lease ends (the key joins the rotation at the back), then the key waits out the delay.
-      DSLContext dsl = endLease(tx, claim, "postponement");
-      DeliveryQueries.postpone(tables, dsl, claim, failures, delay, Acquisition.NONE);
+      endLease(tx, claim, "postponement");
+      DeliveryQueries.postpone(tx.connection(), tables, claim, failures, delay, Acquisition.NONE);
       return;
     }
     keep(tx, state, null);
@@ -634,7 +630,7 @@ public final class BalancerDriver implements Driver {
     }
     boolean busy = failures == claim.failures();
     long place = busy || state.run == null ? Acquisition.NONE : state.run.place();
-    DeliveryQueries.postpone(tables, tables.dsl(tx), claim, failures, delay, place);
+    DeliveryQueries.postpone(tx.connection(), tables, claim, failures, delay, place);
     if (busy) {
       acquisition.keepPlaceOf(claim.oldRotation());
     }

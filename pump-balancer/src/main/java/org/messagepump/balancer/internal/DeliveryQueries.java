@@ -18,7 +18,6 @@ import static org.messagepump.balancer.internal.BalancerTables.P_PARKED_REASON;
 import static org.messagepump.balancer.internal.BalancerTables.P_RESUME_AT;
 import static org.messagepump.balancer.internal.BalancerTables.P_ROTATION;
 import static org.messagepump.balancer.internal.BalancerTables.clock;
-import static org.messagepump.balancer.internal.BalancerTables.clockPlus;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -64,7 +63,11 @@ public final class DeliveryQueries {
       StatementCache.Statement keyDelete,
       StatementCache.Statement clearFailures,
       StatementCache.Statement park,
-      StatementCache.Statement replaceProperties) {
+      StatementCache.Statement replaceProperties,
+      StatementCache.Statement postpone,
+      StatementCache.Statement postponeTo,
+      StatementCache.Statement lease,
+      StatementCache.Statement leaseResetting) {
     static Statements render(BalancerTables tables) {
       return new Statements(
           StatementCache.render(
@@ -126,7 +129,40 @@ public final class DeliveryQueries {
                           StatementCache.parameter("properties", M_PROPERTIES.getDataType()))
                       .where(M_ID.eq(StatementCache.parameter("id", SQLDataType.BIGINT))),
               "properties",
-              "id"));
+              "id"),
+          StatementCache.render(
+              dsl -> postponeQuery(tables, dsl).where(keyParameters()),
+              "failures",
+              "delay",
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl ->
+                  postponeQuery(tables, dsl)
+                      .set(P_ROTATION, StatementCache.parameter("place", SQLDataType.BIGINT))
+                      .set(P_JOINED, DSL.inline(false))
+                      .where(keyParameters()),
+              "failures",
+              "delay",
+              "place",
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl -> leaseQuery(tables, dsl).where(keyParameters()),
+              "message",
+              "token",
+              "owner",
+              "delay",
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl -> leaseQuery(tables, dsl).set(P_FAILURES, DSL.inline(0)).where(keyParameters()),
+              "message",
+              "token",
+              "owner",
+              "delay",
+              "group",
+              "key"));
     }
   }
 
@@ -140,6 +176,34 @@ public final class DeliveryQueries {
   /** The key-row condition of one key. */
   public static Condition key(String group, String key) {
     return P_GROUP.eq(group).and(P_KEY.eq(key));
+  }
+
+  /**
+   * {@code clock_timestamp() + delay}, the delay a named parameter bound with {@link #delay}: the
+   * text jOOQ renders for {@link org.messagepump.core.spi.DatabaseClock#afterOffset}, whose
+   * interval bind value the cache cannot bind (the PostgreSQL driver has no type for jOOQ's {@code
+   * DayToSecond}). The cast is a plain-SQL template over the parameter; the value is bound as the
+   * text jOOQ sends for it.
+   */
+  static Field<java.time.OffsetDateTime> clockPlusDelay() {
+    return clock()
+        .plus(
+            DSL.field(
+                "cast({0} as interval day to second)",
+                SQLDataType.INTERVALDAYTOSECOND,
+                StatementCache.parameter("delay", SQLDataType.CLOB)));
+  }
+
+  /**
+   * The value of {@link #clockPlusDelay}'s parameter: {@code delay} (checked by {@link
+   * Inputs#delay}, as {@link org.messagepump.core.spi.DatabaseClock#afterOffset} does) as jOOQ
+   * binds an interval for PostgreSQL.
+   */
+  static String delay(Duration delay) {
+    java.util.Objects.requireNonNull(delay, "delay");
+    return org.jooq.util.postgres.PostgresUtils.toPGInterval(
+            org.jooq.types.DayToSecond.valueOf(Inputs.delay("delay", delay)))
+        .toString();
   }
 
   /** The key-row condition of the key of parameters {@link #GROUP} and {@link #KEY}. */
@@ -327,36 +391,47 @@ public final class DeliveryQueries {
 
   /** Writes the hand-off lease on the key: it stays blocked until confirm, requeue or expiry. */
   public static void lease(
+      Connection connection,
       BalancerTables tables,
-      DSLContext dsl,
       AcquiredMessage claim,
       String owner,
-      Duration duration) {
-    lease(tables, dsl, claim, owner, duration, true);
+      Duration duration)
+      throws SQLException {
+    lease(connection, tables, claim, owner, duration, true);
   }
 
   /**
-   * As {@link #lease(DSLContext, AcquiredMessage, String, Duration)}; the key's failures are reset
-   * only when {@code resetFailures} (a hand-off is the handler's success; a lease-mode claim is not
-   * an outcome yet).
+   * As {@link #lease(Connection, BalancerTables, AcquiredMessage, String, Duration)}; the key's
+   * failures are reset only when {@code resetFailures} (a hand-off is the handler's success; a
+   * lease-mode claim is not an outcome yet).
    */
   public static void lease(
+      Connection connection,
       BalancerTables tables,
-      DSLContext dsl,
       AcquiredMessage claim,
       String owner,
       Duration duration,
-      boolean resetFailures) {
-    var update =
-        dsl.update(tables.partitions)
-            .set(P_LEASE_MESSAGE_ID, claim.messageId())
-            .set(P_LEASE_TOKEN, claim.token())
-            .set(P_LEASE_OWNER, owner)
-            .set(P_LEASE_UNTIL, clockPlus(duration));
-    if (resetFailures) {
-      update = update.set(P_FAILURES, 0);
-    }
-    update.where(key(claim.group(), claim.key())).execute();
+      boolean resetFailures)
+      throws SQLException {
+    Statements st = statements(tables);
+    (resetFailures ? st.leaseResetting() : st.lease())
+        .executeUpdate(
+            connection,
+            claim.messageId(),
+            claim.token(),
+            owner,
+            delay(duration),
+            claim.group(),
+            claim.key());
+  }
+
+  /** The update of a key's lease: message, token, owner and expiry (parameters). */
+  private static org.jooq.UpdateSetMoreStep<?> leaseQuery(BalancerTables tables, DSLContext dsl) {
+    return dsl.update(tables.partitions)
+        .set(P_LEASE_MESSAGE_ID, StatementCache.parameter("message", SQLDataType.BIGINT))
+        .set(P_LEASE_TOKEN, StatementCache.parameter("token", SQLDataType.UUID))
+        .set(P_LEASE_OWNER, StatementCache.parameter("owner", SQLDataType.CLOB))
+        .set(P_LEASE_UNTIL, clockPlusDelay());
   }
 
   /**
@@ -366,18 +441,28 @@ public final class DeliveryQueries {
    * back when it was taken.
    */
   public static void postpone(
+      Connection connection,
       BalancerTables tables,
-      DSLContext dsl,
       AcquiredMessage claim,
       int failures,
       Duration delay,
-      long place) {
-    var update =
-        dsl.update(tables.partitions).set(P_FAILURES, failures).set(P_RESUME_AT, clockPlus(delay));
-    if (place != Acquisition.NONE) {
-      update = update.set(P_ROTATION, place).set(P_JOINED, false);
+      long place)
+      throws SQLException {
+    Statements st = statements(tables);
+    if (place == Acquisition.NONE) {
+      st.postpone().executeUpdate(connection, failures, delay(delay), claim.group(), claim.key());
+    } else {
+      st.postponeTo()
+          .executeUpdate(connection, failures, delay(delay), place, claim.group(), claim.key());
     }
-    update.where(key(claim.group(), claim.key())).execute();
+  }
+
+  /** The update of a postponed key: its failures and when it is due (parameters). */
+  private static org.jooq.UpdateSetMoreStep<?> postponeQuery(
+      BalancerTables tables, DSLContext dsl) {
+    return dsl.update(tables.partitions)
+        .set(P_FAILURES, StatementCache.parameter("failures", SQLDataType.INTEGER))
+        .set(P_RESUME_AT, clockPlusDelay());
   }
 
   /**

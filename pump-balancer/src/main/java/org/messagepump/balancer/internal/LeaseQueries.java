@@ -15,7 +15,6 @@ import static org.messagepump.balancer.internal.BalancerTables.P_PARKED_AT;
 import static org.messagepump.balancer.internal.BalancerTables.P_PARKED_REASON;
 import static org.messagepump.balancer.internal.BalancerTables.P_ROTATION;
 import static org.messagepump.balancer.internal.BalancerTables.clock;
-import static org.messagepump.balancer.internal.BalancerTables.clockPlus;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -59,7 +58,8 @@ public final class LeaseQueries {
       StatementCache.Statement keyOf,
       StatementCache.Statement lease,
       StatementCache.Statement lockedLease,
-      StatementCache.Statement clearLease) {
+      StatementCache.Statement clearLease,
+      StatementCache.Statement extend) {
     static Statements render(BalancerTables tables) {
       return new Statements(
           StatementCache.render(
@@ -72,6 +72,14 @@ public final class LeaseQueries {
           StatementCache.render(dsl -> leaseOf(tables, dsl).forNoKeyUpdate(), "group", "key"),
           StatementCache.render(
               dsl -> leaseEnded(tables, dsl).where(DeliveryQueries.keyParameters()),
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl ->
+                  dsl.update(tables.partitions)
+                      .set(P_LEASE_UNTIL, DeliveryQueries.clockPlusDelay())
+                      .where(DeliveryQueries.keyParameters()),
+              "delay",
               "group",
               "key"));
     }
@@ -198,12 +206,13 @@ public final class LeaseQueries {
     if (m.rejection() != null) {
       return new Applied(m.rejection(), null, null);
     }
-    tables
-        .dsl(tx)
-        .update(tables.partitions)
-        .set(P_LEASE_UNTIL, clockPlus(duration))
-        .where(DeliveryQueries.key(m.group(), m.key()))
-        .execute();
+    try {
+      statements(tables)
+          .extend()
+          .executeUpdate(tx.connection(), DeliveryQueries.delay(duration), m.group(), m.key());
+    } catch (SQLException e) {
+      throw new DatabaseException("extending a lease", e);
+    }
     return new Applied(LeaseResult.APPLIED, m.group(), null);
   }
 
