@@ -35,7 +35,6 @@ import org.jooq.CommonTableExpression;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
-import org.jooq.Record2;
 import org.jooq.ResultQuery;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
@@ -709,22 +708,21 @@ public final class Acquisition {
    */
   private boolean acquireFree(Tx tx, int max, List<Taken> out, Set<String> taken)
       throws SQLException {
-    List<Record2<String, Long>> keys;
+    List<Rotated> keys;
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(true);
-      keys = rotateKeys(tables, tables.dsl(c), group, max - out.size(), taken);
+      keys = rotateKeys(c, max - out.size(), taken);
     }
     boolean skipped = false;
-    DSLContext dsl = tables.dsl(tx);
-    for (Record2<String, Long> k : keys) {
-      taken.add(k.value1());
-      AcquiredMessage claim = lockFirstFreeMessage(tables, dsl, group, k.value1(), k.value2());
+    for (Rotated k : keys) {
+      taken.add(k.key());
+      AcquiredMessage claim = lockFirstFreeMessage(tx.connection(), k.key(), k.rotation());
       if (claim != null) {
         out.add(Taken.stored(claim));
       } else {
         skipped = true;
-        if (isEmpty(tables, dsl, group, k.value1())) {
-          DeliveryQueries.deleteIfEmpty(tx.connection(), tables, group, k.value1());
+        if (isEmpty(tx.connection(), k.key())) {
+          DeliveryQueries.deleteIfEmpty(tx.connection(), tables, group, k.key());
         }
       }
     }
@@ -752,6 +750,12 @@ public final class Acquisition {
     final StatementCache.Statement racedHeads;
     final StatementCache.Statement moveBack;
     final StatementCache.Statement rejoin;
+    final StatementCache.Statement failures;
+    final StatementCache.Statement firstFree;
+    final StatementCache.Statement isEmpty;
+    // Without lockPartition: per batch size, excluding taken keys or not.
+    final StatementCache<Integer> rotate =
+        new StatementCache<>(2 * org.messagepump.core.Limits.MAX_BATCH_SIZE);
     // Every shape a pump may use: four walks, with a move back or not, batches of 1 to
     // MAX_BATCH_SIZE, runs up to the batch.
     final StatementCache<Long> acquire =
@@ -781,6 +785,39 @@ public final class Acquisition {
       this.rejoin =
           StatementCache.render(
               dsl -> placeQuery(tables, dsl, tables.rotation.nextval(), true), "group", "key");
+      this.failures =
+          StatementCache.render(
+              dsl ->
+                  dsl.select(P_FAILURES)
+                      .from(tables.partitions)
+                      .where(DeliveryQueries.keyParameters()),
+              "group",
+              "key");
+      this.firstFree =
+          StatementCache.render(
+              dsl ->
+                  dsl.select(M_ID, M_CONTENT, M_PROPERTIES, M_RECEIVED_AT, M_ATTEMPTS)
+                      .from(tables.messages)
+                      .where(M_GROUP.eq(GROUP_PARAMETER))
+                      .and(M_KEY.eq(DeliveryQueries.KEY))
+                      .orderBy(M_ID)
+                      .limit(DSL.inline(1))
+                      .forUpdate()
+                      .skipLocked(),
+              "group",
+              "key");
+      this.isEmpty =
+          StatementCache.render(
+              dsl ->
+                  dsl.select(
+                      DSL.field(
+                          DSL.exists(
+                              DSL.selectOne()
+                                  .from(tables.messages)
+                                  .where(M_GROUP.eq(GROUP_PARAMETER))
+                                  .and(M_KEY.eq(DeliveryQueries.KEY))))),
+              "group",
+              "key");
     }
 
     /**
@@ -1149,22 +1186,45 @@ public final class Acquisition {
     return ready.and(tables.pauses.notPaused(group));
   }
 
-  /** The excluded keys as a {@code text[]} bind value. */
-  private static Field<String[]> excluded(Collection<String> taken) {
-    return DSL.val(taken.toArray(new String[0]), TEXT_ARRAY);
-  }
+  /** A key rotated to the back without lockPartition, with its rotation before. */
+  private record Rotated(String key, long rotation) {}
 
   /**
-   * Without {@code lockPartition}, step one (on its own short transaction): the {@code max} ready
-   * keys with the lowest rotation, moved to the back and committed at once, so other processes see
-   * the new order while the messages are handled.
+   * Without {@code lockPartition}, step one (on its own short transaction {@code c}): the {@code
+   * max} ready keys with the lowest rotation, moved to the back and committed at once, so other
+   * processes see the new order while the messages are handled. The keys {@code taken} by earlier
+   * rounds are excluded, as one {@code text[]} parameter.
    */
-  private static List<Record2<String, Long>> rotateKeys(
-      BalancerTables tables, DSLContext dsl, String group, int max, Collection<String> taken) {
+  private List<Rotated> rotateKeys(Connection c, int max, Collection<String> taken)
+      throws SQLException {
+    boolean excluding = !taken.isEmpty();
+    StatementCache.Statement s =
+        statements.rotate.statement(
+            excluding ? -max : max,
+            dsl -> rotateQuery(tables, dsl, max, excluding),
+            excluding ? new String[] {"group", "taken"} : new String[] {"group"});
+    List<Rotated> keys = new ArrayList<>(max);
+    try (PreparedStatement ps =
+            excluding ? s.prepare(c, group, taken.toArray(new String[0])) : s.prepare(c, group);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        keys.add(new Rotated(rs.getString(1), rs.getLong(2)));
+      }
+    }
+    return keys;
+  }
+
+  /** The statement of {@link #rotateKeys} for {@code max} keys, excluding the taken ones or not. */
+  private static org.jooq.Query rotateQuery(
+      BalancerTables tables, DSLContext dsl, int max, boolean excluding) {
     Table<?> c =
         DSL.select(P_GROUP.as("c_group"), P_KEY.as("c_key"), P_ROTATION.as("c_rotation"))
             .from(tables.partitions)
-            .where(ready(tables, DSL.val(group), taken.isEmpty() ? null : excluded(taken)))
+            .where(
+                ready(
+                    tables,
+                    GROUP_PARAMETER,
+                    excluding ? StatementCache.parameter("taken", TEXT_ARRAY) : null))
             .orderBy(P_ROTATION)
             // An integer of the code, written into the text: a bound LIMIT makes PostgreSQL plan
             // again at every execution.
@@ -1174,12 +1234,11 @@ public final class Acquisition {
             .asTable("c");
     return dsl.update(tables.partitions)
         .set(P_ROTATION, tables.rotation.nextval())
-        .set(P_JOINED, false)
+        .set(P_JOINED, DSL.inline(false))
         .from(c)
         .where(P_GROUP.eq(C_GROUP))
         .and(P_KEY.eq(C_KEY))
-        .returningResult(C_KEY, C_ROTATION)
-        .fetch();
+        .returningResult(C_KEY, C_ROTATION);
   }
 
   /**
@@ -1188,36 +1247,30 @@ public final class Acquisition {
    * message of the key is in flight or the key is empty. A row whose columns cannot be read is a
    * claim with a {@link AcquiredMessage#problem()}.
    */
-  private static AcquiredMessage lockFirstFreeMessage(
-      BalancerTables tables, DSLContext dsl, String group, String key, long oldRotation)
+  private AcquiredMessage lockFirstFreeMessage(Connection c, String key, long oldRotation)
       throws SQLException {
-    Integer failures =
-        dsl.select(P_FAILURES)
-            .from(tables.partitions)
-            .where(DeliveryQueries.key(group, key))
-            .fetchOne(P_FAILURES);
-    try (ResultSet rs =
-        dsl.select(M_ID, M_CONTENT, M_PROPERTIES, M_RECEIVED_AT, M_ATTEMPTS)
-            .from(tables.messages)
-            .where(M_GROUP.eq(group))
-            .and(M_KEY.eq(key))
-            .orderBy(M_ID)
-            .limit(DSL.inline(1))
-            .forUpdate()
-            .skipLocked()
-            .fetchResultSet()) {
+    int failures = 0;
+    try (PreparedStatement ps = statements.failures.prepare(c, group, key);
+        ResultSet rs = ps.executeQuery()) {
+      if (rs.next()) {
+        failures = rs.getInt(1);
+      }
+    }
+    try (PreparedStatement ps = statements.firstFree.prepare(c, group, key);
+        ResultSet rs = ps.executeQuery()) {
       if (!rs.next()) {
         return null;
       }
-      return Rows.claim(
-          rs, group, key, oldRotation, rs.getLong(1), failures == null ? 0 : failures, 2);
+      return Rows.claim(rs, group, key, oldRotation, rs.getLong(1), failures, 2);
     }
   }
 
   /** True when the key has no message at all (committed or ours). */
-  private static boolean isEmpty(BalancerTables tables, DSLContext dsl, String group, String key) {
-    return !dsl.fetchExists(
-        DSL.selectOne().from(tables.messages).where(M_GROUP.eq(group)).and(M_KEY.eq(key)));
+  private boolean isEmpty(Connection c, String key) throws SQLException {
+    try (PreparedStatement ps = statements.isEmpty.prepare(c, group, key);
+        ResultSet rs = ps.executeQuery()) {
+      return rs.next() && !rs.getBoolean(1);
+    }
   }
 
   /**
