@@ -137,11 +137,10 @@ public final class BalancerDriver implements Driver {
     if (leaseMode == null) {
       return Driver.super.extendLeases(tx, running);
     }
-    DSLContext dsl = tables.dsl(tx);
     List<Delivery> kept = new ArrayList<>(running.size());
     for (Delivery d : running) {
       AcquiredMessage c = state(d).claim;
-      if (LeaseQueries.extend(tables, dsl, c.messageId(), c.token(), leaseMode).result()
+      if (LeaseQueries.extend(tx, tables, c.messageId(), c.token(), leaseMode).result()
           == LeaseResult.APPLIED) {
         kept.add(d);
       }
@@ -155,11 +154,10 @@ public final class BalancerDriver implements Driver {
    * out is stored again. The pump commits this before the handler runs.
    */
   private void leaseClaims(Tx tx, List<Delivery> out) throws SQLException {
-    DSLContext dsl = tables.dsl(tx);
     for (Delivery d : out) {
       State state = state(d);
       keep(tx, state, null);
-      DeliveryQueries.lease(tables, dsl, state.claim, leaseOwner, leaseMode, false);
+      DeliveryQueries.lease(tx.connection(), tables, state.claim, leaseOwner, leaseMode, false);
       state.run.markKeyWritten();
       state.run.markPlaced(); // the lease's end gives the key its place at the back
     }
@@ -167,13 +165,10 @@ public final class BalancerDriver implements Driver {
 
   /**
    * Lease mode: ends the lease of {@code c} keeping its message (as a requeue does) while it is
-   * still this claim's, else {@link org.messagepump.core.LeaseLostException}; returns the context
-   * for what the key's outcome writes next.
+   * still this claim's, else {@link org.messagepump.core.LeaseLostException}.
    */
-  private DSLContext endLease(Tx tx, AcquiredMessage c, String what) {
-    DSLContext dsl = tables.dsl(tx);
-    fenced(LeaseQueries.requeue(tables, dsl, c.messageId(), c.token(), null).result(), c, what);
-    return dsl;
+  private void endLease(Tx tx, AcquiredMessage c, String what) {
+    fenced(LeaseQueries.requeue(tx, tables, c.messageId(), c.token(), null).result(), c, what);
   }
 
   /** Lease mode: throws when the lease of {@code c} is no longer this claim's. */
@@ -462,15 +457,12 @@ public final class BalancerDriver implements Driver {
     if (state.leaseResult instanceof Result.Handoff h) {
       Duration lease = h.lease() == null ? leaseDuration : h.lease();
       fenced(
-          LeaseQueries.extend(tables, tables.dsl(tx), c.messageId(), c.token(), lease).result(),
-          c,
-          "hand-off");
+          LeaseQueries.extend(tx, tables, c.messageId(), c.token(), lease).result(), c, "hand-off");
       return;
     }
     if (state.leaseResult instanceof Result.Requeue) {
       fenced(
-          LeaseQueries.requeue(
-                  tables, tables.dsl(tx), c.messageId(), c.token(), state.requeueProperties)
+          LeaseQueries.requeue(tx, tables, c.messageId(), c.token(), state.requeueProperties)
               .result(),
           c,
           "requeue");
@@ -499,7 +491,7 @@ public final class BalancerDriver implements Driver {
               ? null
               : Json.object(r.propertiesJson(), "requeue properties", limits);
       if (!keep(tx, state, props) && props != null) {
-        DeliveryQueries.replaceProperties(tables, tables.dsl(tx), c.messageId(), props);
+        DeliveryQueries.replaceProperties(tx.connection(), tables, c.messageId(), props);
       }
       return Outcome.HANDLED;
     }
@@ -511,7 +503,7 @@ public final class BalancerDriver implements Driver {
       Duration lease =
           h.lease() == null ? leaseDuration : Checks.positive("handoff lease", h.lease());
       keep(tx, state, null);
-      DeliveryQueries.lease(tables, tables.dsl(tx), c, leaseOwner, lease);
+      DeliveryQueries.lease(tx.connection(), tables, c, leaseOwner, lease);
       if (state.run != null) {
         state.run.markKeyWritten();
       }
@@ -550,7 +542,6 @@ public final class BalancerDriver implements Driver {
         stored.length == 0
             ? Map.of()
             : DeliveryQueries.deleteMessages(tx.connection(), tables, stored);
-    DSLContext dsl = null; // built only for the few keys that need bookkeeping
     for (State s : done) {
       AcquiredMessage c = s.claim;
       boolean emptied;
@@ -584,10 +575,7 @@ public final class BalancerDriver implements Driver {
         }
       }
       if (c.failures() > 0) {
-        if (dsl == null) {
-          dsl = tables.dsl(tx);
-        }
-        DeliveryQueries.clearFailures(tables, dsl, group, c.key());
+        DeliveryQueries.clearFailures(tx.connection(), tables, group, c.key());
       }
     }
     moveBack(tx, handled);
@@ -632,8 +620,8 @@ public final class BalancerDriver implements Driver {
     AcquiredMessage claim = state.claim;
     if (leaseMode != null) {
       // The lease ends (the key joins the rotation at the back), then the key waits out the delay.
-      DSLContext dsl = endLease(tx, claim, "postponement");
-      DeliveryQueries.postpone(tables, dsl, claim, failures, delay, Acquisition.NONE);
+      endLease(tx, claim, "postponement");
+      DeliveryQueries.postpone(tx.connection(), tables, claim, failures, delay, Acquisition.NONE);
       return;
     }
     keep(tx, state, null);
@@ -642,7 +630,7 @@ public final class BalancerDriver implements Driver {
     }
     boolean busy = failures == claim.failures();
     long place = busy || state.run == null ? Acquisition.NONE : state.run.place();
-    DeliveryQueries.postpone(tables, tables.dsl(tx), claim, failures, delay, place);
+    DeliveryQueries.postpone(tx.connection(), tables, claim, failures, delay, place);
     if (busy) {
       acquisition.keepPlaceOf(claim.oldRotation());
     }
@@ -653,14 +641,15 @@ public final class BalancerDriver implements Driver {
     State state = state(delivery);
     if (leaseMode != null) {
       AcquiredMessage claim = state.claim;
-      DeliveryQueries.park(tables, endLease(tx, claim, "parking"), claim, failures, reason);
+      endLease(tx, claim, "parking");
+      DeliveryQueries.park(tx.connection(), tables, claim, failures, reason);
       return;
     }
     keep(tx, state, null);
     if (stopRun(state)) {
       return;
     }
-    DeliveryQueries.park(tables, tables.dsl(tx), state.claim, failures, reason);
+    DeliveryQueries.park(tx.connection(), tables, state.claim, failures, reason);
   }
 
   /**

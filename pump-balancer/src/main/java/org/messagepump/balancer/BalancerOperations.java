@@ -346,7 +346,7 @@ public final class BalancerOperations {
             Transactions.inNew(
                 dataSource,
                 "extending a lease",
-                tx -> LeaseQueries.extend(tables, tables.dsl(tx), messageId, token, duration)));
+                tx -> LeaseQueries.extend(tx, tables, messageId, token, duration)));
   }
 
   /**
@@ -371,7 +371,7 @@ public final class BalancerOperations {
             Transactions.inNew(
                 dataSource,
                 "requeueing a message",
-                tx -> LeaseQueries.requeue(tables, tables.dsl(tx), messageId, token, props)));
+                tx -> LeaseQueries.requeue(tx, tables, messageId, token, props)));
   }
 
   @Override

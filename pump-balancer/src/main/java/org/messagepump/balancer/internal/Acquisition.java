@@ -35,9 +35,7 @@ import org.jooq.CommonTableExpression;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
-import org.jooq.Record2;
 import org.jooq.ResultQuery;
-import org.jooq.SQLDialect;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
@@ -106,8 +104,7 @@ public final class Acquisition {
   /** The names of the acquisition statement's parameters: the group, then the bounds 1-4. */
   private static final String[] PARAMETERS = {"group", "a1", "a2", "b1", "b2"};
 
-  private static final org.jooq.Param<String> GROUP_PARAMETER =
-      StatementCache.parameter(PARAMETERS[0], SQLDataType.CLOB);
+  private static final org.jooq.Param<String> GROUP_PARAMETER = DeliveryQueries.GROUP;
 
   private static final List<org.jooq.Param<Long>> BOUND_PARAMETERS =
       List.of(
@@ -117,68 +114,41 @@ public final class Acquisition {
           StatementCache.parameter(PARAMETERS[4], SQLDataType.BIGINT));
 
   /**
-   * An acquisition statement, rendered once by the kit's {@link StatementCache}, and what each of
-   * its parameters is, in the order {@link StatementCache.Statement#prepare} takes their values:
-   * {@link #GROUP} (the group) or the number of a bound, 1-4 for {@code a1}, {@code a2}, {@code
-   * b1}, {@code b2} (a shape uses only some of them).
+   * An acquisition statement, rendered once by the kit's {@link StatementCache}, with what each of
+   * its {@code ?} markers binds ({@link #roles()}): for a test that runs the text itself.
    */
-  public record Text(StatementCache.Statement statement, int[] parameters) {
-    /** The group. */
-    public static final int GROUP = 0;
+  public record Text(StatementCache.Statement statement) {
 
     /** The SQL text. */
     public String sql() {
       return statement.sql();
     }
 
-    /** What each {@code ?} marker of {@link #sql()} binds, in order: {@link #GROUP} or 1-4. */
+    /**
+     * What each {@code ?} marker of {@link #sql()} binds, in order: 0 for the group, else the
+     * number of a bound, 1-4 for {@code a1}, {@code a2}, {@code b1}, {@code b2}.
+     */
     public int[] roles() {
       int[] markers = statement.markers();
       int[] roles = new int[markers.length];
       for (int i = 0; i < markers.length; i++) {
-        roles[i] = parameters[markers[i]];
+        roles[i] = List.of(PARAMETERS).indexOf(statement.parameters().get(markers[i]));
       }
       return roles;
     }
   }
 
   /**
-   * The acquisition statement of one shape (see {@link #acquireQuery} and {@link #text}), kept in
-   * {@code cache}. The group as a one-row subquery "(select ?)": the planner cannot look at its
-   * value, so every plan it makes has the same cost, and after five executions the connection keeps
-   * the generic plan. With a plain "= ?" the custom plan of a group with few keys looked cheaper
-   * (it expects fewer rows than the LIMIT) and was made again at every execution. The rotation
-   * bounds likewise, for the same reason.
-   */
-  private static Text renderAcquire(
-      StatementCache<Long> cache, long key, int max, int shape, int perKey, BalancerTables tables) {
-    java.util.function.Function<DSLContext, ResultQuery<?>> build =
-        dsl -> acquireQuery(tables, dsl, groupParam(), max, shape, perKey);
-    // The parameters this shape uses, in the order of PARAMETERS.
-    java.util.Set<String> used = build.apply(DSL.using(SQLDialect.POSTGRES)).getParams().keySet();
-    List<String> names = new ArrayList<>();
-    List<Integer> roles = new ArrayList<>();
-    for (int i = 0; i < PARAMETERS.length; i++) {
-      if (used.contains(PARAMETERS[i])) {
-        names.add(PARAMETERS[i]);
-        roles.add(i);
-      }
-    }
-    StatementCache.Statement statement = cache.statement(key, build, names.toArray(new String[0]));
-    return new Text(statement, roles.stream().mapToInt(Integer::intValue).toArray());
-  }
-
-  /**
    * The acquisition statement (see {@link #lockKeys}) of shape {@code shape}, up to {@code perKey}
    * consecutive messages of each key, {@code max} rows in all: the group and the bounds of the
-   * ranges are bind values (each bound rendered with its number, 1-4, as its value; see {@link
-   * Text}), {@code max} and {@code perKey} are written as integers. One row per message (a key's
-   * rows in no particular order, sharing its columns): key, rotation, failures, range (0 or 1),
-   * message id (null: the key has no message), deleted id (null: it was not there to delete),
-   * content, properties, received_at, attempts, received_at and the clock as microseconds, whether
-   * a later message of the key was seen, the rotation of a key that joined above the first range
-   * (null: none seen, or not looked for), the highest rotation of the group's ready keys (null: not
-   * asked) and the place drawn for the key (null: none).
+   * ranges are named parameters ({@link #PARAMETERS}: the group, then the bounds 1-4), {@code max}
+   * and {@code perKey} are written as integers. One row per message (a key's rows in no particular
+   * order, sharing its columns): key, rotation, failures, range (0 or 1), message id (null: the key
+   * has no message), deleted id (null: it was not there to delete), content, properties,
+   * received_at, attempts, received_at and the clock as microseconds, whether a later message of
+   * the key was seen, the rotation of a key that joined above the first range (null: none seen, or
+   * not looked for), the highest rotation of the group's ready keys (null: not asked) and the place
+   * drawn for the key (null: none).
    */
   private static ResultQuery<?> acquireQuery(
       BalancerTables tables, DSLContext dsl, Field<String> group, int max, int shape, int perKey) {
@@ -738,22 +708,21 @@ public final class Acquisition {
    */
   private boolean acquireFree(Tx tx, int max, List<Taken> out, Set<String> taken)
       throws SQLException {
-    List<Record2<String, Long>> keys;
+    List<Rotated> keys;
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(true);
-      keys = rotateKeys(tables, tables.dsl(c), group, max - out.size(), taken);
+      keys = rotateKeys(c, max - out.size(), taken);
     }
     boolean skipped = false;
-    DSLContext dsl = tables.dsl(tx);
-    for (Record2<String, Long> k : keys) {
-      taken.add(k.value1());
-      AcquiredMessage claim = lockFirstFreeMessage(tables, dsl, group, k.value1(), k.value2());
+    for (Rotated k : keys) {
+      taken.add(k.key());
+      AcquiredMessage claim = lockFirstFreeMessage(tx.connection(), k.key(), k.rotation());
       if (claim != null) {
         out.add(Taken.stored(claim));
       } else {
         skipped = true;
-        if (isEmpty(tables, dsl, group, k.value1())) {
-          DeliveryQueries.deleteIfEmpty(tx.connection(), tables, group, k.value1());
+        if (isEmpty(tx.connection(), k.key())) {
+          DeliveryQueries.deleteIfEmpty(tx.connection(), tables, group, k.key());
         }
       }
     }
@@ -771,38 +740,100 @@ public final class Acquisition {
     }
   }
 
-  /** The statements of one schema, rendered once with bind markers. */
+  /**
+   * The statements of one schema, each built by jOOQ with named parameters and rendered once by the
+   * kit's {@link StatementCache}: every value is bound by it.
+   */
   private static final class Statements {
     final BalancerTables tables;
-    final String restore;
-    final String racedHeads;
-    final String moveBack;
-    final String rejoin;
+    final StatementCache.Statement restore;
+    final StatementCache.Statement racedHeads;
+    final StatementCache.Statement moveBack;
+    final StatementCache.Statement rejoin;
+    final StatementCache.Statement failures;
+    final StatementCache.Statement firstFree;
+    final StatementCache.Statement isEmpty;
+    // Without lockPartition: per batch size, excluding taken keys or not.
+    final StatementCache<Integer> rotate =
+        new StatementCache<>(2 * org.messagepump.core.Limits.MAX_BATCH_SIZE);
     // Every shape a pump may use: four walks, with a move back or not, batches of 1 to
     // MAX_BATCH_SIZE, runs up to the batch.
-    final StatementCache<Long> acquireStatements =
+    final StatementCache<Long> acquire =
         new StatementCache<>(8 * org.messagepump.core.Limits.MAX_BATCH_SIZE);
-    final Map<Long, Text> acquire = new ConcurrentHashMap<>();
 
     Statements(BalancerTables tables) {
       this.tables = tables;
-      this.restore = renderRestore(tables, tables.render());
-      this.racedHeads = renderRacedHeads(tables, tables.render());
-      String[] places = renderPlaces(tables, tables.render());
-      this.moveBack = places[0];
-      this.rejoin = places[1];
+      this.restore =
+          StatementCache.render(
+              dsl -> restoreQuery(tables, dsl),
+              "id",
+              "group",
+              "key",
+              "content",
+              "properties",
+              "received",
+              "attempts");
+      this.racedHeads = StatementCache.render(dsl -> racedHeadsQuery(tables, dsl), "group", "keys");
+      this.moveBack =
+          StatementCache.render(
+              dsl ->
+                  placeQuery(
+                      tables, dsl, StatementCache.parameter("place", SQLDataType.BIGINT), false),
+              "place",
+              "group",
+              "key");
+      this.rejoin =
+          StatementCache.render(
+              dsl -> placeQuery(tables, dsl, tables.rotation.nextval(), true), "group", "key");
+      this.failures =
+          StatementCache.render(
+              dsl ->
+                  dsl.select(P_FAILURES)
+                      .from(tables.partitions)
+                      .where(DeliveryQueries.keyParameters()),
+              "group",
+              "key");
+      this.firstFree =
+          StatementCache.render(
+              dsl ->
+                  dsl.select(M_ID, M_CONTENT, M_PROPERTIES, M_RECEIVED_AT, M_ATTEMPTS)
+                      .from(tables.messages)
+                      .where(M_GROUP.eq(GROUP_PARAMETER))
+                      .and(M_KEY.eq(DeliveryQueries.KEY))
+                      .orderBy(M_ID)
+                      .limit(DSL.inline(1))
+                      .forUpdate()
+                      .skipLocked(),
+              "group",
+              "key");
+      this.isEmpty =
+          StatementCache.render(
+              dsl ->
+                  dsl.select(
+                      DSL.field(
+                          DSL.exists(
+                              DSL.selectOne()
+                                  .from(tables.messages)
+                                  .where(M_GROUP.eq(GROUP_PARAMETER))
+                                  .and(M_KEY.eq(DeliveryQueries.KEY))))),
+              "group",
+              "key");
     }
 
-    Text text(int max, int shape, int perKey) {
-      long key = ((long) shape << 48) | ((long) max << 24) | perKey;
-      Text text = acquire.get(key);
-      if (text == null) {
-        text = renderAcquire(acquireStatements, key, max, shape, perKey, tables);
-        if (acquireStatements.size() < 8 * org.messagepump.core.Limits.MAX_BATCH_SIZE) {
-          acquire.putIfAbsent(key, text);
-        }
-      }
-      return text;
+    /**
+     * The acquisition statement of one shape (see {@link #acquireQuery} and {@link #text}), with
+     * the parameters of {@link #PARAMETERS} it uses (a shape uses only some of the bounds). The
+     * group as a one-row subquery "(select ?)": the planner cannot look at its value, so every plan
+     * it makes has the same cost, and after five executions the connection keeps the generic plan.
+     * With a plain "= ?" the custom plan of a group with few keys looked cheaper (it expects fewer
+     * rows than the LIMIT) and was made again at every execution. The rotation bounds likewise, for
+     * the same reason.
+     */
+    StatementCache.Statement acquire(int max, int shape, int perKey) {
+      return acquire.statementOfSome(
+          ((long) shape << 48) | ((long) max << 24) | perKey,
+          dsl -> acquireQuery(tables, dsl, groupParam(), max, shape, perKey),
+          PARAMETERS);
     }
   }
 
@@ -820,7 +851,7 @@ public final class Acquisition {
    * parameter PostgreSQL built a custom plan at every execution (0.38 ms per delivery in the server
    * log; a bound LIMIT measured 1.67-2.40x slower), while with only the group bound it settles on
    * one generic plan per connection. A pump uses one {@code max} (its batch size) nearly always, so
-   * there are few texts. The parameters are in {@link Text#roles()}.
+   * there are few texts. What each marker binds is in {@link Text#roles()}.
    *
    * <p>PostgreSQL estimates a range with two bounds on parameters as half a percent of the keys, a
    * single bound as a third. In a group of 100 keys (the bench's drain) a statement for 10 keys
@@ -836,7 +867,7 @@ public final class Acquisition {
    * (docs/benchmarks.md).
    */
   public static Text text(BalancerTables tables, int max, int shape, int perKey) {
-    return statements(tables).text(max, shape, Math.min(perKey, max));
+    return new Text(statements(tables).acquire(max, shape, Math.min(perKey, max)));
   }
 
   /**
@@ -889,20 +920,19 @@ public final class Acquisition {
     int rows = 0;
     boolean joinedAbove = false;
     long top = NONE;
-    Text text = statements.text(max, shape, Math.min(perKey, max));
-    int[] parameters = text.parameters();
-    Object[] values = new Object[parameters.length];
-    for (int i = 0; i < parameters.length; i++) {
-      values[i] =
-          switch (parameters[i]) {
-            case Text.GROUP -> group;
-            case 1 -> a1;
-            case 2 -> a2;
-            case 3 -> b1;
-            default -> b2;
-          };
-    }
-    try (PreparedStatement ps = text.statement().prepare(connection, values)) {
+    StatementCache.Statement statement = statements.acquire(max, shape, Math.min(perKey, max));
+    try (PreparedStatement ps = connection.prepareStatement(statement.sql())) {
+      // The parameters this shape uses, bound one by one: no array, no boxed bound per poll.
+      List<String> names = statement.parameters();
+      for (int p = 0; p < names.size(); p++) {
+        switch (names.get(p)) {
+          case "group" -> statement.bindParameter(ps, p, group);
+          case "a1" -> statement.bindLong(ps, p, a1);
+          case "a2" -> statement.bindLong(ps, p, a2);
+          case "b1" -> statement.bindLong(ps, p, b1);
+          default -> statement.bindLong(ps, p, b2);
+        }
+      }
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           rows++;
@@ -1033,9 +1063,8 @@ public final class Acquisition {
       byKey.put(r.key(), r);
     }
     List<Claim> claims = new ArrayList<>();
-    try (PreparedStatement ps = connection.prepareStatement(statements.racedHeads)) {
-      ps.setString(1, group);
-      ps.setObject(2, byKey.keySet().toArray(new String[0]));
+    try (PreparedStatement ps =
+        statements.racedHeads.prepare(connection, group, byKey.keySet().toArray(new String[0]))) {
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           RacedKey r = byKey.get(rs.getString(1));
@@ -1052,24 +1081,21 @@ public final class Acquisition {
 
   /**
    * The statement of {@link #deleteRacedHeads}, rendered once per schema: the group and the keys (a
-   * {@code text[]}, unnested once) are bound.
+   * {@code text[]}, unnested once) are its parameters.
    */
-  private static String renderRacedHeads(BalancerTables tables, DSLContext render) {
-    Field<String> group = DSL.val("", SQLDataType.CLOB);
+  private static org.jooq.Query racedHeadsQuery(BalancerTables tables, DSLContext dsl) {
     Field<String> k = DSL.field(DSL.name("k", "k"), String.class);
-    Field<Long> head = DSL.field(headId(tables, "x", group, k));
+    Field<Long> head = DSL.field(headId(tables, "x", GROUP_PARAMETER, k));
     List<Field<?>> returning = new ArrayList<>();
     returning.add(M_KEY);
     returning.add(M_ID);
     returning.addAll(deletedColumns(tables, true));
-    return render.render(
-        render
-            .deleteFrom(tables.messages)
-            .where(
-                M_ID.in(
-                    DSL.select(head)
-                        .from(DSL.unnest(DSL.val(new String[0], TEXT_ARRAY)).as("k", "k"))))
-            .returningResult(returning));
+    return dsl.deleteFrom(tables.messages)
+        .where(
+            M_ID.in(
+                DSL.select(head)
+                    .from(DSL.unnest(StatementCache.parameter("keys", TEXT_ARRAY)).as("k", "k"))))
+        .returningResult(returning);
   }
 
   /**
@@ -1160,22 +1186,45 @@ public final class Acquisition {
     return ready.and(tables.pauses.notPaused(group));
   }
 
-  /** The excluded keys as a {@code text[]} bind value. */
-  private static Field<String[]> excluded(Collection<String> taken) {
-    return DSL.val(taken.toArray(new String[0]), TEXT_ARRAY);
-  }
+  /** A key rotated to the back without lockPartition, with its rotation before. */
+  private record Rotated(String key, long rotation) {}
 
   /**
-   * Without {@code lockPartition}, step one (on its own short transaction): the {@code max} ready
-   * keys with the lowest rotation, moved to the back and committed at once, so other processes see
-   * the new order while the messages are handled.
+   * Without {@code lockPartition}, step one (on its own short transaction {@code c}): the {@code
+   * max} ready keys with the lowest rotation, moved to the back and committed at once, so other
+   * processes see the new order while the messages are handled. The keys {@code taken} by earlier
+   * rounds are excluded, as one {@code text[]} parameter.
    */
-  private static List<Record2<String, Long>> rotateKeys(
-      BalancerTables tables, DSLContext dsl, String group, int max, Collection<String> taken) {
+  private List<Rotated> rotateKeys(Connection c, int max, Collection<String> taken)
+      throws SQLException {
+    boolean excluding = !taken.isEmpty();
+    StatementCache.Statement s =
+        statements.rotate.statement(
+            excluding ? -max : max,
+            dsl -> rotateQuery(tables, dsl, max, excluding),
+            excluding ? new String[] {"group", "taken"} : new String[] {"group"});
+    List<Rotated> keys = new ArrayList<>(max);
+    try (PreparedStatement ps =
+            excluding ? s.prepare(c, group, taken.toArray(new String[0])) : s.prepare(c, group);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        keys.add(new Rotated(rs.getString(1), rs.getLong(2)));
+      }
+    }
+    return keys;
+  }
+
+  /** The statement of {@link #rotateKeys} for {@code max} keys, excluding the taken ones or not. */
+  private static org.jooq.Query rotateQuery(
+      BalancerTables tables, DSLContext dsl, int max, boolean excluding) {
     Table<?> c =
         DSL.select(P_GROUP.as("c_group"), P_KEY.as("c_key"), P_ROTATION.as("c_rotation"))
             .from(tables.partitions)
-            .where(ready(tables, DSL.val(group), taken.isEmpty() ? null : excluded(taken)))
+            .where(
+                ready(
+                    tables,
+                    GROUP_PARAMETER,
+                    excluding ? StatementCache.parameter("taken", TEXT_ARRAY) : null))
             .orderBy(P_ROTATION)
             // An integer of the code, written into the text: a bound LIMIT makes PostgreSQL plan
             // again at every execution.
@@ -1185,12 +1234,11 @@ public final class Acquisition {
             .asTable("c");
     return dsl.update(tables.partitions)
         .set(P_ROTATION, tables.rotation.nextval())
-        .set(P_JOINED, false)
+        .set(P_JOINED, DSL.inline(false))
         .from(c)
         .where(P_GROUP.eq(C_GROUP))
         .and(P_KEY.eq(C_KEY))
-        .returningResult(C_KEY, C_ROTATION)
-        .fetch();
+        .returningResult(C_KEY, C_ROTATION);
   }
 
   /**
@@ -1199,50 +1247,55 @@ public final class Acquisition {
    * message of the key is in flight or the key is empty. A row whose columns cannot be read is a
    * claim with a {@link AcquiredMessage#problem()}.
    */
-  private static AcquiredMessage lockFirstFreeMessage(
-      BalancerTables tables, DSLContext dsl, String group, String key, long oldRotation)
+  private AcquiredMessage lockFirstFreeMessage(Connection c, String key, long oldRotation)
       throws SQLException {
-    Integer failures =
-        dsl.select(P_FAILURES)
-            .from(tables.partitions)
-            .where(DeliveryQueries.key(group, key))
-            .fetchOne(P_FAILURES);
-    try (ResultSet rs =
-        dsl.select(M_ID, M_CONTENT, M_PROPERTIES, M_RECEIVED_AT, M_ATTEMPTS)
-            .from(tables.messages)
-            .where(M_GROUP.eq(group))
-            .and(M_KEY.eq(key))
-            .orderBy(M_ID)
-            .limit(DSL.inline(1))
-            .forUpdate()
-            .skipLocked()
-            .fetchResultSet()) {
+    int failures = 0;
+    try (PreparedStatement ps = statements.failures.prepare(c, group, key);
+        ResultSet rs = ps.executeQuery()) {
+      if (rs.next()) {
+        failures = rs.getInt(1);
+      }
+    }
+    try (PreparedStatement ps = statements.firstFree.prepare(c, group, key);
+        ResultSet rs = ps.executeQuery()) {
       if (!rs.next()) {
         return null;
       }
-      return Rows.claim(
-          rs, group, key, oldRotation, rs.getLong(1), failures == null ? 0 : failures, 2);
+      return Rows.claim(rs, group, key, oldRotation, rs.getLong(1), failures, 2);
     }
   }
 
   /** True when the key has no message at all (committed or ours). */
-  private static boolean isEmpty(BalancerTables tables, DSLContext dsl, String group, String key) {
-    return !dsl.fetchExists(
-        DSL.selectOne().from(tables.messages).where(M_GROUP.eq(group)).and(M_KEY.eq(key)));
+  private boolean isEmpty(Connection c, String key) throws SQLException {
+    try (PreparedStatement ps = statements.isEmpty.prepare(c, group, key);
+        ResultSet rs = ps.executeQuery()) {
+      return rs.next() && !rs.getBoolean(1);
+    }
   }
 
   /**
-   * The statement that writes a message deleted by acquisition back (see {@link #restore}). Written
-   * by hand: jOOQ 3.19 renders no {@code OVERRIDING SYSTEM VALUE}, which an identity column {@code
-   * GENERATED ALWAYS} needs to take an id given. Only the table is rendered (into the schema);
-   * every value is a bind marker.
+   * The statement that writes a message deleted by acquisition back (see {@link #restore}): id,
+   * group, key, content, properties, received_at, attempts. A jOOQ plain-SQL template: jOOQ 3.19
+   * renders no {@code OVERRIDING SYSTEM VALUE}, which an identity column {@code GENERATED ALWAYS}
+   * needs to take an id given. Its parts are the table (rendered into the schema) and named
+   * parameters, so every value is bound by the {@link StatementCache} as in any other statement.
+   * received_at is bound as it comes: the text stored (a row that could not be decoded) or the
+   * decoded time, cast to {@code timestamptz} by the statement either way.
    */
-  private static String renderRestore(BalancerTables tables, DSLContext render) {
-    return "insert into "
-        + render.render(tables.messages)
-        + " (id, partition_group, partition_key, content, properties, received_at, attempts)"
-        + " overriding system value values (?, ?, ?, ?, cast(? as jsonb), cast(? as timestamptz), ?)"
-        + " on conflict (id) do nothing";
+  private static org.jooq.Query restoreQuery(BalancerTables tables, DSLContext dsl) {
+    return dsl.query(
+        "insert into {0}"
+            + " (id, partition_group, partition_key, content, properties, received_at, attempts)"
+            + " overriding system value values ({1}, {2}, {3}, {4}, cast({5} as jsonb),"
+            + " cast({6} as timestamptz), {7}) on conflict (id) do nothing",
+        tables.messages,
+        StatementCache.parameter("id", SQLDataType.BIGINT),
+        GROUP_PARAMETER,
+        DeliveryQueries.KEY,
+        StatementCache.parameter("content", SQLDataType.BLOB),
+        StatementCache.parameter("properties", SQLDataType.CLOB),
+        StatementCache.parameter("received", SQLDataType.OTHER),
+        StatementCache.parameter("attempts", SQLDataType.INTEGER));
   }
 
   /**
@@ -1254,23 +1307,17 @@ public final class Acquisition {
    */
   public boolean restore(Connection connection, AcquiredMessage m, String properties)
       throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(statements.restore)) {
-      ps.setLong(1, m.messageId());
-      ps.setString(2, m.group());
-      ps.setString(3, m.key());
-      AcquiredMessage.Stored raw = m.stored();
-      if (raw != null) {
-        ps.setBytes(4, raw.content());
-        ps.setString(5, properties != null ? properties : raw.properties());
-        ps.setString(6, raw.receivedAt());
-      } else {
-        ps.setBytes(4, m.content());
-        ps.setString(5, properties != null ? properties : m.propertiesJson());
-        ps.setObject(6, m.receivedAt());
-      }
-      ps.setInt(7, m.attempts());
-      return ps.executeUpdate() == 1;
-    }
+    AcquiredMessage.Stored raw = m.stored();
+    return statements.restore.executeUpdate(
+            connection,
+            m.messageId(),
+            m.group(),
+            m.key(),
+            raw != null ? raw.content() : m.content(),
+            properties != null ? properties : raw != null ? raw.properties() : m.propertiesJson(),
+            raw != null ? raw.receivedAt() : m.receivedAt(),
+            m.attempts())
+        == 1;
   }
 
   /**
@@ -1280,15 +1327,15 @@ public final class Acquisition {
    */
   public void moveBack(Connection connection, List<String> keys, List<Long> places)
       throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(statements.moveBack)) {
-      for (int i = 0; i < keys.size(); i++) {
-        ps.setLong(1, places.get(i));
-        ps.setString(2, group);
-        ps.setString(3, keys.get(i));
-        if (keys.size() == 1) {
-          ps.executeUpdate();
-          return;
-        }
+    StatementCache.Statement s = statements.moveBack;
+    try (PreparedStatement ps = s.prepare(connection, places.get(0), group, keys.get(0))) {
+      if (keys.size() == 1) {
+        ps.executeUpdate();
+        return;
+      }
+      ps.addBatch();
+      for (int i = 1; i < keys.size(); i++) {
+        s.bind(ps, places.get(i), group, keys.get(i));
         ps.addBatch();
       }
       ps.executeBatch();
@@ -1300,35 +1347,19 @@ public final class Acquisition {
    * message was stored into it while its last one was being handled: it is not deleted as empty).
    */
   public void rejoin(Connection connection, String key) throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(statements.rejoin)) {
-      ps.setString(1, group);
-      ps.setString(2, key);
-      ps.executeUpdate();
-    }
+    statements.rejoin.executeUpdate(connection, group, key);
   }
 
   /**
-   * The statements of {@link #moveBack} (place, group, key) and {@link #rejoin} (group, key),
-   * rendered once per schema with bind markers.
+   * The statement of {@link #moveBack} (place, group, key) with {@code place} a parameter, or of
+   * {@link #rejoin} (group, key) with {@code place} a rotation drawn from the sequence.
    */
-  private static String[] renderPlaces(BalancerTables tables, DSLContext render) {
-    Field<String> group = DSL.val("", SQLDataType.CLOB);
-    Field<String> key = DSL.val("", SQLDataType.CLOB);
-    String moveBack =
-        render.render(
-            render
-                .update(tables.partitions)
-                .set(P_ROTATION, DSL.val(0L, SQLDataType.BIGINT))
-                .set(P_JOINED, DSL.inline(false))
-                .where(P_GROUP.eq(group).and(P_KEY.eq(key))));
-    String rejoin =
-        render.render(
-            render
-                .update(tables.partitions)
-                .set(P_ROTATION, tables.rotation.nextval())
-                .set(P_JOINED, DSL.inline(true))
-                .where(P_GROUP.eq(group).and(P_KEY.eq(key))));
-    return new String[] {moveBack, rejoin};
+  private static org.jooq.Query placeQuery(
+      BalancerTables tables, DSLContext dsl, Field<Long> place, boolean joined) {
+    return dsl.update(tables.partitions)
+        .set(P_ROTATION, place)
+        .set(P_JOINED, DSL.inline(joined))
+        .where(DeliveryQueries.keyParameters());
   }
 
   /**

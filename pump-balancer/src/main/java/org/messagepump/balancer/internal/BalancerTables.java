@@ -1,6 +1,5 @@
 package org.messagepump.balancer.internal;
 
-import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.UUID;
 import org.jooq.DSLContext;
@@ -202,11 +201,6 @@ public final class BalancerTables {
   /** {@code clock_timestamp()}: the database clock, advancing within a transaction. */
   public static Field<OffsetDateTime> clock() {
     return DatabaseClock.nowOffset();
-  }
-
-  /** {@code clock_timestamp() + duration}: a time every process agrees on. */
-  public static Field<OffsetDateTime> clockPlus(Duration duration) {
-    return DatabaseClock.afterOffset(duration);
   }
 
   /**

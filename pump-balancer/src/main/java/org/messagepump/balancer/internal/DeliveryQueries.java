@@ -18,7 +18,6 @@ import static org.messagepump.balancer.internal.BalancerTables.P_PARKED_REASON;
 import static org.messagepump.balancer.internal.BalancerTables.P_RESUME_AT;
 import static org.messagepump.balancer.internal.BalancerTables.P_ROTATION;
 import static org.messagepump.balancer.internal.BalancerTables.clock;
-import static org.messagepump.balancer.internal.BalancerTables.clockPlus;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -29,11 +28,13 @@ import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.JSONB;
+import org.jooq.Param;
 import org.jooq.Record2;
 import org.jooq.ResultQuery;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.spi.Inputs;
+import org.messagepump.core.spi.StatementCache;
 
 /**
  * The SQL of the bookkeeping after a handler ran (acquisition is {@link Acquisition}): deleting
@@ -43,16 +44,125 @@ public final class DeliveryQueries {
 
   private DeliveryQueries() {}
 
+  /** The group, a named parameter of the statements rendered once. */
+  static final Param<String> GROUP = StatementCache.parameter("group", SQLDataType.CLOB);
+
+  /** The key, a named parameter of the statements rendered once. */
+  static final Param<String> KEY = StatementCache.parameter("key", SQLDataType.CLOB);
+
   /**
-   * The statements of one schema on the path of every delivery, rendered once with bind markers and
-   * run through JDBC: the deletes of handled messages ({@link #renderDeletes}) and of an empty key
-   * ({@link #renderKeyDelete}).
+   * The statements of one schema on the path of every delivery, built by jOOQ with named parameters
+   * and rendered once by the kit's {@link StatementCache}, every value bound by it: the deletes of
+   * handled messages ({@link #deleteQuery(BalancerTables, DSLContext, Field)}) and the lock and
+   * delete of an empty key ({@link #deleteIfEmpty}).
    */
-  private record Statements(String deleteMany, String deleteOne, String keyLock, String keyDelete) {
+  private record Statements(
+      StatementCache.Statement deleteMany,
+      StatementCache.Statement deleteOne,
+      StatementCache.Statement keyLock,
+      StatementCache.Statement keyDelete,
+      StatementCache.Statement clearFailures,
+      StatementCache.Statement park,
+      StatementCache.Statement replaceProperties,
+      StatementCache.Statement postpone,
+      StatementCache.Statement postponeTo,
+      StatementCache.Statement lease,
+      StatementCache.Statement leaseResetting) {
     static Statements render(BalancerTables tables) {
-      String[] deletes = renderDeletes(tables, tables.render());
-      String[] keyDelete = renderKeyDelete(tables, tables.render());
-      return new Statements(deletes[0], deletes[1], keyDelete[0], keyDelete[1]);
+      return new Statements(
+          StatementCache.render(
+              dsl -> deleteQuery(tables, dsl, StatementCache.parameter("ids", LONG_ARRAY)), "ids"),
+          StatementCache.render(
+              dsl -> {
+                Field<Long> one = StatementCache.parameter("id", SQLDataType.BIGINT);
+                return deleteQuery(
+                    tables, dsl, M_ID.eq(one), DSL.field(DSL.name("o", "id"), Long.class).ne(one));
+              },
+              "id"),
+          StatementCache.render(
+              dsl ->
+                  dsl.selectOne()
+                      .from(tables.partitions)
+                      .where(keyParameters())
+                      .and(P_LEASE_MESSAGE_ID.isNull())
+                      .forUpdate()
+                      .skipLocked(),
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl ->
+                  dsl.deleteFrom(tables.partitions)
+                      .where(keyParameters())
+                      .and(P_LEASE_MESSAGE_ID.isNull())
+                      .andNotExists(
+                          DSL.selectOne()
+                              .from(tables.messages)
+                              .where(M_GROUP.eq(GROUP))
+                              .and(M_KEY.eq(KEY))),
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl ->
+                  dsl.update(tables.partitions)
+                      .set(P_FAILURES, DSL.inline(0))
+                      .set(P_RESUME_AT, clock())
+                      .where(keyParameters())
+                      .and(P_FAILURES.ne(DSL.inline(0))),
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl ->
+                  dsl.update(tables.partitions)
+                      .set(P_FAILURES, StatementCache.parameter("failures", SQLDataType.INTEGER))
+                      .set(P_PARKED_AT, clock())
+                      .set(P_PARKED_REASON, StatementCache.parameter("reason", SQLDataType.CLOB))
+                      .where(keyParameters()),
+              "failures",
+              "reason",
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl ->
+                  dsl.update(tables.messages)
+                      .set(
+                          M_PROPERTIES,
+                          StatementCache.parameter("properties", M_PROPERTIES.getDataType()))
+                      .where(M_ID.eq(StatementCache.parameter("id", SQLDataType.BIGINT))),
+              "properties",
+              "id"),
+          StatementCache.render(
+              dsl -> postponeQuery(tables, dsl).where(keyParameters()),
+              "failures",
+              "delay",
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl ->
+                  postponeQuery(tables, dsl)
+                      .set(P_ROTATION, StatementCache.parameter("place", SQLDataType.BIGINT))
+                      .set(P_JOINED, DSL.inline(false))
+                      .where(keyParameters()),
+              "failures",
+              "delay",
+              "place",
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl -> leaseQuery(tables, dsl).where(keyParameters()),
+              "message",
+              "token",
+              "owner",
+              "delay",
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl -> leaseQuery(tables, dsl).set(P_FAILURES, DSL.inline(0)).where(keyParameters()),
+              "message",
+              "token",
+              "owner",
+              "delay",
+              "group",
+              "key"));
     }
   }
 
@@ -68,23 +178,40 @@ public final class DeliveryQueries {
     return P_GROUP.eq(group).and(P_KEY.eq(key));
   }
 
-  private static final org.jooq.DataType<Long[]> LONG_ARRAY = SQLDataType.BIGINT.array();
+  /**
+   * {@code clock_timestamp() + delay}, the delay a named parameter bound with {@link #delay}: the
+   * text jOOQ renders for {@link org.messagepump.core.spi.DatabaseClock#afterOffset}, whose
+   * interval bind value the cache cannot bind (the PostgreSQL driver has no type for jOOQ's {@code
+   * DayToSecond}). The cast is a plain-SQL template over the parameter; the value is bound as the
+   * text jOOQ sends for it.
+   */
+  static Field<java.time.OffsetDateTime> clockPlusDelay() {
+    return clock()
+        .plus(
+            DSL.field(
+                "cast({0} as interval day to second)",
+                SQLDataType.INTERVALDAYTOSECOND,
+                StatementCache.parameter("delay", SQLDataType.CLOB)));
+  }
 
   /**
-   * The deletes of handled messages, rendered once per schema: [0] the bulk delete (ids as one
-   * array parameter, twice); [1] the delete of one id (every batch of one): a scalar parameter
-   * keeps a cheap cached plan, where the array form was planned again at each bind (0.19 ms per
-   * delivery in the server log).
+   * The value of {@link #clockPlusDelay}'s parameter: {@code delay} (checked by {@link
+   * Inputs#delay}, as {@link org.messagepump.core.spi.DatabaseClock#afterOffset} does) as jOOQ
+   * binds an interval for PostgreSQL.
    */
-  private static String[] renderDeletes(BalancerTables tables, DSLContext render) {
-    String many = render.render(deleteQuery(tables, render, DSL.val(new Long[0], LONG_ARRAY)));
-    Field<Long> one = DSL.val(0L, SQLDataType.BIGINT);
-    String single =
-        render.render(
-            deleteQuery(
-                tables, render, M_ID.eq(one), DSL.field(DSL.name("o", "id"), Long.class).ne(one)));
-    return new String[] {many, single};
+  static String delay(Duration delay) {
+    java.util.Objects.requireNonNull(delay, "delay");
+    return org.jooq.util.postgres.PostgresUtils.toPGInterval(
+            org.jooq.types.DayToSecond.valueOf(Inputs.delay("delay", delay)))
+        .toString();
   }
+
+  /** The key-row condition of the key of parameters {@link #GROUP} and {@link #KEY}. */
+  static Condition keyParameters() {
+    return P_GROUP.eq(GROUP).and(P_KEY.eq(KEY));
+  }
+
+  private static final org.jooq.DataType<Long[]> LONG_ARRAY = SQLDataType.BIGINT.array();
 
   /**
    * After the batch that held {@code claim} was rolled back: locks the key row again ({@code FOR NO
@@ -145,57 +272,20 @@ public final class DeliveryQueries {
    * it stores: a producer in progress makes this skip (its message will need the row); a producer
    * arriving later waits for our commit and then creates a new row. The emptiness check is a new
    * statement, so it sees every message committed before the lock. Both statements are rendered
-   * once per schema ({@link #renderKeyDelete}) and run through JDBC: every key of a drain empties
-   * near its end, and rendering them through jOOQ there, a hundred times at once, was a burst of
-   * CPU (and of JIT compilation) inside the timed drain.
+   * once per schema ({@link Statements}) and run through JDBC: every key of a drain empties near
+   * its end, and rendering them through jOOQ there, a hundred times at once, was a burst of CPU
+   * (and of JIT compilation) inside the timed drain.
    */
   public static boolean deleteIfEmpty(Connection c, BalancerTables tables, String group, String key)
       throws SQLException {
-    try (PreparedStatement lock = c.prepareStatement(statements(tables).keyLock())) {
-      lock.setString(1, group);
-      lock.setString(2, key);
-      try (ResultSet rs = lock.executeQuery()) {
-        if (!rs.next()) {
-          return false;
-        }
+    Statements st = statements(tables);
+    try (PreparedStatement lock = st.keyLock().prepare(c, group, key);
+        ResultSet rs = lock.executeQuery()) {
+      if (!rs.next()) {
+        return false;
       }
     }
-    try (PreparedStatement delete = c.prepareStatement(statements(tables).keyDelete())) {
-      delete.setString(1, group);
-      delete.setString(2, key);
-      delete.setString(3, group);
-      delete.setString(4, key);
-      return delete.executeUpdate() == 1;
-    }
-  }
-
-  /**
-   * The two statements of {@link #deleteIfEmpty}, rendered with bind markers: [0] the lock of the
-   * key row (group, key), [1] the delete (group, key, group, key).
-   */
-  private static String[] renderKeyDelete(BalancerTables tables, DSLContext render) {
-    Field<String> group = DSL.val("", SQLDataType.CLOB);
-    Field<String> key = DSL.val("", SQLDataType.CLOB);
-    String lock =
-        render.render(
-            DSL.selectOne()
-                .from(tables.partitions)
-                .where(P_GROUP.eq(group).and(P_KEY.eq(key)))
-                .and(P_LEASE_MESSAGE_ID.isNull())
-                .forUpdate()
-                .skipLocked());
-    String delete =
-        render.render(
-            render
-                .deleteFrom(tables.partitions)
-                .where(P_GROUP.eq(group).and(P_KEY.eq(key)))
-                .and(P_LEASE_MESSAGE_ID.isNull())
-                .andNotExists(
-                    DSL.selectOne()
-                        .from(tables.messages)
-                        .where(M_GROUP.eq(group))
-                        .and(M_KEY.eq(key))));
-    return new String[] {lock, delete};
+    return st.keyDelete().executeUpdate(c, group, key) == 1;
   }
 
   /** What deleting a handled message learned. */
@@ -212,20 +302,18 @@ public final class DeliveryQueries {
     java.util.Map<Long, Removed> out = new java.util.HashMap<>();
     boolean one = ids.length == 1;
     Statements st = statements(tables);
-    try (PreparedStatement ps =
-        connection.prepareStatement(one ? st.deleteOne() : st.deleteMany())) {
-      if (one) {
-        ps.setLong(1, ids[0]);
-        ps.setLong(2, ids[0]);
-      } else {
-        Long[] boxed = new Long[ids.length];
-        for (int i = 0; i < ids.length; i++) {
-          boxed[i] = ids[i];
-        }
-        java.sql.Array array = connection.createArrayOf("bigint", boxed);
-        ps.setArray(1, array);
-        ps.setArray(2, array);
+    Object value;
+    if (one) {
+      value = ids[0];
+    } else {
+      Long[] boxed = new Long[ids.length];
+      for (int i = 0; i < ids.length; i++) {
+        boxed[i] = ids[i];
       }
+      value = boxed;
+    }
+    try (PreparedStatement ps =
+        (one ? st.deleteOne() : st.deleteMany()).prepare(connection, value)) {
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           out.put(rs.getLong(1), new Removed(Rows.ageMicros(rs, 2, 3), rs.getBoolean(4)));
@@ -237,7 +325,9 @@ public final class DeliveryQueries {
 
   /**
    * The bulk delete: {@code ids} twice (the rows to delete, and the ids not counted as "other
-   * messages of the key").
+   * messages of the key"). The delete of one id (every batch of one) has a scalar parameter
+   * instead, which keeps a cheap cached plan, where the array form was planned again at each bind
+   * (0.19 ms per delivery in the server log).
    */
   private static ResultQuery<?> deleteQuery(
       BalancerTables tables, DSLContext dsl, Field<Long[]> ids) {
@@ -286,56 +376,62 @@ public final class DeliveryQueries {
 
   /** Resets the key's failures after a success. */
   public static void clearFailures(
-      BalancerTables tables, DSLContext dsl, String group, String key) {
-    dsl.update(tables.partitions)
-        .set(P_FAILURES, 0)
-        .set(P_RESUME_AT, clock())
-        .where(key(group, key))
-        .and(P_FAILURES.ne(0))
-        .execute();
+      Connection connection, BalancerTables tables, String group, String key) throws SQLException {
+    statements(tables).clearFailures().executeUpdate(connection, group, key);
   }
 
   /** Replaces a message's properties. */
   public static void replaceProperties(
-      BalancerTables tables, DSLContext dsl, long id, String propertiesJson) {
-    dsl.update(tables.messages)
-        .set(M_PROPERTIES, JSONB.valueOf(propertiesJson))
-        .where(M_ID.eq(id))
-        .execute();
+      Connection connection, BalancerTables tables, long id, String propertiesJson)
+      throws SQLException {
+    statements(tables)
+        .replaceProperties()
+        .executeUpdate(connection, JSONB.valueOf(propertiesJson), id);
   }
 
   /** Writes the hand-off lease on the key: it stays blocked until confirm, requeue or expiry. */
   public static void lease(
+      Connection connection,
       BalancerTables tables,
-      DSLContext dsl,
       AcquiredMessage claim,
       String owner,
-      Duration duration) {
-    lease(tables, dsl, claim, owner, duration, true);
+      Duration duration)
+      throws SQLException {
+    lease(connection, tables, claim, owner, duration, true);
   }
 
   /**
-   * As {@link #lease(DSLContext, AcquiredMessage, String, Duration)}; the key's failures are reset
-   * only when {@code resetFailures} (a hand-off is the handler's success; a lease-mode claim is not
-   * an outcome yet).
+   * As {@link #lease(Connection, BalancerTables, AcquiredMessage, String, Duration)}; the key's
+   * failures are reset only when {@code resetFailures} (a hand-off is the handler's success; a
+   * lease-mode claim is not an outcome yet).
    */
   public static void lease(
+      Connection connection,
       BalancerTables tables,
-      DSLContext dsl,
       AcquiredMessage claim,
       String owner,
       Duration duration,
-      boolean resetFailures) {
-    var update =
-        dsl.update(tables.partitions)
-            .set(P_LEASE_MESSAGE_ID, claim.messageId())
-            .set(P_LEASE_TOKEN, claim.token())
-            .set(P_LEASE_OWNER, owner)
-            .set(P_LEASE_UNTIL, clockPlus(duration));
-    if (resetFailures) {
-      update = update.set(P_FAILURES, 0);
-    }
-    update.where(key(claim.group(), claim.key())).execute();
+      boolean resetFailures)
+      throws SQLException {
+    Statements st = statements(tables);
+    (resetFailures ? st.leaseResetting() : st.lease())
+        .executeUpdate(
+            connection,
+            claim.messageId(),
+            claim.token(),
+            owner,
+            delay(duration),
+            claim.group(),
+            claim.key());
+  }
+
+  /** The update of a key's lease: message, token, owner and expiry (parameters). */
+  private static org.jooq.UpdateSetMoreStep<?> leaseQuery(BalancerTables tables, DSLContext dsl) {
+    return dsl.update(tables.partitions)
+        .set(P_LEASE_MESSAGE_ID, StatementCache.parameter("message", SQLDataType.BIGINT))
+        .set(P_LEASE_TOKEN, StatementCache.parameter("token", SQLDataType.UUID))
+        .set(P_LEASE_OWNER, StatementCache.parameter("owner", SQLDataType.CLOB))
+        .set(P_LEASE_UNTIL, clockPlusDelay());
   }
 
   /**
@@ -345,18 +441,28 @@ public final class DeliveryQueries {
    * back when it was taken.
    */
   public static void postpone(
+      Connection connection,
       BalancerTables tables,
-      DSLContext dsl,
       AcquiredMessage claim,
       int failures,
       Duration delay,
-      long place) {
-    var update =
-        dsl.update(tables.partitions).set(P_FAILURES, failures).set(P_RESUME_AT, clockPlus(delay));
-    if (place != Acquisition.NONE) {
-      update = update.set(P_ROTATION, place).set(P_JOINED, false);
+      long place)
+      throws SQLException {
+    Statements st = statements(tables);
+    if (place == Acquisition.NONE) {
+      st.postpone().executeUpdate(connection, failures, delay(delay), claim.group(), claim.key());
+    } else {
+      st.postponeTo()
+          .executeUpdate(connection, failures, delay(delay), place, claim.group(), claim.key());
     }
-    update.where(key(claim.group(), claim.key())).execute();
+  }
+
+  /** The update of a postponed key: its failures and when it is due (parameters). */
+  private static org.jooq.UpdateSetMoreStep<?> postponeQuery(
+      BalancerTables tables, DSLContext dsl) {
+    return dsl.update(tables.partitions)
+        .set(P_FAILURES, StatementCache.parameter("failures", SQLDataType.INTEGER))
+        .set(P_RESUME_AT, clockPlusDelay());
   }
 
   /**
@@ -364,12 +470,14 @@ public final class DeliveryQueries {
    * ({@link Inputs#reason}: no NUL, bounded length), whoever passed it.
    */
   public static void park(
-      BalancerTables tables, DSLContext dsl, AcquiredMessage claim, int failures, String reason) {
-    dsl.update(tables.partitions)
-        .set(P_FAILURES, failures)
-        .set(P_PARKED_AT, clock())
-        .set(P_PARKED_REASON, Inputs.reason(reason))
-        .where(key(claim.group(), claim.key()))
-        .execute();
+      Connection connection,
+      BalancerTables tables,
+      AcquiredMessage claim,
+      int failures,
+      String reason)
+      throws SQLException {
+    statements(tables)
+        .park()
+        .executeUpdate(connection, failures, Inputs.reason(reason), claim.group(), claim.key());
   }
 }

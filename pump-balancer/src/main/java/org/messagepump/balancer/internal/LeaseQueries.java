@@ -4,7 +4,6 @@ import static org.messagepump.balancer.internal.BalancerTables.M_ATTEMPTS;
 import static org.messagepump.balancer.internal.BalancerTables.M_GROUP;
 import static org.messagepump.balancer.internal.BalancerTables.M_ID;
 import static org.messagepump.balancer.internal.BalancerTables.M_KEY;
-import static org.messagepump.balancer.internal.BalancerTables.M_PROPERTIES;
 import static org.messagepump.balancer.internal.BalancerTables.P_GROUP;
 import static org.messagepump.balancer.internal.BalancerTables.P_JOINED;
 import static org.messagepump.balancer.internal.BalancerTables.P_KEY;
@@ -16,24 +15,29 @@ import static org.messagepump.balancer.internal.BalancerTables.P_PARKED_AT;
 import static org.messagepump.balancer.internal.BalancerTables.P_PARKED_REASON;
 import static org.messagepump.balancer.internal.BalancerTables.P_ROTATION;
 import static org.messagepump.balancer.internal.BalancerTables.clock;
-import static org.messagepump.balancer.internal.BalancerTables.clockPlus;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import org.jooq.DSLContext;
 import org.jooq.Field;
-import org.jooq.JSONB;
 import org.jooq.Record;
 import org.jooq.Record2;
 import org.jooq.Record3;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
 import org.messagepump.balancer.model.LeaseResult;
 import org.messagepump.core.DatabaseException;
 import org.messagepump.core.Tx;
+import org.messagepump.core.spi.StatementCache;
 
 /** The SQL of hand-off leases: confirm, extend, requeue, and the reaper of expired leases. */
 public final class LeaseQueries {
@@ -43,6 +47,57 @@ public final class LeaseQueries {
   private static final Field<Long> C_MESSAGE = DSL.field(DSL.name("c", "c_message"), Long.class);
 
   private LeaseQueries() {}
+
+  /**
+   * The statements of a lease's end on the path of every delivery in lease mode (the confirm and
+   * the requeue), built by jOOQ with named parameters and rendered once per schema by the kit's
+   * {@link StatementCache}, every value bound by it: the group and key of a message, the key's
+   * lease (read, and locked) and the update that ends it.
+   */
+  private record Statements(
+      StatementCache.Statement keyOf,
+      StatementCache.Statement lease,
+      StatementCache.Statement lockedLease,
+      StatementCache.Statement clearLease,
+      StatementCache.Statement extend) {
+    static Statements render(BalancerTables tables) {
+      return new Statements(
+          StatementCache.render(
+              dsl ->
+                  dsl.select(M_GROUP, M_KEY)
+                      .from(tables.messages)
+                      .where(M_ID.eq(StatementCache.parameter("id", SQLDataType.BIGINT))),
+              "id"),
+          StatementCache.render(dsl -> leaseOf(tables, dsl), "group", "key"),
+          StatementCache.render(dsl -> leaseOf(tables, dsl).forNoKeyUpdate(), "group", "key"),
+          StatementCache.render(
+              dsl -> leaseEnded(tables, dsl).where(DeliveryQueries.keyParameters()),
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl ->
+                  dsl.update(tables.partitions)
+                      .set(P_LEASE_UNTIL, DeliveryQueries.clockPlusDelay())
+                      .where(DeliveryQueries.keyParameters()),
+              "delay",
+              "group",
+              "key"));
+    }
+  }
+
+  private static final Map<String, Statements> BY_SCHEMA = new ConcurrentHashMap<>();
+
+  private static Statements statements(BalancerTables tables) {
+    return BY_SCHEMA.computeIfAbsent(tables.schema(), s -> Statements.render(tables));
+  }
+
+  /** The lease of the key of parameters group and key: its message id and token. */
+  private static org.jooq.SelectConditionStep<Record2<Long, UUID>> leaseOf(
+      BalancerTables tables, DSLContext dsl) {
+    return dsl.select(P_LEASE_MESSAGE_ID, P_LEASE_TOKEN)
+        .from(tables.partitions)
+        .where(DeliveryQueries.keyParameters());
+  }
 
   /** A lease the reaper ended: the key and message, and the message's attempts now. */
   public record Expired(String group, String key, long messageId, int attempts) {}
@@ -69,38 +124,51 @@ public final class LeaseQueries {
    * row without the lease, find nothing to lock, and reject the token as stale: the key would stall
    * for the whole lease and the message be handed off a second time.
    */
-  private static Lease lockLease(
-      BalancerTables tables, DSLContext dsl, long messageId, UUID token) {
-    Record2<String, String> m =
-        dsl.select(M_GROUP, M_KEY).from(tables.messages).where(M_ID.eq(messageId)).fetchOne();
-    if (m == null) {
-      return Lease.rejected(LeaseResult.UNKNOWN_MESSAGE);
+  private static Lease lockLease(Tx tx, BalancerTables tables, long messageId, UUID token) {
+    Statements st = statements(tables);
+    Connection connection = tx.connection();
+    try {
+      String group;
+      String key;
+      try (PreparedStatement ps = st.keyOf.prepare(connection, messageId);
+          ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return Lease.rejected(LeaseResult.UNKNOWN_MESSAGE);
+        }
+        group = rs.getString(1);
+        key = rs.getString(2);
+      }
+      // Cheap rejection without waiting: a committed lease of another message or token can only
+      // be replaced by a new hand-off after it ended, and that hand-off's token cannot be ours (a
+      // token exists only once its delivery has acquired the key, after the committed lease was
+      // cleared).
+      try (PreparedStatement ps = st.lease.prepare(connection, group, key);
+          ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          rs.getLong(1);
+          if (!rs.wasNull() && !holds(rs, messageId, token)) {
+            return Lease.rejected(staleOrGone(tables, tables.dsl(tx), messageId));
+          }
+        }
+      }
+      // Waits for whoever holds the row (a hand-off not yet committed, the reaper, another
+      // confirm), then reads its newest version.
+      try (PreparedStatement ps = st.lockedLease.prepare(connection, group, key);
+          ResultSet rs = ps.executeQuery()) {
+        if (!rs.next() || !holds(rs, messageId, token)) {
+          return Lease.rejected(staleOrGone(tables, tables.dsl(tx), messageId));
+        }
+      }
+      return new Lease(null, group, key);
+    } catch (SQLException e) {
+      throw new DatabaseException("locking a lease", e);
     }
-    var row = DeliveryQueries.key(m.value1(), m.value2());
-    // Cheap rejection without waiting: a committed lease of another message or token can only be
-    // replaced by a new hand-off after it ended, and that hand-off's token cannot be ours (a token
-    // exists only once its delivery has acquired the key, after the committed lease was cleared).
-    Record2<Long, UUID> committed =
-        dsl.select(P_LEASE_MESSAGE_ID, P_LEASE_TOKEN).from(tables.partitions).where(row).fetchOne();
-    if (committed != null && committed.value1() != null && !holds(committed, messageId, token)) {
-      return Lease.rejected(staleOrGone(tables, dsl, messageId));
-    }
-    // Waits for whoever holds the row (a hand-off not yet committed, the reaper, another confirm),
-    // then reads its newest version.
-    Record2<Long, UUID> locked =
-        dsl.select(P_LEASE_MESSAGE_ID, P_LEASE_TOKEN)
-            .from(tables.partitions)
-            .where(row)
-            .forNoKeyUpdate()
-            .fetchOne();
-    if (locked == null || !holds(locked, messageId, token)) {
-      return Lease.rejected(staleOrGone(tables, dsl, messageId));
-    }
-    return new Lease(null, m.value1(), m.value2());
   }
 
-  private static boolean holds(Record2<Long, UUID> lease, long messageId, UUID token) {
-    return lease.value1() != null && lease.value1() == messageId && token.equals(lease.value2());
+  /** Whether the lease of the current row of {@code rs} (message id, token) is this one. */
+  private static boolean holds(ResultSet rs, long messageId, UUID token) throws SQLException {
+    long id = rs.getLong(1);
+    return !rs.wasNull() && id == messageId && token.equals(rs.getObject(2, UUID.class));
   }
 
   private static LeaseResult staleOrGone(BalancerTables tables, DSLContext dsl, long messageId) {
@@ -114,40 +182,37 @@ public final class LeaseQueries {
    * with messages left joins the rotation at the back).
    */
   public static Applied confirm(Tx tx, BalancerTables tables, long messageId, UUID token) {
-    DSLContext dsl = tables.dsl(tx);
-    Lease m = lockLease(tables, dsl, messageId, token);
+    Lease m = lockLease(tx, tables, messageId, token);
     if (m.rejection() != null) {
       return new Applied(m.rejection(), null, null);
     }
-    DeliveryQueries.Removed removed;
     try {
-      removed =
+      DeliveryQueries.Removed removed =
           DeliveryQueries.deleteMessages(tx.connection(), tables, new long[] {messageId})
               .get(messageId);
-    } catch (SQLException e) {
-      throw new DatabaseException("confirming a message", e);
-    }
-    Duration age = removed == null ? null : removed.endToEnd();
-    clearLease(tables, dsl, m.group(), m.key()).execute();
-    try {
+      statements(tables).clearLease().executeUpdate(tx.connection(), m.group(), m.key());
       DeliveryQueries.deleteIfEmpty(tx.connection(), tables, m.group(), m.key());
+      return new Applied(
+          LeaseResult.APPLIED, m.group(), removed == null ? null : removed.endToEnd());
     } catch (SQLException e) {
       throw new DatabaseException("confirming a message", e);
     }
-    return new Applied(LeaseResult.APPLIED, m.group(), age);
   }
 
   /** Moves a lease's expiry to {@code duration} from now (database clock). */
   public static Applied extend(
-      BalancerTables tables, DSLContext dsl, long messageId, UUID token, Duration duration) {
-    Lease m = lockLease(tables, dsl, messageId, token);
+      Tx tx, BalancerTables tables, long messageId, UUID token, Duration duration) {
+    Lease m = lockLease(tx, tables, messageId, token);
     if (m.rejection() != null) {
       return new Applied(m.rejection(), null, null);
     }
-    dsl.update(tables.partitions)
-        .set(P_LEASE_UNTIL, clockPlus(duration))
-        .where(DeliveryQueries.key(m.group(), m.key()))
-        .execute();
+    try {
+      statements(tables)
+          .extend()
+          .executeUpdate(tx.connection(), DeliveryQueries.delay(duration), m.group(), m.key());
+    } catch (SQLException e) {
+      throw new DatabaseException("extending a lease", e);
+    }
     return new Applied(LeaseResult.APPLIED, m.group(), null);
   }
 
@@ -156,37 +221,33 @@ public final class LeaseQueries {
    * the back of the rotation, and {@code propertiesJson} replaces its properties unless null.
    */
   public static Applied requeue(
-      BalancerTables tables, DSLContext dsl, long messageId, UUID token, String propertiesJson) {
-    Lease m = lockLease(tables, dsl, messageId, token);
+      Tx tx, BalancerTables tables, long messageId, UUID token, String propertiesJson) {
+    Lease m = lockLease(tx, tables, messageId, token);
     if (m.rejection() != null) {
       return new Applied(m.rejection(), null, null);
     }
-    clearLease(tables, dsl, m.group(), m.key()).execute();
-    if (propertiesJson != null) {
-      dsl.update(tables.messages)
-          .set(M_PROPERTIES, JSONB.valueOf(propertiesJson))
-          .where(M_ID.eq(messageId))
-          .execute();
+    try {
+      statements(tables).clearLease().executeUpdate(tx.connection(), m.group(), m.key());
+      if (propertiesJson != null) {
+        DeliveryQueries.replaceProperties(tx.connection(), tables, messageId, propertiesJson);
+      }
+    } catch (SQLException e) {
+      throw new DatabaseException("requeueing a message", e);
     }
     return new Applied(LeaseResult.APPLIED, m.group(), null);
   }
 
   /**
-   * Ends the lease of a key: the key is ready again from now, so it joins the rotation at the back
-   * (a new rotation, drawn when the lease ends).
+   * The update of a key whose lease ends: no lease, and a new place at the back (joined): the key
+   * is ready again from now, so it joins the rotation at the back (a new rotation, drawn when the
+   * lease ends).
    */
-  private static org.jooq.UpdateConditionStep<?> clearLease(
-      BalancerTables tables, DSLContext dsl, String group, String key) {
-    return leaseEnded(tables, dsl).where(DeliveryQueries.key(group, key));
-  }
-
-  /** The update of a key whose lease ends: no lease, and a new place at the back (joined). */
   private static org.jooq.UpdateSetMoreStep<?> leaseEnded(BalancerTables tables, DSLContext dsl) {
     return dsl.update(tables.partitions)
-        .set(P_LEASE_MESSAGE_ID, (Long) null)
-        .set(P_LEASE_TOKEN, (UUID) null)
-        .set(P_LEASE_OWNER, (String) null)
-        .set(P_LEASE_UNTIL, (java.time.OffsetDateTime) null)
+        .set(P_LEASE_MESSAGE_ID, DSL.inline((Long) null, P_LEASE_MESSAGE_ID))
+        .set(P_LEASE_TOKEN, DSL.inline((UUID) null, P_LEASE_TOKEN))
+        .set(P_LEASE_OWNER, DSL.inline((String) null, P_LEASE_OWNER))
+        .set(P_LEASE_UNTIL, DSL.inline((java.time.OffsetDateTime) null, P_LEASE_UNTIL))
         .set(P_ROTATION, tables.rotation.nextval())
         .set(P_JOINED, DSL.inline(true));
   }

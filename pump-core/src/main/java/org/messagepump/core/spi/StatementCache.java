@@ -48,7 +48,9 @@ import org.jooq.impl.DefaultConfiguration;
  * <p>A value the statement needs is a named parameter, one that the code fixes (a limit, a flag) is
  * written with {@link DSL#inline}; a statement holding an unnamed bind value is refused, since that
  * value would be frozen into every later execution. A parameter may appear several times: each of
- * its markers is bound with its value.
+ * its markers is bound with its value. Shapes built by one function that leave some parameters out
+ * (a bound a variant has no use for) are asked for with {@link #statementOfSome}: each statement
+ * reports the parameters it uses, in order.
  *
  * <p>Thread-safe. Bounded: at most {@code capacity} shapes are kept; a shape beyond them is
  * rendered at each call and not kept, so keys that came from data could not grow it. Once a shape
@@ -95,12 +97,30 @@ public final class StatementCache<K> {
    */
   public Statement statement(
       K key, Function<DSLContext, ? extends Query> build, String... parameters) {
+    return statement(key, build, false, parameters);
+  }
+
+  /**
+   * As {@link #statement}, for shapes that use only some of the parameters {@code offered}: the
+   * statement's {@link Statement#parameters()} are the ones it uses, in the order of {@code
+   * offered} (none, one or all of them).
+   *
+   * @throws IllegalStateException when the built statement has a parameter not offered, or an
+   *     unnamed bind value
+   */
+  public Statement statementOfSome(
+      K key, Function<DSLContext, ? extends Query> build, String... offered) {
+    return statement(key, build, true, offered);
+  }
+
+  private Statement statement(
+      K key, Function<DSLContext, ? extends Query> build, boolean some, String[] parameters) {
     Statement s = byKey.get(key);
     if (s != null) {
       return s;
     }
     Objects.requireNonNull(key, "key");
-    s = render(build, parameters);
+    s = render(build, some, parameters);
     if (kept.incrementAndGet() <= capacity) {
       Statement was = byKey.putIfAbsent(key, s);
       if (was != null) {
@@ -124,6 +144,11 @@ public final class StatementCache<K> {
    */
   public static Statement render(
       Function<DSLContext, ? extends Query> build, String... parameters) {
+    return render(build, false, parameters);
+  }
+
+  private static Statement render(
+      Function<DSLContext, ? extends Query> build, boolean some, String[] parameters) {
     List<Param<?>> markers = new ArrayList<>();
     DSLContext dsl =
         DSL.using(
@@ -160,6 +185,23 @@ public final class StatementCache<K> {
       slots[i] = slot;
       used[slot] = true;
       types[slot] = p.getDataType();
+    }
+    if (some) {
+      // The parameters used, renumbered in the order offered.
+      int[] renumbered = new int[used.length];
+      List<String> kept = new ArrayList<>();
+      List<DataType<?>> keptTypes = new ArrayList<>();
+      for (int i = 0; i < used.length; i++) {
+        if (used[i]) {
+          renumbered[i] = kept.size();
+          kept.add(names.get(i));
+          keptTypes.add(types[i]);
+        }
+      }
+      for (int i = 0; i < slots.length; i++) {
+        slots[i] = renumbered[slots[i]];
+      }
+      return new Statement(sql, List.copyOf(kept), slots, keptTypes.toArray(new DataType<?>[0]));
     }
     for (int i = 0; i < used.length; i++) {
       if (!used[i]) {
@@ -246,34 +288,83 @@ public final class StatementCache<K> {
       bindValues(ps, values);
     }
 
+    /**
+     * Binds {@code value} to the markers of one parameter, {@code parameter} (its index in {@link
+     * #parameters()}), of {@code ps}, a statement prepared from {@link #sql()}: for a caller that
+     * binds its values one by one, without an array of them. The caller binds every parameter.
+     *
+     * @throws IllegalArgumentException when there is no such parameter or the value's type is wrong
+     */
+    public void bindParameter(PreparedStatement ps, int parameter, Object value)
+        throws SQLException {
+      checkParameter(parameter);
+      for (int i = 0; i < slots.length; i++) {
+        if (slots[i] == parameter) {
+          bindMarker(ps, i, parameter, value);
+        }
+      }
+    }
+
+    /**
+     * As {@link #bindParameter}, for a {@code bigint} parameter and a value that is not boxed.
+     *
+     * @throws IllegalArgumentException when there is no such parameter or it is not a {@code
+     *     bigint}
+     */
+    public void bindLong(PreparedStatement ps, int parameter, long value) throws SQLException {
+      checkParameter(parameter);
+      if (types[parameter].getType() != Long.class) {
+        throw new IllegalArgumentException(
+            "parameter '"
+                + parameters.get(parameter)
+                + "' is a "
+                + types[parameter].getType().getSimpleName()
+                + ", not a Long");
+      }
+      for (int i = 0; i < slots.length; i++) {
+        if (slots[i] == parameter) {
+          ps.setLong(i + 1, value);
+        }
+      }
+    }
+
+    private void checkParameter(int parameter) {
+      if (parameter < 0 || parameter >= parameters.size()) {
+        throw new IllegalArgumentException("no parameter " + parameter + " among " + parameters);
+      }
+    }
+
     private void bindValues(PreparedStatement ps, Object[] values) throws SQLException {
       for (int i = 0; i < slots.length; i++) {
-        int slot = slots[i];
-        Object v = values[slot];
-        DataType<?> type = types[slot];
-        if (v == null) {
-          ps.setNull(i + 1, type.getSQLType());
-          continue;
-        }
-        if (!type.getType().isInstance(v)) {
-          throw new IllegalArgumentException(
-              "parameter '"
-                  + parameters.get(slot)
-                  + "' is a "
-                  + type.getType().getSimpleName()
-                  + ", not a "
-                  + v.getClass().getSimpleName());
-        }
-        if (v instanceof JSONB json) {
-          ps.setString(i + 1, json.data());
-        } else if (v instanceof Instant instant) {
-          ps.setObject(i + 1, OffsetDateTime.ofInstant(instant, ZoneOffset.UTC));
-        } else if (v instanceof UUID[] ids) {
-          // pgjdbc encodes String[], Long[] and the other boxed arrays itself, not UUID[].
-          ps.setArray(i + 1, ps.getConnection().createArrayOf("uuid", ids));
-        } else {
-          ps.setObject(i + 1, v);
-        }
+        bindMarker(ps, i, slots[i], values[slots[i]]);
+      }
+    }
+
+    private void bindMarker(PreparedStatement ps, int marker, int slot, Object v)
+        throws SQLException {
+      DataType<?> type = types[slot];
+      if (v == null) {
+        ps.setNull(marker + 1, type.getSQLType());
+        return;
+      }
+      if (!type.getType().isInstance(v)) {
+        throw new IllegalArgumentException(
+            "parameter '"
+                + parameters.get(slot)
+                + "' is a "
+                + type.getType().getSimpleName()
+                + ", not a "
+                + v.getClass().getSimpleName());
+      }
+      if (v instanceof JSONB json) {
+        ps.setString(marker + 1, json.data());
+      } else if (v instanceof Instant instant) {
+        ps.setObject(marker + 1, OffsetDateTime.ofInstant(instant, ZoneOffset.UTC));
+      } else if (v instanceof UUID[] ids) {
+        // pgjdbc encodes String[], Long[] and the other boxed arrays itself, not UUID[].
+        ps.setArray(marker + 1, ps.getConnection().createArrayOf("uuid", ids));
+      } else {
+        ps.setObject(marker + 1, v);
       }
     }
 

@@ -207,6 +207,71 @@ class StatementCacheIT {
   }
 
   @Test
+  void aShapeMayUseSomeOfTheOfferedParametersAndReportsThoseItUsesInOrder() throws Exception {
+    try (Connection c = db.dataSource().getConnection()) {
+      for (long id = 1; id <= 3; id++) {
+        insert().executeUpdate(c, id, "b" + id, null, null, null);
+      }
+      StatementCache<Boolean> cache = new StatementCache<>(2);
+      String[] offered = {"id", "body", "low"};
+      Param<Long> low = StatementCache.parameter("low", SQLDataType.BIGINT);
+      StatementCache.Statement[] shapes = new StatementCache.Statement[2];
+      for (boolean both : new boolean[] {false, true}) {
+        StatementCache.Statement s =
+            cache.statementOfSome(
+                both,
+                dsl ->
+                    dsl.select(ID)
+                        .from(NOTES)
+                        .where(ID.gt(low))
+                        .and(both ? BODY.ne(P_BODY).or(ID.eq(low)) : DSL.noCondition())
+                        .orderBy(ID),
+                offered);
+        assertThat(s.parameters())
+            .containsExactlyElementsOf(both ? List.of("body", "low") : List.of("low"));
+        shapes[both ? 1 : 0] = s;
+      }
+      StatementCache.Statement twoOfThree = shapes[1];
+      assertThat(twoOfThree.markers()).containsExactly(1, 0, 1);
+      // Bound one parameter at a time, the bigint unboxed.
+      List<Long> ids = new ArrayList<>();
+      try (PreparedStatement ps = c.prepareStatement(twoOfThree.sql())) {
+        twoOfThree.bindParameter(ps, 0, "b2");
+        twoOfThree.bindLong(ps, 1, 1L);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            ids.add(rs.getLong(1));
+          }
+        }
+        assertThatThrownBy(() -> twoOfThree.bindLong(ps, 0, 1L))
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("parameter 'body'");
+        assertThatThrownBy(() -> twoOfThree.bindParameter(ps, 1, "1"))
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("parameter 'low'");
+        assertThatThrownBy(() -> twoOfThree.bindParameter(ps, 2, "x"))
+            .isInstanceOf(IllegalArgumentException.class);
+      }
+      assertThat(ids).containsExactly(3L);
+    }
+    // Still no parameter that was not offered, and no unnamed value.
+    StatementCache<String> other = new StatementCache<>(1);
+    assertThatThrownBy(
+            () ->
+                other.statementOfSome(
+                    "id", dsl -> dsl.select(ID).from(NOTES).where(ID.eq(P_ID)), "low"))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("parameter 'id', not one of [low]");
+    assertThatThrownBy(
+            () ->
+                other.statementOfSome(
+                    "seven", dsl -> dsl.select(ID).from(NOTES).where(ID.eq(7L)), "low"))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("unnamed value");
+    assertThat(other.size()).isZero();
+  }
+
+  @Test
   void aStatementMustBindExactlyItsNamedParameters() {
     assertThatThrownBy(
             () -> StatementCache.render(dsl -> dsl.select(ID).from(NOTES).where(ID.eq(7L)), "id"))
