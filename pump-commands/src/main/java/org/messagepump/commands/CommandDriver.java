@@ -11,7 +11,7 @@ import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.messagepump.commands.internal.CommandQueries;
 import org.messagepump.commands.internal.CommandTables;
-import org.messagepump.commands.internal.DeadLetterQueries;
+import org.messagepump.commands.internal.DeliveryStatements;
 import org.messagepump.commands.internal.LeaseQueries;
 import org.messagepump.commands.internal.RetentionQueries;
 import org.messagepump.core.MessageCodec;
@@ -60,6 +60,7 @@ public final class CommandDriver implements Driver {
   private final CommandTables tables;
   private final Duration lease; // null: transactional mode
   private final LeaseQueries.Statements leaseStatements; // null: transactional mode
+  private final DeliveryStatements statements;
   private final String holder;
   private final Meters.Counter expired;
   private final boolean history;
@@ -87,6 +88,7 @@ public final class CommandDriver implements Driver {
     this.history = queue.keepsHistory();
     this.claim = types.isEmpty() ? null : new CommandQueries.ClaimStatement(tables, types);
     this.leaseStatements = lease == null ? null : new LeaseQueries.Statements(tables);
+    this.statements = new DeliveryStatements(tables);
     this.parked =
         queue.meters().counter("messagepump.commands.parked", "Commands moved to the dead letters");
     this.expired =
@@ -309,12 +311,12 @@ public final class CommandDriver implements Driver {
                 d.attempt(),
                 nanos == null ? 0 : nanos / 1000));
       }
-      RetentionQueries.record(tx.dsl(), tables, rows);
+      statements.record(tx.connection(), rows);
     }
   }
 
   /** Releases the keys of {@code done} that live while their command is pending, if any. */
-  private void releaseKeys(Tx tx, List<Delivery> done) {
+  private void releaseKeys(Tx tx, List<Delivery> done) throws SQLException {
     List<UUID> ids = null;
     List<String> keys = null;
     for (Delivery d : done) {
@@ -330,7 +332,7 @@ public final class CommandDriver implements Driver {
       }
     }
     if (ids != null) {
-      RetentionQueries.releaseKeys(tx.dsl(), tables, ids, keys);
+      statements.releaseKeys(tx.connection(), ids, keys);
     }
   }
 
@@ -371,10 +373,11 @@ public final class CommandDriver implements Driver {
       handlingNanos.remove(delivery);
     }
     if (lease != null) {
-      LeaseQueries.postpone(tx.dsl(), tables, id(delivery), leaseToken(delivery), failures, delay);
+      LeaseQueries.postpone(
+          tx.connection(), leaseStatements, id(delivery), leaseToken(delivery), failures, delay);
       return;
     }
-    CommandQueries.reinsert(tx.dsl(), tables, delivery, id(delivery), failures, delay);
+    statements.reinsert(tx.connection(), delivery, id(delivery), failures, delay);
   }
 
   @Override
@@ -383,7 +386,7 @@ public final class CommandDriver implements Driver {
       LeaseQueries.takeForParking(
           tx.connection(), leaseStatements, id(delivery), leaseToken(delivery));
     }
-    DeadLetterQueries.parkClaimed(tx.dsl(), tables, delivery, id(delivery), failures, reason);
+    statements.park(tx.connection(), delivery, id(delivery), failures, reason);
     releaseKeys(tx, List.of(delivery));
     if (history) {
       handlingNanos.remove(delivery);

@@ -2,6 +2,7 @@ package org.messagepump.commands;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -14,12 +15,8 @@ import java.util.Map;
 import java.util.UUID;
 import org.jooq.DSLContext;
 import org.jooq.Field;
-import org.jooq.InsertValuesStep4;
-import org.jooq.Record;
-import org.jooq.Record2;
-import org.jooq.SQLDialect;
+import org.jooq.Query;
 import org.jooq.Table;
-import org.jooq.conf.Settings;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.commands.internal.CommandTables;
@@ -31,12 +28,17 @@ import org.messagepump.core.ProducerHooks;
 import org.messagepump.core.Tx;
 import org.messagepump.core.UnknownMessageTypeException;
 import org.messagepump.core.spi.Inputs;
+import org.messagepump.core.spi.StatementCache;
 import org.messagepump.core.spi.WakeSignal;
 
 /**
- * Validates, encodes and inserts commands: idempotency keys first (one multi-row insert, then one
- * look-up of the keys that existed), then the commands in multi-row inserts of up to {@value
- * #ROWS_PER_INSERT} rows. Everything is validated before anything is written.
+ * Validates, encodes and inserts commands: idempotency keys first (one insert, then one look-up of
+ * the keys that existed), then the commands in inserts of up to {@value #ROWS_PER_INSERT} rows.
+ * Everything is validated before anything is written. Each statement takes its rows as bound
+ * arrays, one per column: built with jOOQ and rendered once per queue through {@link
+ * StatementCache}, its text is the same whatever the number of rows, so the PostgreSQL driver keeps
+ * it prepared on the server; a multi-row {@code VALUES} list would be a new statement, rendered by
+ * jOOQ and parsed and planned by the server, for every batch size.
  *
  * <p>In the public package, package-private: it works on the public types ({@link NewCommand},
  * {@link EnqueueOptions}, {@link EnqueueResult}), and {@code internal} must not depend on them.
@@ -46,20 +48,17 @@ final class Enqueuer {
   private static final Field<Instant> CREATED_AT =
       DSL.field(DSL.name("created_at"), SQLDataType.INSTANT);
 
-  /**
-   * Rows per insert statement. The keys' multi-row insert binds 4 values a row, 20,000 per
-   * statement, well under the 65,535 at which jOOQ would inline every value into the SQL text; the
-   * commands' insert binds eleven arrays of at most this many elements.
-   */
+  /** Rows per insert of commands: it binds eleven arrays of at most this many elements. */
   static final int ROWS_PER_INSERT = 5000;
 
   private final MessageCodec codec;
-  private final CommandTables tables;
   private final String channel;
   private final boolean notify;
   private final Limits limits;
   private final ProducerHook hook;
-  private final String insertSql;
+  private final StatementCache.Statement insertCommands;
+  private final StatementCache.Statement insertKeys;
+  private final StatementCache.Statement findKeys;
 
   /**
    * An enqueuer into {@code tables} encoding with {@code codec}, checking input against {@code
@@ -74,12 +73,14 @@ final class Enqueuer {
       boolean notify,
       ProducerHook hook) {
     this.codec = codec;
-    this.tables = tables;
     this.limits = limits;
     this.channel = channel;
     this.notify = notify;
     this.hook = hook;
-    this.insertSql = insertSql(tables);
+    this.insertCommands = StatementCache.render(dsl -> insertCommands(dsl, tables), COMMAND_ARRAYS);
+    this.insertKeys =
+        StatementCache.render(dsl -> insertKeys(dsl, tables), "keys", "ids", "periods");
+    this.findKeys = StatementCache.render(dsl -> findKeys(dsl, tables), "keys");
   }
 
   /** Validates and encodes; throws {@link IllegalArgumentException} naming the first problem. */
@@ -187,9 +188,14 @@ final class Enqueuer {
   }
 
   private List<EnqueueResult> write(Tx tx, List<EncodedCommand> commands) {
-    DSLContext dsl = tx.dsl();
     EnqueueResult[] results = new EnqueueResult[commands.size()];
-    Map<String, UUID> keyOwners = claimKeys(dsl, tables, commands);
+    Map<String, UUID> keyOwners;
+    try {
+      keyOwners = claimKeys(tx.connection(), commands);
+    } catch (SQLException ex) {
+      throw new org.jooq.exception.DataAccessException(
+          "inserting idempotency keys: " + ex.getMessage(), ex);
+    }
     List<EncodedCommand> fresh = new ArrayList<>(commands.size());
     for (int i = 0; i < commands.size(); i++) {
       EncodedCommand c = commands.get(i);
@@ -225,8 +231,8 @@ final class Enqueuer {
    * Inserts the keys (sorted, so concurrent batches lock them in one order) and returns, per key,
    * the message id owning it: one of ours when we inserted it, else the original one.
    */
-  private static Map<String, UUID> claimKeys(
-      DSLContext dsl, CommandTables t, List<EncodedCommand> commands) {
+  private Map<String, UUID> claimKeys(Connection connection, List<EncodedCommand> commands)
+      throws SQLException {
     Map<String, EncodedCommand> candidates = new LinkedHashMap<>();
     for (EncodedCommand c : commands) {
       String key = c.options().idempotencyKey();
@@ -240,46 +246,24 @@ final class Enqueuer {
     }
     List<Map.Entry<String, EncodedCommand>> sorted = new ArrayList<>(candidates.entrySet());
     sorted.sort(Map.Entry.comparingByKey(Comparator.naturalOrder()));
-    Table<Record> keys = t.idempotencyKeys;
-    for (int from = 0; from < sorted.size(); from += ROWS_PER_INSERT) {
-      // A key's period runs from its creation: both times are the statement's start.
-      InsertValuesStep4<Record, String, UUID, Instant, Instant> insert =
-          dsl.insertInto(
-              keys,
-              CommandTables.IDEMPOTENCY_KEY,
-              CommandTables.MESSAGE_ID,
-              CREATED_AT,
-              CommandTables.EXPIRES_AT);
-      for (Map.Entry<String, EncodedCommand> e :
-          sorted.subList(from, Math.min(sorted.size(), from + ROWS_PER_INSERT))) {
-        EnqueueOptions o = e.getValue().options();
-        insert =
-            insert.values(
-                DSL.val(e.getKey(), CommandTables.IDEMPOTENCY_KEY),
-                DSL.val(e.getValue().messageId(), CommandTables.MESSAGE_ID),
-                CommandTables.STATEMENT_TIMESTAMP,
-                o.keyMode() == EnqueueOptions.KeyMode.PERIOD
-                    ? CommandTables.STATEMENT_TIMESTAMP.plus(
-                        DSL.val(org.jooq.types.DayToSecond.valueOf(o.keyPeriod())))
-                    : DSL.val((Instant) null, CommandTables.EXPIRES_AT));
-      }
-      // An expired key (of a period) is taken over in the same statement: the conflicting row is
-      // locked and, if still expired, given to this command. A second enqueuer of the same key
-      // waits for the lock, then finds it no longer expired: exactly one of them takes it. A key
-      // that is not expired stays locked by this transaction, so the look-up below finds it.
-      for (Record2<String, UUID> r :
-          insert
-              .onConflict(CommandTables.IDEMPOTENCY_KEY)
-              .doUpdate()
-              .set(CommandTables.MESSAGE_ID, DSL.excluded(CommandTables.MESSAGE_ID))
-              .set(CommandTables.EXPIRES_AT, DSL.excluded(CommandTables.EXPIRES_AT))
-              .set(CREATED_AT, DSL.excluded(CREATED_AT))
-              .where(
-                  DSL.field(DSL.name("idempotency_keys", "expires_at"), SQLDataType.INSTANT)
-                      .le(CommandTables.CLOCK_TIMESTAMP))
-              .returningResult(CommandTables.IDEMPOTENCY_KEY, CommandTables.MESSAGE_ID)
-              .fetch()) {
-        owners.put(r.value1(), r.value2());
+    int n = sorted.size();
+    String[] keys = new String[n];
+    UUID[] ids = new UUID[n];
+    String[] periods = new String[n];
+    for (int i = 0; i < n; i++) {
+      Map.Entry<String, EncodedCommand> e = sorted.get(i);
+      EnqueueOptions o = e.getValue().options();
+      keys[i] = e.getKey();
+      ids[i] = e.getValue().messageId();
+      periods[i] =
+          o.keyMode() == EnqueueOptions.KeyMode.PERIOD
+              ? CommandTables.interval(o.keyPeriod())
+              : null;
+    }
+    try (PreparedStatement ps = insertKeys.prepare(connection, keys, ids, periods);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        owners.put(rs.getString(1), rs.getObject(2, UUID.class));
       }
     }
     List<String> taken = new ArrayList<>();
@@ -291,18 +275,13 @@ final class Enqueuer {
     if (!taken.isEmpty()) {
       // A new statement: under READ COMMITTED it sees the key committed by the transaction
       // whose insert made ours do nothing.
-      // The keys as one text[] parameter, whatever their number: an IN list would pass one bind
-      // value per key, and past 65,535 jOOQ inlines them all into the SQL text. A join with the
-      // unnested array, not "= ANY(array)": with many keys that would be tested row by row.
-      Table<?> wanted =
-          DSL.unnest(DSL.val(taken.toArray(String[]::new), SQLDataType.CLOB.array()))
-              .as("wanted", "k");
-      dsl.select(CommandTables.IDEMPOTENCY_KEY, CommandTables.MESSAGE_ID)
-          .from(t.idempotencyKeys)
-          .join(wanted)
-          .on(CommandTables.IDEMPOTENCY_KEY.eq(DSL.field(DSL.name("wanted", "k"), String.class)))
-          .fetch()
-          .forEach(r -> owners.put(r.value1(), r.value2()));
+      Object wanted = taken.toArray(String[]::new);
+      try (PreparedStatement ps = findKeys.prepare(connection, wanted);
+          ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          owners.put(rs.getString(1), rs.getObject(2, UUID.class));
+        }
+      }
       for (String key : taken) {
         if (!owners.containsKey(key)) {
           throw new IllegalStateException(
@@ -314,20 +293,123 @@ final class Enqueuer {
   }
 
   /**
+   * The insert of keys: one row per element of parameters {@code keys} (in the order the rows are
+   * inserted and locked), {@code ids} and {@code periods} (the period of a key that expires, as
+   * {@link CommandTables#interval} text, else null). A key's period runs from its creation: both
+   * times are the statement's start. An expired key (of a period) is taken over in the same
+   * statement: the conflicting row is locked and, if still expired, given to this command. A second
+   * enqueuer of the same key waits for the lock, then finds it no longer expired: exactly one of
+   * them takes it. A key that is not expired stays locked by this transaction, so the look-up
+   * ({@link #findKeys}) finds it. Returns the keys inserted or taken over, with their message ids.
+   */
+  private static Query insertKeys(DSLContext dsl, CommandTables t) {
+    Table<?> u =
+        CommandTables.rows(
+            "u",
+            List.of("key", "id", "period"),
+            StatementCache.parameter("keys", SQLDataType.CLOB.array()),
+            StatementCache.parameter("ids", SQLDataType.UUID.array()),
+            StatementCache.parameter("periods", SQLDataType.CLOB.array())
+                .cast(SQLDataType.INTERVAL.array()));
+    return dsl.insertInto(
+            t.idempotencyKeys,
+            CommandTables.IDEMPOTENCY_KEY,
+            CommandTables.MESSAGE_ID,
+            CREATED_AT,
+            CommandTables.EXPIRES_AT)
+        .select(
+            dsl.select(
+                    DSL.field(DSL.name("u", "key"), String.class),
+                    DSL.field(DSL.name("u", "id"), UUID.class),
+                    CommandTables.STATEMENT_TIMESTAMP,
+                    CommandTables.STATEMENT_TIMESTAMP.plus(
+                        DSL.field(DSL.name("u", "period"), SQLDataType.INTERVAL)))
+                .from(u))
+        .onConflict(CommandTables.IDEMPOTENCY_KEY)
+        .doUpdate()
+        .set(CommandTables.MESSAGE_ID, DSL.excluded(CommandTables.MESSAGE_ID))
+        .set(CommandTables.EXPIRES_AT, DSL.excluded(CommandTables.EXPIRES_AT))
+        .set(CREATED_AT, DSL.excluded(CREATED_AT))
+        .where(
+            DSL.field(DSL.name("idempotency_keys", "expires_at"), SQLDataType.INSTANT)
+                .le(CommandTables.CLOCK_TIMESTAMP))
+        .returningResult(CommandTables.IDEMPOTENCY_KEY, CommandTables.MESSAGE_ID);
+  }
+
+  /**
+   * The keys of parameter {@code keys} (a {@code text[]}, whatever their number: an IN list would
+   * pass one bind value per key) with their message ids: a join with the unnested array, not {@code
+   * = ANY(array)}, which many keys would make a row-by-row test.
+   */
+  private static Query findKeys(DSLContext dsl, CommandTables t) {
+    Table<?> wanted =
+        DSL.unnest(StatementCache.parameter("keys", SQLDataType.CLOB.array())).as("wanted", "k");
+    return dsl.select(CommandTables.IDEMPOTENCY_KEY, CommandTables.MESSAGE_ID)
+        .from(t.idempotencyKeys)
+        .join(wanted)
+        .on(CommandTables.IDEMPOTENCY_KEY.eq(DSL.field(DSL.name("wanted", "k"), String.class)));
+  }
+
+  /** The parameters of {@link #insertCommands}, the columns' arrays, in order. */
+  private static final String[] COMMAND_ARRAYS = {
+    "ids",
+    "types",
+    "correlations",
+    "causations",
+    "headers",
+    "payloads",
+    "at",
+    "delays",
+    "priorities",
+    "keys",
+    "release"
+  };
+
+  /**
    * The insert of a list of commands: one row per element of eleven bound arrays, one per column
-   * ({@code INSERT … SELECT … FROM unnest(?, ?, …)}). The text is the same whatever the number of
-   * rows, so it is rendered once per queue and the PostgreSQL driver keeps it prepared on the
-   * server; a multi-row {@code VALUES} list would be a new statement, rendered by jOOQ and parsed
-   * and planned by the server, for every batch size, with ten bind values per row. The due time is
+   * ({@code INSERT … SELECT … FROM unnest(?, ?, …)}, {@link CommandTables#rows}). The due time is
    * computed per row: the given instant, else the database clock ({@code clock_timestamp()}, so
    * rows keep their order) plus the delay. Instants and delays travel as ISO 8601 text ({@code
    * Instant.toString()}, {@code Duration.toString()}), which PostgreSQL reads exactly in any
-   * session time zone.
+   * session time zone; the headers as JSON text.
    */
-  private static String insertSql(CommandTables t) {
-    DSLContext render = DSL.using(SQLDialect.POSTGRES, new Settings().withRenderSchema(true));
-    List<Field<?>> columns =
+  private static Query insertCommands(DSLContext dsl, CommandTables t) {
+    List<String> names =
         List.of(
+            "id",
+            "type",
+            "correlation",
+            "causation",
+            "headers",
+            "payload",
+            "at",
+            "delay",
+            "priority",
+            "key",
+            "release");
+    Table<?> u =
+        CommandTables.rows(
+            "u",
+            names,
+            StatementCache.parameter("ids", SQLDataType.UUID.array()),
+            StatementCache.parameter("types", SQLDataType.CLOB.array()),
+            StatementCache.parameter("correlations", SQLDataType.CLOB.array()),
+            StatementCache.parameter("causations", SQLDataType.CLOB.array()),
+            StatementCache.parameter("headers", SQLDataType.CLOB.array())
+                .cast(SQLDataType.JSONB.array()),
+            StatementCache.parameter("payloads", SQLDataType.BLOB.array()),
+            StatementCache.parameter("at", SQLDataType.CLOB.array())
+                .cast(SQLDataType.INSTANT.array()),
+            StatementCache.parameter("delays", SQLDataType.CLOB.array())
+                .cast(SQLDataType.INTERVAL.array()),
+            StatementCache.parameter("priorities", SQLDataType.SMALLINT.array()),
+            StatementCache.parameter("keys", SQLDataType.CLOB.array()),
+            StatementCache.parameter("release", SQLDataType.BOOLEAN.array()));
+    Field<Instant> at = DSL.field(DSL.name("u", "at"), SQLDataType.INSTANT);
+    Field<org.jooq.types.YearToSecond> delay =
+        DSL.field(DSL.name("u", "delay"), SQLDataType.INTERVAL);
+    return dsl.insertInto(
+            t.commands,
             CommandTables.MESSAGE_ID,
             CommandTables.MESSAGE_TYPE,
             CommandTables.CORRELATION_ID,
@@ -337,23 +419,23 @@ final class Enqueuer {
             CommandTables.DELIVER_AT,
             CommandTables.PRIORITY,
             CommandTables.IDEMPOTENCY_KEY,
-            CommandTables.RELEASE_KEY);
-    StringBuilder names = new StringBuilder();
-    for (Field<?> c : columns) {
-      names.append(names.length() == 0 ? "" : ", ").append(render.render(c));
-    }
-    return "insert into "
-        + render.render(t.commands)
-        + " ("
-        + names
-        + ") select u.id, u.type, u.correlation, u.causation, u.headers, u.payload,"
-        + " coalesce(u.at, clock_timestamp() + u.delay, clock_timestamp()),"
-        + " u.priority, u.key, u.release"
-        + " from unnest(?::uuid[], ?::text[], ?::text[], ?::text[], ?::text[]::jsonb[],"
-        + " ?::bytea[], ?::text[]::timestamptz[], ?::text[]::interval[], ?::smallint[], ?::text[],"
-        + " ?::boolean[])"
-        + " as u(id, type, correlation, causation, headers, payload, at, delay, priority, key,"
-        + " release)";
+            CommandTables.RELEASE_KEY)
+        .select(
+            dsl.select(
+                    DSL.field(DSL.name("u", "id"), SQLDataType.UUID),
+                    DSL.field(DSL.name("u", "type"), SQLDataType.CLOB),
+                    DSL.field(DSL.name("u", "correlation"), SQLDataType.CLOB),
+                    DSL.field(DSL.name("u", "causation"), SQLDataType.CLOB),
+                    DSL.field(DSL.name("u", "headers"), SQLDataType.JSONB),
+                    DSL.field(DSL.name("u", "payload"), SQLDataType.BLOB),
+                    DSL.coalesce(
+                        at,
+                        CommandTables.CLOCK_TIMESTAMP.plus(delay),
+                        CommandTables.CLOCK_TIMESTAMP),
+                    DSL.field(DSL.name("u", "priority"), SQLDataType.SMALLINT),
+                    DSL.field(DSL.name("u", "key"), SQLDataType.CLOB),
+                    DSL.field(DSL.name("u", "release"), SQLDataType.BOOLEAN))
+                .from(u));
   }
 
   private void insertCommands(Connection connection, List<EncodedCommand> rows)
@@ -385,19 +467,18 @@ final class Enqueuer {
       keys[i] = o.idempotencyKey();
       release[i] = o.keyMode() == EnqueueOptions.KeyMode.WHILE_PENDING;
     }
-    try (PreparedStatement ps = connection.prepareStatement(insertSql)) {
-      ps.setArray(1, connection.createArrayOf("uuid", ids));
-      ps.setArray(2, connection.createArrayOf("text", types));
-      ps.setArray(3, connection.createArrayOf("text", correlations));
-      ps.setArray(4, connection.createArrayOf("text", causations));
-      ps.setArray(5, connection.createArrayOf("text", headers));
-      ps.setArray(6, connection.createArrayOf("bytea", payloads));
-      ps.setArray(7, connection.createArrayOf("text", at));
-      ps.setArray(8, connection.createArrayOf("text", delays));
-      ps.setArray(9, connection.createArrayOf("int2", priorities));
-      ps.setArray(10, connection.createArrayOf("text", keys));
-      ps.setArray(11, connection.createArrayOf("bool", release));
-      ps.executeUpdate();
-    }
+    insertCommands.executeUpdate(
+        connection,
+        ids,
+        types,
+        correlations,
+        causations,
+        headers,
+        payloads,
+        at,
+        delays,
+        priorities,
+        keys,
+        release);
   }
 }

@@ -43,7 +43,10 @@ import org.messagepump.core.spi.AcquisitionGate;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.StatementCache;
 
-/** The SQL of the pending-commands table: acquire, delete, postpone, depth. */
+/**
+ * The SQL of the pending-commands table: acquire, delete, depth, and the columns and parameters of
+ * a command as a postponement or a parking writes it back ({@link DeliveryStatements}).
+ */
 public final class CommandQueries {
 
   static final List<Field<?>> COLUMNS =
@@ -433,22 +436,6 @@ public final class CommandQueries {
         .returning(CLAIMED);
   }
 
-  /** Puts a claimed command back with a new failure count, due {@code delay} from now. */
-  public static void reinsert(
-      DSLContext dsl, CommandTables t, Delivery d, UUID id, int failures, Duration delay) {
-    List<Field<?>> values = stored(d, id);
-    values.add(DSL.val(failures, FAILURES));
-    values.add(CommandTables.deliverAt(delay, null));
-    Claimed c = d.driverState() instanceof Claimed claimed ? claimed : null;
-    values.add(DSL.val(c == null ? null : c.idempotencyKey(), CommandTables.IDEMPOTENCY_KEY));
-    values.add(DSL.val(c != null && c.releaseKey(), CommandTables.RELEASE_KEY));
-    dsl.insertInto(
-            t.commands,
-            columns(FAILURES, DELIVER_AT, CommandTables.IDEMPOTENCY_KEY, CommandTables.RELEASE_KEY))
-        .values(values)
-        .execute();
-  }
-
   /** The columns a command keeps wherever it is stored (pending or dead letter). */
   static final List<Field<?>> STORED =
       List.of(
@@ -469,28 +456,74 @@ public final class CommandQueries {
   }
 
   /**
-   * Bind values for {@link #STORED}, taken from a claimed command's envelope (a mutable list); the
-   * headers as stored when they could not be read.
+   * Named parameters for {@link #STORED}, in order, named as {@link #STORED_PARAMETERS}, followed
+   * by {@code more} (a mutable list). The enqueue time is an instant, or with {@code rawEnqueuedAt}
+   * the text read from a row whose time is not finite ({@code 'infinity'}), cast back (see {@link
+   * #stored}).
    */
-  static List<Field<?>> stored(Delivery d, UUID id) {
+  static List<Field<?>> storedParameters(boolean rawEnqueuedAt, Field<?>... more) {
+    List<Field<?>> all =
+        new ArrayList<>(
+            List.of(
+                StatementCache.parameter("id", MESSAGE_ID.getDataType()),
+                StatementCache.parameter("type", MESSAGE_TYPE.getDataType()),
+                StatementCache.parameter("correlation", CORRELATION_ID.getDataType()),
+                StatementCache.parameter("causation", CAUSATION_ID.getDataType()),
+                StatementCache.parameter("headers", HEADERS.getDataType()),
+                StatementCache.parameter("payload", PAYLOAD.getDataType()),
+                rawEnqueuedAt
+                    ? StatementCache.parameter("enqueued_at", SQLDataType.VARCHAR)
+                        .cast(ENQUEUED_AT.getDataType())
+                    : StatementCache.parameter("enqueued_at", ENQUEUED_AT.getDataType()),
+                StatementCache.parameter("priority", PRIORITY.getDataType())));
+    all.addAll(List.of(more));
+    return all;
+  }
+
+  /** The names of {@link #storedParameters}, in order. */
+  static final List<String> STORED_PARAMETERS =
+      List.of(
+          "id",
+          "type",
+          "correlation",
+          "causation",
+          "headers",
+          "payload",
+          "enqueued_at",
+          "priority");
+
+  /**
+   * Whether {@link #stored} gives the enqueue time of {@code d} as text: a claimed row whose time
+   * is not finite.
+   */
+  static boolean rawEnqueuedAt(Delivery d) {
+    return d.driverState() instanceof Claimed c && c.problem() != null && c.rawEnqueuedAt() != null;
+  }
+
+  /**
+   * The values of {@link #storedParameters storedParameters(rawEnqueuedAt(d))}, taken from a
+   * claimed command's envelope, followed by {@code more}; the headers and the enqueue time as
+   * stored when they could not be read.
+   */
+  static Object[] stored(Delivery d, UUID id, Object... more) {
     Envelope e = d.envelope();
     Claimed claimed = d.driverState() instanceof Claimed c && c.problem() != null ? c : null;
     JSONB headers =
         claimed != null ? JSONB.valueOf(claimed.rawHeaders()) : HeadersJson.write(e.headers());
-    Field<Instant> enqueuedAt =
-        claimed != null && claimed.rawEnqueuedAt() != null
-            ? DSL.val(claimed.rawEnqueuedAt()).cast(ENQUEUED_AT.getDataType())
-            : DSL.val(e.createdAt(), ENQUEUED_AT);
-    return new ArrayList<>(
-        List.of(
-            DSL.val(id, MESSAGE_ID),
-            DSL.val(e.type(), MESSAGE_TYPE),
-            DSL.val(e.correlationId(), CORRELATION_ID),
-            DSL.val(e.causationId(), CAUSATION_ID),
-            DSL.val(headers, HEADERS),
-            DSL.val(e.payload(), PAYLOAD),
-            enqueuedAt,
-            DSL.val(priority(d), PRIORITY)));
+    Object enqueuedAt = rawEnqueuedAt(d) ? claimed.rawEnqueuedAt() : e.createdAt();
+    Object[] stored = {
+      id,
+      e.type(),
+      e.correlationId(),
+      e.causationId(),
+      headers,
+      e.payload(),
+      enqueuedAt,
+      priority(d)
+    };
+    Object[] all = java.util.Arrays.copyOf(stored, stored.length + more.length);
+    System.arraycopy(more, 0, all, stored.length, more.length);
+    return all;
   }
 
   /** A claimed command's priority (0 for a delivery this driver did not claim). */

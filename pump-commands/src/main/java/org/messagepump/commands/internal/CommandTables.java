@@ -5,6 +5,7 @@ import java.time.Instant;
 import java.util.UUID;
 import org.jooq.Field;
 import org.jooq.JSONB;
+import org.jooq.Param;
 import org.jooq.Record;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
@@ -198,19 +199,39 @@ public final class CommandTables {
    */
   public static final Field<Instant> STATEMENT_TIMESTAMP = DatabaseClock.statementTime();
 
-  /** The due time: the database clock plus the delay, the given instant, or now. */
-  public static Field<Instant> deliverAt(Duration delay, Instant at) {
-    if (at != null) {
-      return DSL.val(at, DELIVER_AT);
+  /**
+   * The rows of parallel arrays, {@code unnest(a, b, …) AS alias(names…)}: row i holds element i of
+   * each array, in the arrays' order.
+   */
+  public static Table<?> rows(String alias, java.util.List<String> names, Field<?>... arrays) {
+    // A plain-SQL template of jOOQ parts: jOOQ's unnest takes one array, and its ROWS FROM gives
+    // each unnest an alias, which PostgreSQL refuses there.
+    StringBuilder template = new StringBuilder("unnest(");
+    for (int i = 0; i < arrays.length; i++) {
+      template.append(i == 0 ? "" : ", ").append('{').append(i).append('}');
     }
-    if (delay == null || delay.isZero()) {
-      return CLOCK_TIMESTAMP;
-    }
-    return after(delay);
+    return DSL.table(template.append(')').toString(), (Object[]) arrays)
+        .as(alias, names.toArray(String[]::new));
   }
 
-  /** {@code clock_timestamp() + delay}, the delay bound as an interval. */
-  public static Field<Instant> after(Duration delay) {
-    return DatabaseClock.after(delay);
+  /**
+   * {@code clock_timestamp()} plus the interval of text parameter {@code delay} (see {@link
+   * #interval}): the due time of a postponement.
+   */
+  static Field<Instant> after(Param<String> delay) {
+    return CLOCK_TIMESTAMP.plus(delay.cast(SQLDataType.INTERVAL));
+  }
+
+  /**
+   * A delay as the text of the interval {@link DatabaseClock#after} binds for it (jOOQ's {@code
+   * DayToSecond}): whole days as days, the rest as hours, minutes and seconds, in ISO 8601 ({@code
+   * P2DT3H4M5.5S}), text PostgreSQL parses the same in any session. For a parameter of {@link
+   * #after(Param)}, or an element of a {@code text[]} cast to {@code interval[]}. Checked as {@link
+   * Inputs#delay}.
+   */
+  public static String interval(Duration delay) {
+    Inputs.delay("delay", delay);
+    long days = delay.toDays();
+    return "P" + days + "D" + delay.minusDays(days).toString().substring(1);
   }
 }

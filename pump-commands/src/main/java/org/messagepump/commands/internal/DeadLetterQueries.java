@@ -23,13 +23,15 @@ import org.jooq.Record;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.Envelope;
-import org.messagepump.core.spi.Inputs;
 
-/** The SQL of dead letters: park, list, retry, discard. */
+/**
+ * The SQL of dead letters: list, retry, discard (a parking is written by {@link
+ * DeliveryStatements}).
+ */
 public final class DeadLetterQueries {
 
   /** A dead letter's columns: what a command keeps, then why and when it was parked. */
-  private static final List<Field<?>> COLUMNS =
+  static final List<Field<?>> COLUMNS =
       List.copyOf(CommandQueries.columns(FAILURES, LAST_ERROR, PARKED_AT));
 
   /**
@@ -50,24 +52,6 @@ public final class DeadLetterQueries {
     return DSL.when(DSL.condition("isfinite({0})", t), t)
         .otherwise(DSL.function("to_timestamp", t.getDataType(), DSL.inline(0)))
         .as(t.getName());
-  }
-
-  /**
-   * Parks a claimed command (its row is already deleted) from its delivery; {@code last_error} is
-   * the failure reason made safe to store ({@link Inputs#reason}).
-   */
-  public static void parkClaimed(
-      DSLContext dsl,
-      CommandTables t,
-      org.messagepump.core.spi.Delivery d,
-      UUID id,
-      int failures,
-      String reason) {
-    List<Field<?>> values = CommandQueries.stored(d, id);
-    values.add(DSL.val(failures, FAILURES));
-    values.add(DSL.val(Inputs.reason(reason), LAST_ERROR));
-    values.add(CLOCK_TIMESTAMP);
-    dsl.insertInto(t.deadLetters, COLUMNS).values(values).execute();
   }
 
   /**

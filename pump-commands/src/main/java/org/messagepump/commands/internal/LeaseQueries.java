@@ -39,9 +39,9 @@ import org.messagepump.core.spi.StatementCache;
  * sequence: never issued twice); a statement that finds no row with it changes nothing and throws
  * {@link LeaseLostException}.
  *
- * <p>The claim, the extension and the fenced delete of a completion or parking are built by jOOQ,
- * rendered once per driver and shape through a {@link StatementCache} ({@link Statements}) and run
- * through JDBC with every value bound; the postponement runs through jOOQ.
+ * <p>The claim, the extension, the postponement and the fenced delete of a completion or parking
+ * are built by jOOQ, rendered once per driver and shape through a {@link StatementCache} ({@link
+ * Statements}) and run through JDBC with every value bound.
  */
 public final class LeaseQueries {
 
@@ -61,13 +61,14 @@ public final class LeaseQueries {
 
   /**
    * The statements of lease mode for one driver: the claim per shape (one type or several, per
-   * batch size), the extension and the fenced delete, each rendered once.
+   * batch size), the extension, the postponement and the fenced delete, each rendered once.
    */
   public static final class Statements {
     private final CommandTables tables;
     private final StatementCache<Shape> claims = new StatementCache<>(2 * Limits.MAX_BATCH_SIZE);
     private final StatementCache.Statement extend;
     private final StatementCache.Statement deleteFenced;
+    private final StatementCache.Statement postpone;
 
     /** The statements on the pending table of {@code tables}. */
     public Statements(CommandTables tables) {
@@ -80,6 +81,22 @@ public final class LeaseQueries {
                   dsl.deleteFrom(tables.commands)
                       .where(MESSAGE_ID.eq(StatementCache.parameter("id", SQLDataType.UUID)))
                       .and(LEASE_TOKEN.eq(StatementCache.parameter("token", SQLDataType.BIGINT))),
+              "id",
+              "token");
+      this.postpone =
+          StatementCache.render(
+              dsl ->
+                  dsl.update(tables.commands)
+                      .set(FAILURES, StatementCache.parameter("failures", FAILURES.getDataType()))
+                      .set(
+                          DELIVER_AT,
+                          CommandTables.after(
+                              StatementCache.parameter("delay", SQLDataType.VARCHAR)))
+                      .set(LEASED_BY, DSL.inline(null, LEASED_BY))
+                      .where(MESSAGE_ID.eq(StatementCache.parameter("id", SQLDataType.UUID)))
+                      .and(LEASE_TOKEN.eq(StatementCache.parameter("token", SQLDataType.BIGINT))),
+              "failures",
+              "delay",
               "id",
               "token");
     }
@@ -238,16 +255,19 @@ public final class LeaseQueries {
    * lease is still this claim's.
    */
   public static void postpone(
-      DSLContext dsl, CommandTables t, UUID id, long token, int failures, Duration delay) {
-    int n =
-        dsl.update(t.commands)
-            .set(FAILURES, failures)
-            .set(DELIVER_AT, CommandTables.deliverAt(delay, null))
-            .setNull(LEASED_BY)
-            .where(MESSAGE_ID.eq(id))
-            .and(LEASE_TOKEN.eq(token))
-            .execute();
-    fenced(n, id, token, "postponement");
+      Connection connection,
+      Statements statements,
+      UUID id,
+      long token,
+      int failures,
+      Duration delay)
+      throws SQLException {
+    String interval = CommandTables.interval(delay == null ? Duration.ZERO : delay);
+    fenced(
+        statements.postpone.executeUpdate(connection, failures, interval, id, token),
+        id,
+        token,
+        "postponement");
   }
 
   /**

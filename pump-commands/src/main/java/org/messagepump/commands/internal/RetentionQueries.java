@@ -18,35 +18,18 @@ import java.util.UUID;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
-import org.jooq.InsertValuesStep5;
 import org.jooq.Record;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
-import org.jooq.impl.SQLDataType;
 
 /**
- * The SQL of key release, command history and retention: releasing the keys of handled or parked
- * commands, writing and reading the history, and purging expired keys, old dead letters and old
- * history in bounded batches.
+ * The SQL of the command history and retention: reading the history, and purging expired keys, old
+ * dead letters and old history in bounded batches (the keys of handled or parked commands are
+ * released, and the history written, by {@link DeliveryStatements}).
  */
 public final class RetentionQueries {
 
   private RetentionQueries() {}
-
-  /**
-   * Deletes the keys of commands whose key lives while they are pending, in the transaction of
-   * their handling or parking: a key row matches both its key and its command, so a key another
-   * command holds now is left alone.
-   */
-  public static void releaseKeys(
-      DSLContext dsl, CommandTables t, List<UUID> ids, List<String> keys) {
-    dsl.deleteFrom(t.idempotencyKeys)
-        .where(
-            IDEMPOTENCY_KEY.eq(
-                DSL.any(DSL.val(keys.toArray(String[]::new), SQLDataType.CLOB.array()))))
-        .and(MESSAGE_ID.eq(DSL.any(DSL.val(ids.toArray(UUID[]::new), SQLDataType.UUID.array()))))
-        .execute();
-  }
 
   /**
    * One handled command as the history records it.
@@ -59,19 +42,6 @@ public final class RetentionQueries {
    */
   public record HistoryRow(
       UUID messageId, String type, String idempotencyKey, int attempts, long handlingMicros) {}
-
-  /** Writes {@code rows} (at least one) in one multi-row insert; the database clock stamps them. */
-  public static void record(DSLContext dsl, CommandTables t, List<HistoryRow> rows) {
-    InsertValuesStep5<Record, UUID, String, String, Integer, Long> insert =
-        dsl.insertInto(
-            t.commandHistory, MESSAGE_ID, MESSAGE_TYPE, IDEMPOTENCY_KEY, ATTEMPTS, HANDLING_MICROS);
-    for (HistoryRow r : rows) {
-      insert =
-          insert.values(
-              r.messageId(), r.type(), r.idempotencyKey(), r.attempts(), r.handlingMicros());
-    }
-    insert.execute();
-  }
 
   /**
    * One page of the history, newest first: at most {@code limit} rows handled before the cursor
