@@ -87,15 +87,11 @@ public final class CheckpointQueries {
                         StatementCache.parameter("next", CHECKPOINT_OFFSET.getDataType()))
                     .set(FAILURES, inline(0))
                     .set(UPDATED_AT, EventTables.clockTimestamp())
-                    .where(HANDLER_KEY.eq(HANDLER))
-                    .and(STREAM_ID.eq(STREAM))
-                    .and(
-                        CHECKPOINT_OFFSET.eq(
-                            StatementCache.parameter("old", CHECKPOINT_OFFSET.getDataType()))),
+                    .where(guard()),
             "next",
             "handler",
             "stream",
-            "old");
+            "checkpoint");
     this.waitForPendingSql =
         StatementCache.render(
             dsl ->

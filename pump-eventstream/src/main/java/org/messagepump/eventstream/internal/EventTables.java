@@ -278,7 +278,7 @@ public final class EventTables {
    * {@code unnest(a, b, …) [WITH ORDINALITY] AS alias(c1, c2, …)}: PostgreSQL's unnest of several
    * arrays at once, zipped into rows, the last column the row's number (from 1) when {@code
    * ordinality}. A template of jOOQ parts (the bound arrays and the names): jOOQ's unnest takes one
-   * array, and its column aliases cannot follow WITH ORDINALITY on a plain-SQL table.
+   * array (its ROWS FROM of several unnests would be the same rows in another statement text).
    */
   public static Table<Record> unnest(
       boolean ordinality, String alias, List<String> columns, Field<?>... arrays) {
