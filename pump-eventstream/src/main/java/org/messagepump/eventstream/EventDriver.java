@@ -252,9 +252,15 @@ public final class EventDriver implements Driver {
       // wait briefly for one rather than make the pump sleep a whole poll interval. (An idle
       // handler, with nothing pending at all, does not get here.)
       LockedCheckpoint claim =
-          HandlerLock.waiting(tx, heldStreamWait, () -> queries.waitForPending(tx.dsl(), claimed));
+          HandlerLock.waiting(
+              tx, heldStreamWait, () -> queries.waitForPending(tx.connection(), claimed));
       if (claim != null) {
-        take(tx, claim, queries.nextEvents(tx.dsl(), claim, max), claim.checkpoint(), deliveries);
+        take(
+            tx,
+            claim,
+            queries.nextEvents(tx.connection(), claim, max),
+            claim.checkpoint(),
+            deliveries);
       }
     }
     return deliveries;
@@ -403,7 +409,7 @@ public final class EventDriver implements Driver {
     Step step = step(delivery);
     if (step.isNext()) {
       StreamRun run = endAt(tx, step);
-      queries.postpone(tx.dsl(), run.streamId(), run.checkpoint(), failures, delay);
+      queries.postpone(tx.connection(), run.streamId(), run.checkpoint(), failures, delay);
     }
   }
 
@@ -413,7 +419,7 @@ public final class EventDriver implements Driver {
     Step step = step(delivery);
     if (step.isNext()) {
       StreamRun run = endAt(tx, step);
-      queries.park(tx.dsl(), run.streamId(), run.checkpoint(), failures, reason);
+      queries.park(tx.connection(), run.streamId(), run.checkpoint(), failures, reason);
       parked.increment();
     }
   }
@@ -442,13 +448,13 @@ public final class EventDriver implements Driver {
   public java.util.Optional<Delivery> reacquire(Tx tx, Delivery delivery) throws SQLException {
     Step stale = step(delivery);
     long streamId = stale.run().streamId();
-    LockedCheckpoint claim = queries.relock(tx.dsl(), streamId, stale.expectedCheckpoint());
+    LockedCheckpoint claim = queries.relock(tx.connection(), streamId, stale.expectedCheckpoint());
     if (claim == null
         && stale.expectedCheckpoint() == 0
-        && queries.untracked(tx.dsl(), streamId)
+        && queries.untracked(tx.connection(), streamId)
         && refresh(tx) != HandlerRegistry.Refresh.SKIPPED) {
       // The rolled-back transaction had created the row (or registered the handler): again.
-      claim = queries.relock(tx.dsl(), streamId, 0);
+      claim = queries.relock(tx.connection(), streamId, 0);
     }
     if (claim == null) {
       return java.util.Optional.empty();

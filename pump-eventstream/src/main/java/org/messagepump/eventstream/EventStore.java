@@ -177,7 +177,9 @@ public final class EventStore {
           Transactions.inCaller(
               tx,
               "appending events",
-              t -> appendResult(writer.write(tx, writer.lockAnyStream(tx.dsl()), encoded, meta)));
+              t ->
+                  appendResult(
+                      writer.write(tx, writer.lockAnyStream(tx.connection()), encoded, meta)));
     } catch (RuntimeException | Error e) {
       ProducerHooks.failed(send, e);
       throw e;
@@ -233,7 +235,7 @@ public final class EventStore {
               tx,
               "appending events to stream " + streamId,
               t -> {
-                long nextOffset = writer.lockStream(tx.dsl(), streamId);
+                long nextOffset = writer.lockStream(tx.connection(), streamId);
                 if (expecting && nextOffset != expectedNextOffset) {
                   throw new OffsetConflictException(streamId, expectedNextOffset, nextOffset);
                 }
@@ -280,13 +282,13 @@ public final class EventStore {
               tx,
               "appending events to a keyed stream",
               t -> {
-                Long existing = keyed.streamOf(tx.dsl(), streamKey);
+                Long existing = keyed.streamOf(tx.connection(), streamKey);
                 if (existing == null && expectedNextOffset != 0) {
                   throw new OffsetConflictException(streamKey, 0, expectedNextOffset, 0);
                 }
                 long streamId =
-                    existing != null ? existing : keyed.streamOrCreate(tx.dsl(), streamKey);
-                long nextOffset = writer.lockStream(tx.dsl(), streamId);
+                    existing != null ? existing : keyed.streamOrCreate(tx.connection(), streamKey);
+                long nextOffset = writer.lockStream(tx.connection(), streamId);
                 if (nextOffset != expectedNextOffset) {
                   throw new OffsetConflictException(
                       streamKey, streamId, expectedNextOffset, nextOffset);
@@ -311,7 +313,8 @@ public final class EventStore {
   /** Creates an empty stream in the caller's transaction and returns its id. */
   public long createStream(Tx tx) {
     Objects.requireNonNull(tx, "tx must not be null");
-    return Transactions.inCaller(tx, "creating a stream", t -> writer.createStream(tx.dsl()));
+    return Transactions.inCaller(
+        tx, "creating a stream", t -> writer.createStream(tx.connection()));
   }
 
   /** Decodes a stored event's payload into its registered class. */

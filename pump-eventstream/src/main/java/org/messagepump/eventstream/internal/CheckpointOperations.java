@@ -173,10 +173,9 @@ public final class CheckpointOperations {
    */
   private <T> T locked(DSLContext dsl, String handlerKey, Function<DSLContext, T> work) {
     requireReadCommitted(dsl);
-    HandlerRegistry registry = new HandlerRegistry(tables, handlerKey);
-    boolean placeholder = registry.lock(dsl);
+    boolean placeholder = HandlerRegistry.lock(dsl, tables, handlerKey);
     T result = work.apply(dsl);
-    registry.unlock(dsl, placeholder);
+    HandlerRegistry.unlock(dsl, tables, handlerKey, placeholder);
     return result;
   }
 

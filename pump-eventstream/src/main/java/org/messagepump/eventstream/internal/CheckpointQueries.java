@@ -1,20 +1,16 @@
 package org.messagepump.eventstream.internal;
 
-import static org.jooq.impl.DSL.all;
 import static org.jooq.impl.DSL.any;
 import static org.jooq.impl.DSL.field;
 import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.max;
-import static org.jooq.impl.DSL.noCondition;
 import static org.jooq.impl.DSL.select;
-import static org.jooq.impl.DSL.val;
 import static org.messagepump.eventstream.internal.EventTables.CHECKPOINT_OFFSET;
 import static org.messagepump.eventstream.internal.EventTables.FAILURES;
 import static org.messagepump.eventstream.internal.EventTables.HANDLER_KEY;
 import static org.messagepump.eventstream.internal.EventTables.LATEST_OFFSET;
 import static org.messagepump.eventstream.internal.EventTables.PARKED_AT;
 import static org.messagepump.eventstream.internal.EventTables.PARKED_REASON;
-import static org.messagepump.eventstream.internal.EventTables.PENDING;
 import static org.messagepump.eventstream.internal.EventTables.RESUME_AT;
 import static org.messagepump.eventstream.internal.EventTables.STREAM_END;
 import static org.messagepump.eventstream.internal.EventTables.STREAM_ID;
@@ -25,19 +21,19 @@ import static org.messagepump.eventstream.internal.EventTables.UPDATED_AT;
 import static org.messagepump.eventstream.internal.EventTables.column;
 
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import org.jooq.Condition;
-import org.jooq.DSLContext;
-import org.jooq.Field;
+import org.jooq.Param;
 import org.jooq.Record;
-import org.jooq.Record4;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
-import org.messagepump.core.spi.DatabaseClock;
 import org.messagepump.core.spi.Inputs;
 import org.messagepump.core.spi.StatementCache;
 
@@ -55,18 +51,33 @@ public final class CheckpointQueries {
    */
   public record LockedCheckpoint(long streamId, long checkpoint, int failures, long nextOffset) {}
 
+  private static final Param<String> HANDLER =
+      StatementCache.parameter("handler", SQLDataType.CLOB);
+  private static final Param<Long> STREAM = StatementCache.parameter("stream", SQLDataType.BIGINT);
+  private static final Param<Long> CHECKPOINT =
+      StatementCache.parameter("checkpoint", SQLDataType.BIGINT);
+  private static final Param<Integer> FAILURE_COUNT =
+      StatementCache.parameter("failures", SQLDataType.INTEGER);
+
   private final String handlerKey;
   private final String[] types;
-  private final Table<Record> cp;
-  private final EventTables tables;
   private final StatementCache.Statement setOffsetSql;
+  private final StatementCache.Statement waitForPendingSql;
+  private final StatementCache.Statement relockSql;
+  private final StatementCache.Statement untrackedSql;
+  private final StatementCache.Statement nextEventsSql;
+  private final StatementCache.Statement postponeSql;
+  private final StatementCache.Statement parkSql;
 
-  /** Queries for one handler of the store in {@code tables} and the event types it wants. */
+  /**
+   * Queries for one handler of the store in {@code tables} and the event types it wants. Each is
+   * built by jOOQ and rendered once per driver ({@link StatementCache#render}), then run through
+   * JDBC with every value bound: a delivery builds and renders no query.
+   */
   public CheckpointQueries(EventTables tables, String handlerKey, Collection<String> types) {
     this.handlerKey = handlerKey;
     this.types = types.toArray(new String[0]);
-    this.cp = tables.checkpoints;
-    this.tables = tables;
+    Table<Record> cp = tables.checkpoints;
     this.setOffsetSql =
         StatementCache.render(
             dsl ->
@@ -76,15 +87,100 @@ public final class CheckpointQueries {
                         StatementCache.parameter("next", CHECKPOINT_OFFSET.getDataType()))
                     .set(FAILURES, inline(0))
                     .set(UPDATED_AT, EventTables.clockTimestamp())
-                    .where(HANDLER_KEY.eq(StatementCache.parameter("handler", SQLDataType.CLOB)))
-                    .and(STREAM_ID.eq(StatementCache.parameter("stream", SQLDataType.BIGINT)))
-                    .and(
-                        CHECKPOINT_OFFSET.eq(
-                            StatementCache.parameter("old", CHECKPOINT_OFFSET.getDataType()))),
+                    .where(guard()),
             "next",
             "handler",
             "stream",
-            "old");
+            "checkpoint");
+    this.waitForPendingSql =
+        StatementCache.render(
+            dsl ->
+                dsl.select(STREAM_ID, CHECKPOINT_OFFSET, FAILURES, STREAM_END)
+                    .from(cp)
+                    .where(PendingClaim.ready())
+                    .orderBy(TURN)
+                    .limit(inline(1))
+                    .forUpdate(),
+            "handler",
+            "exclude");
+    this.relockSql =
+        StatementCache.render(
+            dsl ->
+                dsl.select(STREAM_ID, CHECKPOINT_OFFSET, FAILURES, STREAM_END)
+                    .from(cp)
+                    .where(guard())
+                    .and(PARKED_AT.isNull())
+                    .forUpdate()
+                    .skipLocked(),
+            "handler",
+            "stream",
+            "checkpoint");
+    this.untrackedSql =
+        StatementCache.render(
+            dsl ->
+                dsl.selectOne()
+                    .where(
+                        DSL.exists(
+                            dsl.selectOne()
+                                .from(cp)
+                                .where(HANDLER_KEY.eq(HANDLER))
+                                .and(STREAM_ID.eq(STREAM)))),
+            "handler",
+            "stream");
+    Param<String[]> typeNames = StatementCache.parameter("types", SQLDataType.CLOB.array());
+    Table<Record> st = tables.streamTypes;
+    this.nextEventsSql =
+        StatementCache.render(
+            dsl ->
+                dsl.select(EventRows.jdbcColumns(tables.events))
+                    .from(tables.events)
+                    .where(STREAM_ID.eq(STREAM))
+                    .and(
+                        STREAM_OFFSET.between(
+                            CHECKPOINT,
+                            field(
+                                select(max(column(st, LATEST_OFFSET)))
+                                    .from(st)
+                                    .where(column(st, STREAM_ID).eq(STREAM))
+                                    .and(column(st, TYPE).eq(any(typeNames))))))
+                    .and(TYPE.eq(any(typeNames)))
+                    .orderBy(STREAM_OFFSET)
+                    .limit(StatementCache.parameter("limit", SQLDataType.INTEGER)),
+            "stream",
+            "checkpoint",
+            "types",
+            "limit");
+    this.postponeSql =
+        StatementCache.render(
+            dsl ->
+                dsl.update(cp)
+                    .set(FAILURES, FAILURE_COUNT)
+                    .set(
+                        RESUME_AT,
+                        EventTables.clockAfter(
+                            StatementCache.parameter("seconds", SQLDataType.DOUBLE)))
+                    .set(TURN, EventTables.nextTurn())
+                    .set(UPDATED_AT, EventTables.clockTimestamp())
+                    .where(guard()),
+            "failures",
+            "seconds",
+            "handler",
+            "stream",
+            "checkpoint");
+    this.parkSql =
+        StatementCache.render(
+            dsl ->
+                dsl.update(cp)
+                    .set(FAILURES, FAILURE_COUNT)
+                    .set(PARKED_AT, EventTables.clockTimestamp())
+                    .set(PARKED_REASON, StatementCache.parameter("reason", SQLDataType.CLOB))
+                    .set(UPDATED_AT, EventTables.clockTimestamp())
+                    .where(guard()),
+            "failures",
+            "reason",
+            "handler",
+            "stream",
+            "checkpoint");
   }
 
   /** The advisory lock key of a handler with minimal concurrency. */
@@ -106,15 +202,6 @@ public final class CheckpointQueries {
     return EventTables.SCHEMA.equals(schema) ? handlerKey : schema + "/" + handlerKey;
   }
 
-  /** Excludes the given ids with one bound {@code bigint[]} parameter, however many there are. */
-  private static Condition notIn(Field<Long> id, Collection<Long> exclude) {
-    return exclude.isEmpty() ? noCondition() : id.ne(all(val(exclude.toArray(new Long[0]))));
-  }
-
-  private Condition mine() {
-    return HANDLER_KEY.eq(handlerKey);
-  }
-
   /**
    * Locks the handler's first pending (checkpoint below the stream's known end), unparked, due
    * checkpoint row in {@code turn} order, waiting for a row another transaction holds (a delivery
@@ -122,20 +209,10 @@ public final class CheckpointQueries {
    * The partial index {@code handler_checkpoints_ready_idx} holds only pending rows, so the cost
    * does not grow with the number of caught-up streams. Returns null when there is none.
    */
-  public LockedCheckpoint waitForPending(DSLContext dsl, Collection<Long> exclude) {
-    var query =
-        dsl.select(STREAM_ID, CHECKPOINT_OFFSET, FAILURES, STREAM_END)
-            .from(cp)
-            .where(mine())
-            .and(DSL.condition(PENDING))
-            .and(PARKED_AT.isNull())
-            .and(RESUME_AT.le(EventTables.clockTimestamp()))
-            .and(notIn(STREAM_ID, exclude))
-            .orderBy(TURN)
-            .limit(1)
-            .forUpdate();
-    Record4<Long, Long, Integer, Long> r = query.fetchOne();
-    return r == null ? null : new LockedCheckpoint(r.value1(), r.value2(), r.value3(), r.value4());
+  public LockedCheckpoint waitForPending(Connection c, Collection<Long> exclude) {
+    return Jdbc.unchecked(
+        "waiting for a pending stream",
+        () -> locked(waitForPendingSql, c, handlerKey, exclude.toArray(new Long[0])));
   }
 
   /**
@@ -145,21 +222,23 @@ public final class CheckpointQueries {
    * has moved, or does not exist (see {@link #untracked}). The resume time is not checked: the
    * failed delivery was due.
    */
-  public LockedCheckpoint relock(DSLContext dsl, long streamId, long checkpoint) {
-    Record4<Long, Long, Integer, Long> r =
-        dsl.select(STREAM_ID, CHECKPOINT_OFFSET, FAILURES, STREAM_END)
-            .from(cp)
-            .where(guard(streamId, checkpoint))
-            .and(PARKED_AT.isNull())
-            .forUpdate()
-            .skipLocked()
-            .fetchOne();
-    return r == null ? null : new LockedCheckpoint(r.value1(), r.value2(), r.value3(), r.value4());
+  public LockedCheckpoint relock(Connection c, long streamId, long checkpoint) throws SQLException {
+    return locked(relockSql, c, handlerKey, streamId, checkpoint);
+  }
+
+  private static LockedCheckpoint locked(StatementCache.Statement s, Connection c, Object... values)
+      throws SQLException {
+    try (PreparedStatement ps = s.prepare(c, values);
+        ResultSet rs = ps.executeQuery()) {
+      return rs.next()
+          ? new LockedCheckpoint(rs.getLong(1), rs.getLong(2), rs.getInt(3), rs.getLong(4))
+          : null;
+    }
   }
 
   /** True when the handler has no checkpoint row of {@code streamId} (as this statement sees). */
-  public boolean untracked(DSLContext dsl, long streamId) {
-    return !dsl.fetchExists(dsl.selectOne().from(cp).where(mine()).and(STREAM_ID.eq(streamId)));
+  public boolean untracked(Connection c, long streamId) throws SQLException {
+    return !Jdbc.anyRow(untrackedSql, c, handlerKey, streamId);
   }
 
   /**
@@ -167,22 +246,17 @@ public final class CheckpointQueries {
    * in offset order. The stream's type index answers first when the stream holds nothing relevant
    * past it.
    */
-  public List<EventRows.Row> nextEvents(DSLContext dsl, LockedCheckpoint claim, int limit) {
-    Table<Record> st = tables.streamTypes;
-    Field<Long> latest =
-        field(
-            select(max(column(st, LATEST_OFFSET)))
-                .from(st)
-                .where(column(st, STREAM_ID).eq(claim.streamId()))
-                .and(column(st, TYPE).eq(any(val(types)))));
-    return dsl.select(EventRows.COLUMNS)
-        .from(tables.events)
-        .where(STREAM_ID.eq(claim.streamId()))
-        .and(STREAM_OFFSET.between(val(claim.checkpoint()), latest))
-        .and(TYPE.eq(any(val(types))))
-        .orderBy(STREAM_OFFSET)
-        .limit(limit)
-        .fetch(EventRows::toRow);
+  public List<EventRows.Row> nextEvents(Connection c, LockedCheckpoint claim, int limit)
+      throws SQLException {
+    List<EventRows.Row> rows = new ArrayList<>();
+    try (PreparedStatement ps =
+            nextEventsSql.prepare(c, claim.streamId(), claim.checkpoint(), types, limit);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        rows.add(EventRows.toRow(rs, 1, claim.streamId()));
+      }
+    }
+    return rows;
   }
 
   /**
@@ -202,16 +276,10 @@ public final class CheckpointQueries {
   }
 
   /** Makes a held stream due again after {@code delay} with a new failure count. */
-  public void postpone(
-      DSLContext dsl, long streamId, long checkpoint, int failures, Duration delay) {
-    int n =
-        dsl.update(cp)
-            .set(FAILURES, failures)
-            .set(RESUME_AT, DatabaseClock.afterOffset(delay))
-            .set(TURN, EventTables.nextTurn())
-            .set(UPDATED_AT, EventTables.clockTimestamp())
-            .where(guard(streamId, checkpoint))
-            .execute();
+  public void postpone(Connection c, long streamId, long checkpoint, int failures, Duration delay)
+      throws SQLException {
+    double seconds = Inputs.delay("delay", delay).toNanos() / 1e9;
+    int n = postponeSql.executeUpdate(c, failures, seconds, handlerKey, streamId, checkpoint);
     expectOne(n, streamId, checkpoint);
   }
 
@@ -220,20 +288,16 @@ public final class CheckpointQueries {
    * sanitized again here (NUL and control characters replaced, length capped), so a park never
    * fails on its text whatever the caller passed.
    */
-  public void park(DSLContext dsl, long streamId, long checkpoint, int failures, String reason) {
+  public void park(Connection c, long streamId, long checkpoint, int failures, String reason)
+      throws SQLException {
     int n =
-        dsl.update(cp)
-            .set(FAILURES, failures)
-            .set(PARKED_AT, EventTables.clockTimestamp())
-            .set(PARKED_REASON, Inputs.reason(reason))
-            .set(UPDATED_AT, EventTables.clockTimestamp())
-            .where(guard(streamId, checkpoint))
-            .execute();
+        parkSql.executeUpdate(c, failures, Inputs.reason(reason), handlerKey, streamId, checkpoint);
     expectOne(n, streamId, checkpoint);
   }
 
-  private Condition guard(long streamId, long checkpoint) {
-    return mine().and(STREAM_ID.eq(streamId)).and(CHECKPOINT_OFFSET.eq(checkpoint));
+  /** The row of parameters {@code handler} and {@code stream} at parameter {@code checkpoint}. */
+  private static Condition guard() {
+    return HANDLER_KEY.eq(HANDLER).and(STREAM_ID.eq(STREAM)).and(CHECKPOINT_OFFSET.eq(CHECKPOINT));
   }
 
   private void expectOne(int updated, long streamId, long checkpoint) {

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import org.jooq.Field;
 import org.jooq.Record;
+import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.Envelope;
 import org.messagepump.core.UndecodableMessageException;
@@ -49,6 +50,25 @@ public final class EventRows {
           EventTables.RECORDED_AT);
 
   private EventRows() {}
+
+  /**
+   * The columns of {@code table}'s events that {@link #toRow(java.sql.ResultSet, int, long)} reads,
+   * in its order: message id, offset, type, correlation id, causation id, headers as text, payload,
+   * recorded-at in microseconds since the epoch.
+   */
+  public static List<Field<?>> jdbcColumns(org.jooq.Table<?> table) {
+    return List.of(
+        EventTables.column(table, EventTables.MESSAGE_ID),
+        EventTables.column(table, EventTables.STREAM_OFFSET),
+        EventTables.column(table, EventTables.TYPE),
+        EventTables.column(table, EventTables.CORRELATION_ID),
+        EventTables.column(table, EventTables.CAUSATION_ID),
+        EventTables.column(table, EventTables.HEADERS).cast(SQLDataType.CLOB),
+        EventTables.column(table, EventTables.PAYLOAD),
+        DSL.field(
+            "(extract(epoch from {0}) * 1000000)::bigint",
+            SQLDataType.BIGINT, EventTables.column(table, EventTables.RECORDED_AT)));
+  }
 
   /**
    * The event in a row selected with {@link #columns()}, readable.

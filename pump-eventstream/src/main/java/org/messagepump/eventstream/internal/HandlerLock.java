@@ -1,24 +1,58 @@
 package org.messagepump.eventstream.internal;
 
 import static org.jooq.impl.DSL.function;
-import static org.jooq.impl.DSL.val;
 
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Savepoint;
 import java.time.Duration;
 import java.util.function.Supplier;
+import org.jooq.Param;
 import org.jooq.exception.DataAccessException;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.Tx;
+import org.messagepump.core.spi.StatementCache;
 
 /**
  * The transaction-scoped advisory lock of a handler with minimal concurrency: whoever holds it runs
  * the handler's only delivery in the cluster; it is released when the transaction ends.
+ *
+ * <p>Its statements (taken per poll and per delivery of such a handler) are built by jOOQ and
+ * rendered once ({@link StatementCache#render}), run through JDBC with every value bound.
  */
 public final class HandlerLock {
 
   private static final String LOCK_NOT_AVAILABLE = "55P03";
+
+  private static final Param<Long> KEY = StatementCache.parameter("key", SQLDataType.BIGINT);
+  private static final Param<String> SETTING =
+      StatementCache.parameter("setting", SQLDataType.VARCHAR);
+
+  private static final StatementCache.Statement TRY_LOCK =
+      StatementCache.render(
+          dsl -> dsl.select(function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN, KEY)),
+          "key");
+  private static final StatementCache.Statement LOCK =
+      StatementCache.render(
+          dsl -> dsl.select(function("pg_advisory_xact_lock", SQLDataType.OTHER, KEY)), "key");
+  private static final StatementCache.Statement CURRENT_SETTING =
+      StatementCache.render(
+          dsl -> dsl.select(function("current_setting", SQLDataType.VARCHAR, SETTING)), "setting");
+  private static final StatementCache.Statement SET_CONFIG =
+      StatementCache.render(
+          dsl ->
+              dsl.select(
+                  function(
+                      "set_config",
+                      SQLDataType.VARCHAR,
+                      SETTING,
+                      StatementCache.parameter("value", SQLDataType.VARCHAR),
+                      StatementCache.parameter("local", SQLDataType.BOOLEAN))),
+          "setting",
+          "value",
+          "local");
 
   private final long key;
 
@@ -28,13 +62,16 @@ public final class HandlerLock {
   }
 
   /** Takes the lock if free (or already held by this transaction); never waits. */
-  public boolean tryLock(Tx tx) {
-    Boolean got =
-        tx.dsl()
-            .select(function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN, val(key)))
-            .fetchOne()
-            .value1();
-    return Boolean.TRUE.equals(got);
+  public boolean tryLock(Tx tx) throws SQLException {
+    return tryLock(tx.connection(), key);
+  }
+
+  /** Takes advisory lock {@code key} if free (or already held by this transaction); never waits. */
+  static boolean tryLock(Connection c, long key) throws SQLException {
+    try (PreparedStatement ps = TRY_LOCK.prepare(c, key);
+        ResultSet rs = ps.executeQuery()) {
+      return rs.next() && rs.getBoolean(1);
+    }
   }
 
   /**
@@ -46,14 +83,20 @@ public final class HandlerLock {
     if (tryLock(tx)) {
       return true;
     }
+    Connection c = tx.connection();
     Object got =
         waiting(
             tx,
             wait,
             () ->
-                tx.dsl()
-                    .select(function("pg_advisory_xact_lock", SQLDataType.OTHER, val(key)))
-                    .execute());
+                Jdbc.unchecked(
+                    "waiting for a handler lock",
+                    () -> {
+                      try (PreparedStatement ps = LOCK.prepare(c, key)) {
+                        ps.execute();
+                      }
+                      return Boolean.TRUE;
+                    }));
     return got != null;
   }
 
@@ -66,14 +109,15 @@ public final class HandlerLock {
     Connection c = tx.connection();
     Savepoint sp = c.setSavepoint();
     try {
-      String previous =
-          tx.dsl()
-              .select(function("current_setting", SQLDataType.VARCHAR, val("lock_timeout")))
-              .fetchOne()
-              .value1();
-      setLockTimeout(tx, Math.max(1, wait.toMillis()) + "ms");
+      String previous;
+      try (PreparedStatement ps = CURRENT_SETTING.prepare(c, "lock_timeout");
+          ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        previous = rs.getString(1);
+      }
+      setLockTimeout(c, Math.max(1, wait.toMillis()) + "ms");
       T result = work.get();
-      setLockTimeout(tx, previous);
+      setLockTimeout(c, previous);
       c.releaseSavepoint(sp);
       return result;
     } catch (DataAccessException e) {
@@ -86,10 +130,9 @@ public final class HandlerLock {
     }
   }
 
-  private static void setLockTimeout(Tx tx, String value) {
-    tx.dsl()
-        .select(
-            function("set_config", SQLDataType.VARCHAR, val("lock_timeout"), val(value), val(true)))
-        .execute();
+  private static void setLockTimeout(Connection c, String value) throws SQLException {
+    try (PreparedStatement ps = SET_CONFIG.prepare(c, "lock_timeout", value, true)) {
+      ps.execute();
+    }
   }
 }

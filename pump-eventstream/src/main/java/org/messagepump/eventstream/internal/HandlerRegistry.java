@@ -3,8 +3,8 @@ package org.messagepump.eventstream.internal;
 import static org.jooq.impl.DSL.any;
 import static org.jooq.impl.DSL.function;
 import static org.jooq.impl.DSL.inline;
-import static org.jooq.impl.DSL.select;
 import static org.jooq.impl.DSL.val;
+import static org.messagepump.eventstream.internal.EventTables.CHANGED_XID;
 import static org.messagepump.eventstream.internal.EventTables.CHECKPOINT_OFFSET;
 import static org.messagepump.eventstream.internal.EventTables.DEFERRED;
 import static org.messagepump.eventstream.internal.EventTables.HANDLER_KEY;
@@ -14,6 +14,8 @@ import static org.messagepump.eventstream.internal.EventTables.NEXT_OFFSET;
 import static org.messagepump.eventstream.internal.EventTables.START_POSITION;
 import static org.messagepump.eventstream.internal.EventTables.STREAM_END;
 import static org.messagepump.eventstream.internal.EventTables.STREAM_ID;
+import static org.messagepump.eventstream.internal.EventTables.TURN;
+import static org.messagepump.eventstream.internal.EventTables.column;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -23,12 +25,21 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import org.jooq.CommonTableExpression;
 import org.jooq.DSLContext;
 import org.jooq.Field;
+import org.jooq.Param;
+import org.jooq.Query;
 import org.jooq.Record;
+import org.jooq.Record1;
+import org.jooq.SelectForUpdateStep;
 import org.jooq.Table;
+import org.jooq.UpdateConditionStep;
+import org.jooq.UpdateSetStep;
+import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.Tx;
+import org.messagepump.core.spi.StatementCache;
 
 /**
  * A handler's row in {@code handlers} and the work that holds its lock: registering the handler
@@ -49,45 +60,36 @@ import org.messagepump.core.Tx;
  */
 public final class HandlerRegistry {
 
+  private static final Param<String> HANDLER =
+      StatementCache.parameter("handler", SQLDataType.CLOB);
+  private static final Param<Long[]> IDS =
+      StatementCache.parameter("ids", SQLDataType.BIGINT.array());
+  private static final Param<Long[]> ENDS =
+      StatementCache.parameter("ends", SQLDataType.BIGINT.array());
+
   private final String handlerKey;
   private final long registrationLock;
-  private final Table<Record> h;
-  private final Table<Record> cp;
-  private final Table<Record> streams;
-  private final String endsOfCaughtUp;
-  private final String endsOfPending;
-  private final String insertRows;
-  private final String refreshSql;
+  private final StatementCache.Statement refreshSql;
+  private final StatementCache.Statement advanceHorizon;
+  private final StatementCache.Statement existingRows;
+  private final StatementCache.Statement lockableRows;
+  private final StatementCache.Statement endsOfCaughtUp;
+  private final StatementCache.Statement endsOfPending;
+  private final StatementCache.Statement insertRows;
+  private final StatementCache.Statement insertHandler;
+  private final StatementCache.Statement registerFromStart;
+  private final StatementCache.Statement registerFromEnd;
 
-  /** The registry of one handler in the store of {@code tables}. */
+  /**
+   * The registry of one handler in the store of {@code tables}. Its statements are built by jOOQ
+   * and rendered once per driver ({@link StatementCache#render}), run through JDBC with every value
+   * bound.
+   */
   public HandlerRegistry(EventTables tables, String handlerKey) {
     this.handlerKey = handlerKey;
     this.registrationLock = CheckpointQueries.registrationLockKey(tables.schema(), handlerKey);
-    this.h = tables.handlers;
-    this.cp = tables.checkpoints;
-    this.streams = tables.streams;
-    String cpTable = tables.quoted("handler_checkpoints");
-    // Plain SQL: jOOQ's DSL has no UPDATE ... FROM unnest(a, b); the names are quoted identifiers
-    // of a validated schema, every value is bound. Covered by EventScaleIT and EventDriverIT.
-    String from =
-        " FROM unnest(?::bigint[], ?::bigint[]) AS v(stream_id, stream_end)"
-            + " WHERE c.handler_key = ? AND c.stream_id = v.stream_id"
-            + " AND v.stream_end > c.stream_end";
-    // A row that becomes pending takes a new turn (the back of the queue); a pending one keeps it.
-    this.endsOfCaughtUp =
-        "UPDATE "
-            + cpTable
-            + " AS c SET turn = DEFAULT, stream_end = v.stream_end"
-            + from
-            + " AND c.checkpoint_offset >= c.stream_end";
-    this.endsOfPending = "UPDATE " + cpTable + " AS c SET stream_end = v.stream_end" + from;
-    this.insertRows =
-        "INSERT INTO "
-            + cpTable
-            + " (handler_key, stream_id, checkpoint_offset, stream_end)"
-            + " SELECT ?, v.stream_id, 0, v.stream_end"
-            + " FROM unnest(?::bigint[], ?::bigint[]) AS v(stream_id, stream_end)"
-            + " ON CONFLICT (handler_key, stream_id) DO NOTHING";
+    Table<Record> h = tables.handlers;
+    Table<Record> cp = tables.checkpoints;
     // One statement, one snapshot: the handler row, locked SKIP LOCKED, with the snapshot's xmin
     // (the next horizon) and, when the row was not had, whether it exists at all (held by another
     // transaction) or must be registered; then, when the lock was had, the streams changed since
@@ -95,19 +97,159 @@ public final class HandlerRegistry {
     // (its changed-stream columns null), the second one row per changed stream. The scan's
     // snapshot is the one the xmin comes from, so the horizon argument below holds as for two
     // statements; one round trip instead of two at every refresh of a catch-up.
-    String handlersTable = tables.quoted("handlers");
     this.refreshSql =
-        "WITH l AS (SELECT horizon, deferred FROM "
-            + handlersTable
-            + " WHERE handler_key = ? FOR UPDATE SKIP LOCKED)"
-            + " SELECT l.horizon, l.deferred, pg_snapshot_xmin(pg_current_snapshot())::text::bigint,"
-            + " CASE WHEN l.horizon IS NULL THEN EXISTS (SELECT 1 FROM "
-            + handlersTable
-            + " WHERE handler_key = ?) ELSE true END, NULL::bigint, NULL::bigint"
-            + " FROM (SELECT 1) AS one LEFT JOIN l ON true"
-            + " UNION ALL SELECT NULL, NULL, NULL, NULL, s.id, s.next_offset FROM "
-            + tables.quoted("streams")
-            + " AS s, l WHERE s.changed_xid >= l.horizon OR s.id = ANY (l.deferred)";
+        StatementCache.render(
+            dsl -> {
+              CommonTableExpression<?> l =
+                  DSL.name("l")
+                      .as(
+                          dsl.select(HORIZON, DEFERRED)
+                              .from(h)
+                              .where(HANDLER_KEY.eq(HANDLER))
+                              .forUpdate()
+                              .skipLocked());
+              Table<?> lRef = DSL.table(DSL.name("l"));
+              Field<Long> horizon = column(lRef, HORIZON);
+              Field<Long[]> deferred = column(lRef, DEFERRED);
+              Table<?> s = tables.streams.as("s");
+              return dsl.with(l)
+                  .select(
+                      horizon,
+                      deferred,
+                      EventTables.snapshotXmin(),
+                      DSL.when(
+                              horizon.isNull(),
+                              DSL.field(
+                                  DSL.exists(
+                                      dsl.selectOne().from(h).where(HANDLER_KEY.eq(HANDLER)))))
+                          .otherwise(DSL.inline(true)),
+                      DSL.castNull(SQLDataType.BIGINT),
+                      DSL.castNull(SQLDataType.BIGINT))
+                  .from(dsl.selectOne().asTable("one"))
+                  .leftJoin(lRef)
+                  .on(DSL.trueCondition())
+                  .unionAll(
+                      dsl.select(
+                              DSL.castNull(SQLDataType.BIGINT),
+                              DSL.castNull(SQLDataType.BIGINT.array()),
+                              DSL.castNull(SQLDataType.BIGINT),
+                              DSL.castNull(SQLDataType.BOOLEAN),
+                              column(s, ID),
+                              column(s, NEXT_OFFSET))
+                          .from(s, lRef)
+                          .where(
+                              column(s, CHANGED_XID)
+                                  .ge(horizon)
+                                  .or(column(s, ID).eq(DSL.any(deferred)))));
+            },
+            "handler");
+    this.advanceHorizon =
+        StatementCache.render(
+            dsl ->
+                dsl.update(h)
+                    .set(HORIZON, StatementCache.parameter("horizon", SQLDataType.BIGINT))
+                    .set(DEFERRED, StatementCache.parameter("deferred", DEFERRED.getDataType()))
+                    .where(HANDLER_KEY.eq(HANDLER)),
+            "horizon",
+            "deferred",
+            "handler");
+    this.existingRows = StatementCache.render(dsl -> rowsOf(dsl, cp), "handler", "ids");
+    this.lockableRows =
+        StatementCache.render(dsl -> rowsOf(dsl, cp).forUpdate().skipLocked(), "handler", "ids");
+    // A row that becomes pending takes a new turn (the back of the queue); a pending one keeps it.
+    this.endsOfCaughtUp =
+        StatementCache.render(
+            dsl -> {
+              Table<Record> c = cp.as("c");
+              return endsFrom(dsl.update(c).set(TURN, EventTables.nextTurn()), c)
+                  .and(column(c, CHECKPOINT_OFFSET).ge(column(c, STREAM_END)));
+            },
+            "ids",
+            "ends",
+            "handler");
+    this.endsOfPending =
+        StatementCache.render(
+            dsl -> {
+              Table<Record> c = cp.as("c");
+              return endsFrom(dsl.update(c), c);
+            },
+            "ids",
+            "ends",
+            "handler");
+    this.insertRows =
+        StatementCache.render(
+            dsl -> {
+              Table<Record> v = changed();
+              return dsl.insertInto(cp, HANDLER_KEY, STREAM_ID, CHECKPOINT_OFFSET, STREAM_END)
+                  .select(dsl.select(HANDLER, v(STREAM_ID), inline(0L), v(STREAM_END)).from(v))
+                  .onConflict(HANDLER_KEY, STREAM_ID)
+                  .doNothing();
+            },
+            "handler",
+            "ids",
+            "ends");
+    Param<String> start = StatementCache.parameter("start", SQLDataType.CLOB);
+    this.insertHandler =
+        StatementCache.render(
+            dsl ->
+                dsl.insertInto(h, HANDLER_KEY, HORIZON, START_POSITION)
+                    .select(dsl.select(HANDLER, EventTables.snapshotXmin(), start))
+                    .onConflictDoNothing()
+                    .returningResult(HORIZON),
+            "handler",
+            "start");
+    this.registerFromStart =
+        StatementCache.render(dsl -> register(dsl, tables, inline(0L)), "handler");
+    this.registerFromEnd =
+        StatementCache.render(dsl -> register(dsl, tables, NEXT_OFFSET), "handler");
+  }
+
+  /** The handler's rows among the streams of parameter {@code ids}. */
+  private static SelectForUpdateStep<Record1<Long>> rowsOf(DSLContext dsl, Table<Record> cp) {
+    return dsl.select(STREAM_ID)
+        .from(cp)
+        .where(HANDLER_KEY.eq(HANDLER))
+        .and(STREAM_ID.eq(any(IDS)));
+  }
+
+  /**
+   * The changed streams and their ends, the bound arrays {@code ids} and {@code ends}: {@code v}.
+   */
+  private static Table<Record> changed() {
+    return EventTables.unnest(false, "v", List.of("stream_id", "stream_end"), IDS, ENDS);
+  }
+
+  /** {@code column} of {@link #changed}. */
+  private static Field<Long> v(Field<Long> column) {
+    return DSL.field(DSL.name("v", column.getName()), column.getDataType());
+  }
+
+  /**
+   * {@code update} (of checkpoints aliased {@code c}) setting each of the handler's rows' end to
+   * its stream's changed end, where that is beyond the row's.
+   */
+  private static UpdateConditionStep<Record> endsFrom(
+      UpdateSetStep<Record> update, Table<Record> c) {
+    Table<Record> v = changed();
+    return update
+        .set(STREAM_END, v(STREAM_END))
+        .from(v)
+        .where(column(c, HANDLER_KEY).eq(HANDLER))
+        .and(column(c, STREAM_ID).eq(v(STREAM_ID)))
+        .and(v(STREAM_END).gt(column(c, STREAM_END)));
+  }
+
+  /**
+   * Every existing stream with events gets its row: from {@code offset} (0, or the stream's end).
+   */
+  private static Query register(DSLContext dsl, EventTables tables, Field<Long> offset) {
+    return dsl.insertInto(tables.checkpoints, HANDLER_KEY, STREAM_ID, CHECKPOINT_OFFSET, STREAM_END)
+        .select(
+            dsl.select(HANDLER, ID, offset, NEXT_OFFSET)
+                .from(tables.streams)
+                .where(NEXT_OFFSET.gt(inline(0L)))
+                .orderBy(ID))
+        .onConflictDoNothing();
   }
 
   /** What a {@link #refresh} did. */
@@ -137,30 +279,27 @@ public final class HandlerRegistry {
     long xmin = 0;
     boolean exists = false;
     List<long[]> changed = new ArrayList<>();
-    try (PreparedStatement ps = c.prepareStatement(refreshSql)) {
-      ps.setString(1, handlerKey);
-      ps.setString(2, handlerKey);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          long id = rs.getLong(5);
-          if (!rs.wasNull()) {
-            changed.add(new long[] {id, rs.getLong(6)});
-            continue;
-          }
-          // The lock row: the xmin of the statement's snapshot, which the scan shares.
-          xmin = rs.getLong(3);
-          exists = rs.getBoolean(4);
-          long h = rs.getLong(1);
-          if (!rs.wasNull()) {
-            horizon = h;
-            deferred = (Long[]) rs.getArray(2).getArray();
-          }
+    try (PreparedStatement ps = refreshSql.prepare(c, handlerKey);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        long id = rs.getLong(5);
+        if (!rs.wasNull()) {
+          changed.add(new long[] {id, rs.getLong(6)});
+          continue;
+        }
+        // The lock row: the xmin of the statement's snapshot, which the scan shares.
+        xmin = rs.getLong(3);
+        exists = rs.getBoolean(4);
+        long h = rs.getLong(1);
+        if (!rs.wasNull()) {
+          horizon = h;
+          deferred = (Long[]) rs.getArray(2).getArray();
         }
       }
     }
     if (horizon == null) {
       // Held by another transaction (refreshing, registering, an operation), or no row yet.
-      return exists ? Refresh.SKIPPED : register(tx.dsl(), start);
+      return exists ? Refresh.SKIPPED : register(c, start);
     }
     if (changed.isEmpty() && deferred.length == 0) {
       // Nothing changed since the horizon (as of this snapshot): keeping the old horizon is still
@@ -168,13 +307,8 @@ public final class HandlerRegistry {
       // no row update per refresh while a catch-up (or any transaction elsewhere) runs.
       return Refresh.UNCHANGED;
     }
-    DSLContext dsl = tx.dsl();
-    List<Long> stillHeld = changed.isEmpty() ? List.of() : apply(dsl, changed);
-    dsl.update(h)
-        .set(HORIZON, xmin)
-        .set(DEFERRED, stillHeld.toArray(new Long[0]))
-        .where(HANDLER_KEY.eq(handlerKey))
-        .execute();
+    List<Long> stillHeld = changed.isEmpty() ? List.of() : apply(c, changed);
+    advanceHorizon.executeUpdate(c, xmin, stillHeld.toArray(new Long[0]), handlerKey);
     return changed.isEmpty() ? Refresh.UNCHANGED : Refresh.CHANGED;
   }
 
@@ -182,24 +316,13 @@ public final class HandlerRegistry {
    * Registers the handler unless its row exists (then another transaction holds it: false). A
    * concurrent registration makes this wait for it, once per handler key.
    */
-  private Refresh register(DSLContext dsl, String start) {
+  private Refresh register(Connection c, String start) throws SQLException {
     // Another transaction registering the handler holds this lock: do not wait for it (its
     // delivery may take long); this poll goes on without a refresh.
-    Boolean mine =
-        dsl.select(
-                function("pg_try_advisory_xact_lock", SQLDataType.BOOLEAN, val(registrationLock)))
-            .fetchOne()
-            .value1();
-    if (!Boolean.TRUE.equals(mine)) {
+    if (!HandlerLock.tryLock(c, registrationLock)) {
       return Refresh.SKIPPED;
     }
-    Long horizon =
-        dsl.insertInto(h, HANDLER_KEY, HORIZON, START_POSITION)
-            .select(select(val(handlerKey), EventTables.snapshotXmin(), val(start)))
-            .onConflictDoNothing()
-            .returningResult(HORIZON)
-            .fetchOne(HORIZON);
-    if (horizon == null) {
+    if (Jdbc.firstLong(insertHandler, c, handlerKey, start) == null) {
       return Refresh.SKIPPED;
     }
     // Every existing stream with events gets its row now, in one statement: from 0, or from its
@@ -207,42 +330,20 @@ public final class HandlerRegistry {
     // refresh finds them. It also finds an empty stream once its first events are appended, and
     // creates its row from 0 (its end at registration): a row for an empty stream would only cost
     // registration time (200,000 streams, most of them empty, took seconds).
-    Field<Long> offset = "END".equals(start) ? NEXT_OFFSET : inline(0L);
-    dsl.insertInto(cp, HANDLER_KEY, STREAM_ID, CHECKPOINT_OFFSET, STREAM_END)
-        .select(
-            select(val(handlerKey), ID, offset, NEXT_OFFSET)
-                .from(streams)
-                .where(NEXT_OFFSET.gt(0L))
-                .orderBy(ID))
-        .onConflictDoNothing()
-        .execute();
+    ("END".equals(start) ? registerFromEnd : registerFromStart).executeUpdate(c, handlerKey);
     return Refresh.CHANGED;
   }
 
   /** Updates the ends of the lockable rows, creates missing rows; returns the held streams. */
-  private List<Long> apply(DSLContext dsl, List<long[]> changed) {
+  private List<Long> apply(Connection c, List<long[]> changed) throws SQLException {
     Long[] ids = new Long[changed.size()];
     Long[] ends = new Long[changed.size()];
     for (int i = 0; i < ids.length; i++) {
       ids[i] = changed.get(i)[0];
       ends[i] = changed.get(i)[1];
     }
-    Set<Long> existing =
-        new HashSet<>(
-            dsl.select(STREAM_ID)
-                .from(cp)
-                .where(HANDLER_KEY.eq(handlerKey))
-                .and(STREAM_ID.eq(any(val(ids))))
-                .fetch(STREAM_ID));
-    Set<Long> lockable =
-        new HashSet<>(
-            dsl.select(STREAM_ID)
-                .from(cp)
-                .where(HANDLER_KEY.eq(handlerKey))
-                .and(STREAM_ID.eq(any(val(ids))))
-                .forUpdate()
-                .skipLocked()
-                .fetch(STREAM_ID));
+    Set<Long> existing = streams(existingRows, c, ids);
+    Set<Long> lockable = streams(lockableRows, c, ids);
     List<Long> lockIds = new ArrayList<>();
     List<Long> lockEnds = new ArrayList<>();
     List<Long> newIds = new ArrayList<>();
@@ -262,14 +363,27 @@ public final class HandlerRegistry {
     if (!lockIds.isEmpty()) {
       Long[] lockedIds = lockIds.toArray(new Long[0]);
       Long[] lockedEnds = lockEnds.toArray(new Long[0]);
-      dsl.execute(endsOfCaughtUp, lockedIds, lockedEnds, handlerKey);
-      dsl.execute(endsOfPending, lockedIds, lockedEnds, handlerKey);
+      endsOfCaughtUp.executeUpdate(c, lockedIds, lockedEnds, handlerKey);
+      endsOfPending.executeUpdate(c, lockedIds, lockedEnds, handlerKey);
     }
     if (!newIds.isEmpty()) {
-      dsl.execute(
-          insertRows, handlerKey, newIds.toArray(new Long[0]), newEnds.toArray(new Long[0]));
+      insertRows.executeUpdate(
+          c, handlerKey, newIds.toArray(new Long[0]), newEnds.toArray(new Long[0]));
     }
     return held;
+  }
+
+  /** The stream ids the statement (of the handler's rows among {@code ids}) returns. */
+  private Set<Long> streams(StatementCache.Statement s, Connection c, Long[] ids)
+      throws SQLException {
+    Set<Long> out = new HashSet<>();
+    try (PreparedStatement ps = s.prepare(c, handlerKey, ids);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        out.add(rs.getLong(1));
+      }
+    }
+    return out;
   }
 
   /**
@@ -278,8 +392,10 @@ public final class HandlerRegistry {
    * gets a placeholder row for the lock, removed by {@link #unlock} so that its first poll still
    * registers it at its own start position. Returns true when a placeholder was made.
    */
-  public boolean lock(DSLContext dsl) {
+  public static boolean lock(DSLContext dsl, EventTables tables, String handlerKey) {
+    Table<Record> h = tables.handlers;
     // Waits for a registration in progress (see register), then for the row's lock.
+    long registrationLock = CheckpointQueries.registrationLockKey(tables.schema(), handlerKey);
     dsl.select(function("pg_advisory_xact_lock", SQLDataType.OTHER, val(registrationLock)))
         .execute();
     int inserted =
@@ -295,9 +411,10 @@ public final class HandlerRegistry {
   }
 
   /** Removes the placeholder {@link #lock} made (still holding its lock until commit). */
-  public void unlock(DSLContext dsl, boolean placeholder) {
+  public static void unlock(
+      DSLContext dsl, EventTables tables, String handlerKey, boolean placeholder) {
     if (placeholder) {
-      dsl.deleteFrom(h).where(HANDLER_KEY.eq(handlerKey)).execute();
+      dsl.deleteFrom(tables.handlers).where(HANDLER_KEY.eq(handlerKey)).execute();
     }
   }
 }

@@ -107,7 +107,7 @@ public final class PendingClaim {
    * The rows a claim may take: the handler's pending (the generated column the ready index is
    * partial on), unparked, due rows, not among the excluded ids.
    */
-  private static Condition ready() {
+  static Condition ready() {
     return HANDLER_KEY
         .eq(HANDLER)
         .and(DSL.condition(PENDING))
@@ -206,26 +206,20 @@ public final class PendingClaim {
     // claim's cost beyond the baseline's (docs/performance-notes.md). No outer ORDER BY (the
     // lateral scan returns the events in offset order; run() checks), and "anything pending?" is a
     // statement of its own, asked only when nothing was claimed.
+    List<Field<?>> columns =
+        new ArrayList<>(
+            List.of(
+                cStream,
+                column(cRef, CHECKPOINT_OFFSET),
+                column(cRef, FAILURES),
+                column(cRef, STREAM_END),
+                column(cRef, TURN),
+                DSL.field(dsl.select(column(uRef, CHECKPOINT_OFFSET)).from(uRef))));
+    columns.addAll(EventRows.jdbcColumns(eRef));
     return dsl.with(c)
         .with(e)
         .with(u)
-        .select(
-            cStream,
-            column(cRef, CHECKPOINT_OFFSET),
-            column(cRef, FAILURES),
-            column(cRef, STREAM_END),
-            column(cRef, TURN),
-            DSL.field(dsl.select(column(uRef, CHECKPOINT_OFFSET)).from(uRef)),
-            column(eRef, EventTables.MESSAGE_ID),
-            column(eRef, STREAM_OFFSET),
-            column(eRef, TYPE),
-            column(eRef, EventTables.CORRELATION_ID),
-            column(eRef, EventTables.CAUSATION_ID),
-            column(eRef, EventTables.HEADERS).cast(SQLDataType.CLOB),
-            column(eRef, EventTables.PAYLOAD),
-            DSL.field(
-                "(extract(epoch from {0}) * 1000000)::bigint",
-                SQLDataType.BIGINT, column(eRef, EventTables.RECORDED_AT)))
+        .select(columns)
         .from(cRef)
         .leftJoin(eRef)
         .on(DSL.trueCondition());
