@@ -1,6 +1,5 @@
 package org.messagepump.commands.internal;
 
-import static org.messagepump.commands.internal.CommandTables.CLOCK_TIMESTAMP;
 import static org.messagepump.commands.internal.CommandTables.DELIVER_AT;
 import static org.messagepump.commands.internal.CommandTables.FAILURES;
 import static org.messagepump.commands.internal.CommandTables.LEASED_BY;
@@ -28,6 +27,7 @@ import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.LeaseLostException;
 import org.messagepump.core.Limits;
+import org.messagepump.core.spi.DatabaseClock;
 import org.messagepump.core.spi.Delivery;
 import org.messagepump.core.spi.StatementCache;
 
@@ -138,7 +138,9 @@ public final class LeaseQueries {
     Object names = one ? types.get(0) : types.toArray(String[]::new);
     List<Claim> out = new ArrayList<>();
     try (PreparedStatement ps =
-            statements.claim(one, max).prepare(connection, names, holder, seconds(lease));
+            statements
+                .claim(one, max)
+                .prepare(connection, names, holder, DatabaseClock.seconds(lease));
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         out.add(
@@ -176,7 +178,7 @@ public final class LeaseQueries {
         .update(c)
         .set(LEASE_TOKEN, t.leaseTokens.nextval())
         .set(LEASED_BY, HOLDER)
-        .set(DELIVER_AT, expiry(SECONDS))
+        .set(DELIVER_AT, DatabaseClock.afterSeconds(SECONDS))
         .set(
             FAILURES,
             ofC(FAILURES)
@@ -210,7 +212,8 @@ public final class LeaseQueries {
       byToken.put(claimed.leaseToken(), d);
     }
     List<Delivery> kept = new ArrayList<>(running.size());
-    try (PreparedStatement ps = statements.extend.prepare(connection, seconds(lease), ids, tokens);
+    try (PreparedStatement ps =
+            statements.extend.prepare(connection, DatabaseClock.seconds(lease), ids, tokens);
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         Delivery d = byToken.get(rs.getLong(1));
@@ -230,7 +233,7 @@ public final class LeaseQueries {
   private static Query extendQuery(DSLContext render, CommandTables t) {
     return render
         .update(t.commands)
-        .set(DELIVER_AT, expiry(SECONDS))
+        .set(DELIVER_AT, DatabaseClock.afterSeconds(SECONDS))
         .where(MESSAGE_ID.eq(DSL.any(IDS)))
         .and(LEASE_TOKEN.eq(DSL.any(TOKENS)))
         .and(LEASED_BY.isNotNull())
@@ -336,26 +339,5 @@ public final class LeaseQueries {
   /** {@code f} of the claim's target table, aliased {@code c}. */
   private static <T> Field<T> ofC(Field<T> f) {
     return DSL.field(DSL.name("c", f.getName()), f.getDataType());
-  }
-
-  /** A lease in seconds, the value of parameter {@code seconds}. */
-  private static Double seconds(Duration lease) {
-    return lease.toNanos() / 1e9;
-  }
-
-  /** {@code clock_timestamp()} plus the lease, the seconds bound. */
-  private static Field<Instant> expiry(Field<Double> seconds) {
-    Field<Object> interval =
-        DSL.function(
-            "make_interval",
-            Object.class,
-            DSL.inline(0),
-            DSL.inline(0),
-            DSL.inline(0),
-            DSL.inline(0),
-            DSL.inline(0),
-            DSL.inline(0),
-            seconds);
-    return DSL.field("{0} + {1}", SQLDataType.INSTANT, CLOCK_TIMESTAMP, interval);
   }
 }

@@ -52,4 +52,33 @@ public final class DatabaseClock {
     Objects.requireNonNull(delay, "delay");
     return nowOffset().plus(DSL.val(DayToSecond.valueOf(Inputs.delay("delay", delay))));
   }
+
+  /**
+   * {@code clock_timestamp()} plus {@code seconds}, a delay given as a number of seconds ({@code
+   * make_interval}): for a statement rendered once ({@link StatementCache}), whose parameters bind
+   * no interval value. {@link #seconds} gives the parameter's value.
+   */
+  public static Field<Instant> afterSeconds(Field<Double> seconds) {
+    return DSL.field("{0} + {1}", SQLDataType.INSTANT, now(), interval(seconds));
+  }
+
+  /** {@link #afterSeconds} as an {@link OffsetDateTime} column type. */
+  public static Field<OffsetDateTime> afterSecondsOffset(Field<Double> seconds) {
+    return DSL.field(
+        "{0} + {1}", SQLDataType.TIMESTAMPWITHTIMEZONE, nowOffset(), interval(seconds));
+  }
+
+  /**
+   * The value of {@link #afterSeconds}'s parameter for {@code delay} (checked by {@link Inputs}).
+   */
+  public static Double seconds(Duration delay) {
+    Objects.requireNonNull(delay, "delay");
+    return Inputs.delay("delay", delay).toNanos() / 1e9;
+  }
+
+  private static Field<Object> interval(Field<Double> seconds) {
+    Objects.requireNonNull(seconds, "seconds");
+    Field<Integer> zero = DSL.inline(0);
+    return DSL.function("make_interval", Object.class, zero, zero, zero, zero, zero, zero, seconds);
+  }
 }

@@ -34,6 +34,7 @@ import org.jooq.Record;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
+import org.messagepump.core.spi.DatabaseClock;
 import org.messagepump.core.spi.Inputs;
 import org.messagepump.core.spi.StatementCache;
 
@@ -157,7 +158,7 @@ public final class CheckpointQueries {
                     .set(FAILURES, FAILURE_COUNT)
                     .set(
                         RESUME_AT,
-                        EventTables.clockAfter(
+                        DatabaseClock.afterSecondsOffset(
                             StatementCache.parameter("seconds", SQLDataType.DOUBLE)))
                     .set(TURN, EventTables.nextTurn())
                     .set(UPDATED_AT, EventTables.clockTimestamp())
@@ -278,8 +279,9 @@ public final class CheckpointQueries {
   /** Makes a held stream due again after {@code delay} with a new failure count. */
   public void postpone(Connection c, long streamId, long checkpoint, int failures, Duration delay)
       throws SQLException {
-    double seconds = Inputs.delay("delay", delay).toNanos() / 1e9;
-    int n = postponeSql.executeUpdate(c, failures, seconds, handlerKey, streamId, checkpoint);
+    int n =
+        postponeSql.executeUpdate(
+            c, failures, DatabaseClock.seconds(delay), handlerKey, streamId, checkpoint);
     expectOne(n, streamId, checkpoint);
   }
 

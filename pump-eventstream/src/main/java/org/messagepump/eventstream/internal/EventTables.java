@@ -298,25 +298,6 @@ public final class EventTables {
     return DSL.table(template.toString(), parts.toArray(new QueryPart[0]));
   }
 
-  /**
-   * {@code clock_timestamp()} plus {@code seconds} ({@code make_interval}): a delay bound as a
-   * number of seconds, since a rendered statement binds no interval value.
-   */
-  public static Field<OffsetDateTime> clockAfter(Field<Double> seconds) {
-    Field<Object> interval =
-        DSL.function(
-            "make_interval",
-            Object.class,
-            DSL.inline(0),
-            DSL.inline(0),
-            DSL.inline(0),
-            DSL.inline(0),
-            DSL.inline(0),
-            DSL.inline(0),
-            seconds);
-    return DSL.field("{0} + {1}", SQLDataType.TIMESTAMPWITHTIMEZONE, clockTimestamp(), interval);
-  }
-
   /** The database clock, {@code clock_timestamp()}: the time every process agrees on. */
   public static Field<OffsetDateTime> clockTimestamp() {
     return DatabaseClock.nowOffset();
