@@ -137,7 +137,7 @@ public final class MessageBalancer {
                       "storing a message",
                       tx ->
                           StoreQueries.store(
-                              tables, tables.dsl(tx), group, partitionKey, content, props)));
+                              tx.connection(), tables, group, partitionKey, content, props)));
     } catch (RuntimeException | Error e) {
       ProducerHooks.failed(send, e);
       throw e;
@@ -168,7 +168,7 @@ public final class MessageBalancer {
                       "storing a message",
                       tx ->
                           StoreQueries.store(
-                              tables, tables.dsl(tx), group, partitionKey, content, props)));
+                              tx.connection(), tables, group, partitionKey, content, props)));
     } catch (RuntimeException | Error e) {
       ProducerHooks.failed(send, e);
       throw e;
@@ -263,7 +263,7 @@ public final class MessageBalancer {
 
   private long[] storeMany(Tx tx, Batch batch) {
     return StoreQueries.storeMany(
-        tables, tables.dsl(tx), group, batch.keys, batch.contents, batch.properties);
+        tx.connection(), tables, group, batch.keys, batch.contents, batch.properties);
   }
 
   /** Stores into this group inside {@code tx} ({@link BalancedContext#store}); checked first. */
@@ -293,7 +293,7 @@ public final class MessageBalancer {
                       "storing a message",
                       t ->
                           StoreQueries.store(
-                              tables, tables.dsl(t), group, partitionKey, content, props)));
+                              t.connection(), tables, group, partitionKey, content, props)));
     } catch (RuntimeException | Error e) {
       ProducerHooks.failed(send, e);
       throw e;

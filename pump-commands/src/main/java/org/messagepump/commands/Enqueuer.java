@@ -304,7 +304,8 @@ final class Enqueuer {
    */
   private static Query insertKeys(DSLContext dsl, CommandTables t) {
     Table<?> u =
-        CommandTables.rows(
+        StatementCache.rows(
+            false,
             "u",
             List.of("key", "id", "period"),
             StatementCache.parameter("keys", SQLDataType.CLOB.array()),
@@ -367,7 +368,7 @@ final class Enqueuer {
 
   /**
    * The insert of a list of commands: one row per element of eleven bound arrays, one per column
-   * ({@code INSERT … SELECT … FROM unnest(?, ?, …)}, {@link CommandTables#rows}). The due time is
+   * ({@code INSERT … SELECT … FROM unnest(?, ?, …)}, {@link StatementCache#rows}). The due time is
    * computed per row: the given instant, else the database clock ({@code clock_timestamp()}, so
    * rows keep their order) plus the delay. Instants and delays travel as ISO 8601 text ({@code
    * Instant.toString()}, {@code Duration.toString()}), which PostgreSQL reads exactly in any
@@ -388,7 +389,8 @@ final class Enqueuer {
             "key",
             "release");
     Table<?> u =
-        CommandTables.rows(
+        StatementCache.rows(
+            false,
             "u",
             names,
             StatementCache.parameter("ids", SQLDataType.UUID.array()),

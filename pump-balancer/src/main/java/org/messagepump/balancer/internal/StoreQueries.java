@@ -18,19 +18,32 @@ import static org.messagepump.balancer.internal.BalancerTables.P_RESUME_AT;
 import static org.messagepump.balancer.internal.BalancerTables.P_ROTATION;
 import static org.messagepump.balancer.internal.BalancerTables.clock;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.jooq.DSLContext;
+import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Record;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.balancer.model.GroupStats;
 import org.messagepump.balancer.model.PartitionStats;
+import org.messagepump.core.DatabaseException;
+import org.messagepump.core.spi.StatementCache;
 
 /** The SQL of storing messages and of introspection. */
 public final class StoreQueries {
@@ -40,124 +53,300 @@ public final class StoreQueries {
   private StoreQueries() {}
 
   /**
-   * Stores one message and returns its id. First a transaction-scoped advisory lock on the key
-   * serializes the key's producers (ids commit in key order, so a later id is never visible before
-   * an earlier one); then the key row is locked {@code FOR KEY SHARE} (created at the back of the
-   * rotation if missing), which keeps a consumer from deleting it as empty but does not wait for a
-   * consumer handling the key; then the message is inserted. Every value is bound.
+   * The statements of storing, per schema: built by jOOQ with named parameters and rendered once by
+   * the kit's {@link StatementCache}, every value bound. Each has one text whatever the number of
+   * messages or keys (arrays, not a multi-row {@code VALUES}).
+   */
+  private record Statements(
+      StatementCache.Statement lockKey,
+      StatementCache.Statement shareKey,
+      StatementCache.Statement createKey,
+      StatementCache.Statement insert,
+      StatementCache.Statement lockKeys,
+      StatementCache.Statement shareKeys,
+      StatementCache.Statement createKeys,
+      StatementCache.Statement insertMany) {
+
+    static Statements render(BalancerTables tables) {
+      Field<String> group = DeliveryQueries.GROUP;
+      Field<String[]> keys = StatementCache.parameter("keys", TEXT_ARRAY);
+      Field<String> t = DSL.field(DSL.name("u", "t"), String.class);
+      Field<String> k = DSL.field(DSL.name("n", "k"), String.class);
+      return new Statements(
+          StatementCache.render(
+              dsl ->
+                  dsl.select(
+                      advisoryLock(StatementCache.parameter("lock", SQLDataType.CLOB)), wake()),
+              "lock",
+              "channel"),
+          StatementCache.render(
+              dsl ->
+                  dsl.selectOne()
+                      .from(tables.partitions)
+                      .where(P_GROUP.eq(group))
+                      .and(P_KEY.eq(DeliveryQueries.KEY))
+                      .forKeyShare(),
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl ->
+                  dsl.insertInto(tables.partitions, P_GROUP, P_KEY, P_ROTATION)
+                      .values(group, DeliveryQueries.KEY, tables.rotation.nextval())
+                      .onConflictDoNothing(),
+              "group",
+              "key"),
+          StatementCache.render(
+              dsl ->
+                  dsl.insertInto(tables.messages, M_GROUP, M_KEY, M_CONTENT, M_PROPERTIES)
+                      .values(
+                          group,
+                          DeliveryQueries.KEY,
+                          StatementCache.parameter("content", SQLDataType.BLOB),
+                          StatementCache.parameter("properties", M_PROPERTIES.getDataType()))
+                      .returningResult(M_ID),
+              "group",
+              "key",
+              "content",
+              "properties"),
+          StatementCache.render(
+              dsl ->
+                  dsl.select(advisoryLock(t), wake())
+                      .from(
+                          StatementCache.rows(
+                              false,
+                              "u",
+                              List.of("t"),
+                              StatementCache.parameter("locks", TEXT_ARRAY))),
+              "locks",
+              "channel"),
+          StatementCache.render(
+              dsl ->
+                  dsl.select(P_KEY)
+                      .from(tables.partitions)
+                      .where(P_GROUP.eq(group))
+                      .and(P_KEY.in(BalancerTables.keySet(keys, "w")))
+                      .forKeyShare(),
+              "group",
+              "keys"),
+          // The rotation is drawn in the subquery's order: new keys join in order of appearance.
+          StatementCache.render(
+              dsl ->
+                  dsl.insertInto(tables.partitions, P_GROUP, P_KEY, P_ROTATION)
+                      .select(
+                          DSL.select(group, k, tables.rotation.nextval())
+                              .from(
+                                  DSL.select(t)
+                                      .from(StatementCache.rows(true, "u", List.of("t", "o"), keys))
+                                      .orderBy(DSL.field(DSL.name("u", "o")))
+                                      .asTable("n", "k")))
+                      .onConflictDoNothing(),
+              "group",
+              "keys"),
+          // Identity values are drawn in the order the rows reach the insert, the input's order.
+          StatementCache.render(
+              dsl ->
+                  dsl.insertInto(tables.messages, M_GROUP, M_KEY, M_CONTENT, M_PROPERTIES)
+                      .select(
+                          DSL.select(
+                                  group,
+                                  DSL.field(DSL.name("u", "key"), String.class),
+                                  DSL.field(DSL.name("u", "content"), byte[].class),
+                                  DSL.field(
+                                      DSL.name("u", "properties"), M_PROPERTIES.getDataType()))
+                              .from(
+                                  StatementCache.rows(
+                                      true,
+                                      "u",
+                                      List.of("key", "content", "properties", "n"),
+                                      keys,
+                                      StatementCache.parameter(
+                                          "contents", SQLDataType.BLOB.array()),
+                                      StatementCache.parameter("properties", TEXT_ARRAY)
+                                          .cast(M_PROPERTIES.getDataType().array())))
+                              .orderBy(DSL.field(DSL.name("u", "n"))))
+                      .returningResult(M_ID),
+              "group",
+              "keys",
+              "contents",
+              "properties"));
+    }
+
+    /** {@code pg_advisory_xact_lock(hashtextextended(text, seed))}: a key's producer lock. */
+    private static Field<Object> advisoryLock(Field<String> text) {
+      return DSL.function(
+          "pg_advisory_xact_lock",
+          SQLDataType.OTHER,
+          DSL.function("hashtextextended", SQLDataType.BIGINT, text, DSL.inline(LOCK_SEED)));
+    }
+
+    /**
+     * Wakes idle balancer pumps at commit (folded per transaction), in the lock's round trip. The
+     * payload is null, which {@code pg_notify} sends as the empty payload.
+     */
+    private static Field<Object> wake() {
+      return DSL.function(
+          "pg_notify",
+          SQLDataType.OTHER,
+          StatementCache.parameter("channel", SQLDataType.CLOB),
+          DSL.castNull(SQLDataType.CLOB));
+    }
+  }
+
+  private static final Map<String, Statements> BY_SCHEMA = new ConcurrentHashMap<>();
+
+  private static Statements statements(BalancerTables tables) {
+    return BY_SCHEMA.computeIfAbsent(tables.schema(), s -> Statements.render(tables));
+  }
+
+  /**
+   * Stores one message in the transaction on {@code connection} and returns its id. First a
+   * transaction-scoped advisory lock on the key serializes the key's producers (ids commit in key
+   * order, so a later id is never visible before an earlier one); then the key row is locked {@code
+   * FOR KEY SHARE} (created at the back of the rotation if missing), which keeps a consumer from
+   * deleting it as empty but does not wait for a consumer handling the key; then the message is
+   * inserted.
+   *
+   * @throws DatabaseException when a statement fails
    */
   public static long store(
+      Connection connection,
       BalancerTables tables,
-      DSLContext dsl,
       String group,
       String key,
       byte[] content,
       String propertiesJson) {
-    dsl.select(
-            DSL.function(
-                "pg_advisory_xact_lock",
-                SQLDataType.OTHER,
-                DSL.function(
-                    "hashtextextended",
-                    SQLDataType.BIGINT,
-                    DSL.val(lockText(tables, group, key)),
-                    DSL.val(LOCK_SEED))),
-            // In the same round trip: wake idle balancer pumps at commit (folded per transaction).
-            DSL.function(
-                "pg_notify", SQLDataType.OTHER, DSL.val(tables.wakeChannel()), DSL.val("")))
-        .fetch();
-    for (int attempt = 0; ; attempt++) {
-      if (dsl.selectOne()
-              .from(tables.partitions)
-              .where(DeliveryQueries.key(group, key))
-              .forKeyShare()
-              .fetchOne()
-          != null) {
-        break;
+    Statements st = statements(tables);
+    try {
+      try (PreparedStatement ps =
+              st.lockKey().prepare(connection, lockText(tables, group, key), tables.wakeChannel());
+          ResultSet rs = ps.executeQuery()) {
+        rs.next();
       }
-      if (attempt >= MAX_KEY_ROW_ATTEMPTS) {
-        throw new IllegalStateException(
-            "could not create the row of the key after " + MAX_KEY_ROW_ATTEMPTS + " attempts");
+      for (int attempt = 0; ; attempt++) {
+        try (PreparedStatement ps = st.shareKey().prepare(connection, group, key);
+            ResultSet rs = ps.executeQuery()) {
+          if (rs.next()) {
+            break;
+          }
+        }
+        if (attempt >= MAX_KEY_ROW_ATTEMPTS) {
+          throw new IllegalStateException(
+              "could not create the row of the key after " + MAX_KEY_ROW_ATTEMPTS + " attempts");
+        }
+        st.createKey().executeUpdate(connection, group, key);
       }
-      dsl.insertInto(tables.partitions, P_GROUP, P_KEY, P_ROTATION)
-          .values(DSL.val(group), DSL.val(key), tables.rotation.nextval())
-          .onConflictDoNothing()
-          .execute();
+      try (PreparedStatement ps =
+              st.insert().prepare(connection, group, key, content, JSONB.valueOf(propertiesJson));
+          ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          throw new IllegalStateException("the insert of a message returned no id");
+        }
+        return rs.getLong(1);
+      }
+    } catch (SQLException e) {
+      throw new DatabaseException("storing a message", e);
     }
-    return dsl.insertInto(tables.messages, M_GROUP, M_KEY, M_CONTENT, M_PROPERTIES)
-        .values(group, key, content, JSONB.valueOf(propertiesJson))
-        .returningResult(M_ID)
-        .fetchOne()
-        .value1();
   }
 
   /**
-   * Stores many messages of one group in the caller's transaction and returns their ids in input
-   * order; {@code keys}, {@code contents} and {@code properties} are parallel lists, already
-   * checked. The same locks as {@link #store} in four kinds of statement whatever the number of
+   * Stores many messages of one group in the transaction on {@code connection} and returns their
+   * ids in input order; {@code keys}, {@code contents} and {@code properties} are parallel lists,
+   * already checked. The same locks as {@link #store} in four statements whatever the number of
    * messages: the advisory locks of every distinct key (taken in one statement, in the order of
    * their lock texts, so two batches over the same keys cannot deadlock), the key rows ({@code FOR
    * KEY SHARE}, the missing ones created at the back of the rotation in order of first appearance),
-   * then one multi-row insert per {@value #INSERT_CHUNK} messages. Every value is bound.
+   * then the messages, one insert per chunk ({@link #chunkEnd}).
+   *
+   * @throws DatabaseException when a statement fails
    */
   public static long[] storeMany(
+      Connection connection,
       BalancerTables tables,
-      DSLContext dsl,
       String group,
       List<String> keys,
       List<byte[]> contents,
       List<String> properties) {
-    java.util.LinkedHashSet<String> distinct = new java.util.LinkedHashSet<>(keys);
+    Statements st = statements(tables);
+    LinkedHashSet<String> distinct = new LinkedHashSet<>(keys);
     String[] lockTexts = new String[distinct.size()];
     int i = 0;
     for (String key : distinct) {
       lockTexts[i++] = lockText(tables, group, key);
     }
-    java.util.Arrays.sort(lockTexts);
-    var t = DSL.field(DSL.name("u", "t"), String.class);
-    dsl.select(
-            DSL.function(
-                "pg_advisory_xact_lock",
-                SQLDataType.OTHER,
-                DSL.function("hashtextextended", SQLDataType.BIGINT, t, DSL.val(LOCK_SEED))),
-            DSL.function(
-                "pg_notify", SQLDataType.OTHER, DSL.val(tables.wakeChannel()), DSL.val("")))
-        .from(DSL.unnest(DSL.val(lockTexts, TEXT_ARRAY)).as("u", "t"))
-        .fetch();
-    lockKeyRows(tables, dsl, group, distinct);
-    long[] ids = new long[keys.size()];
-    for (int from = 0; from < keys.size(); from += INSERT_CHUNK) {
-      int to = Math.min(keys.size(), from + INSERT_CHUNK);
-      var insert = dsl.insertInto(tables.messages, M_GROUP, M_KEY, M_CONTENT, M_PROPERTIES);
-      var values =
-          insert.values(group, keys.get(from), contents.get(from), jsonb(properties, from));
-      for (int j = from + 1; j < to; j++) {
-        values = values.values(group, keys.get(j), contents.get(j), jsonb(properties, j));
+    Arrays.sort(lockTexts);
+    try {
+      try (PreparedStatement ps =
+              st.lockKeys().prepare(connection, lockTexts, tables.wakeChannel());
+          ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          // one row per lock taken
+        }
       }
-      // Identity values are drawn in VALUES order: the ids sorted ascending are the input order.
-      long[] chunk =
-          values.returningResult(M_ID).fetch().stream()
-              .mapToLong(r -> r.value1())
-              .sorted()
-              .toArray();
-      if (chunk.length != to - from) {
-        throw new IllegalStateException(
-            "the insert returned " + chunk.length + " ids for " + (to - from) + " messages");
+      lockKeyRows(connection, st, group, distinct);
+      long[] ids = new long[keys.size()];
+      for (int from = 0; from < keys.size(); ) {
+        int to = chunkEnd(contents, from);
+        long[] chunk = new long[to - from];
+        int n = 0;
+        try (PreparedStatement ps =
+                st.insertMany()
+                    .prepare(
+                        connection,
+                        group,
+                        keys.subList(from, to).toArray(new String[0]),
+                        contents.subList(from, to).toArray(new byte[0][]),
+                        properties.subList(from, to).toArray(new String[0]));
+            ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            if (n == chunk.length) {
+              throw new IllegalStateException(
+                  "the insert returned more ids than its " + chunk.length + " messages");
+            }
+            chunk[n++] = rs.getLong(1);
+          }
+        }
+        if (n != chunk.length) {
+          throw new IllegalStateException(
+              "the insert returned " + n + " ids for " + chunk.length + " messages");
+        }
+        // The ids are drawn in input order: sorted ascending they are the input's.
+        Arrays.sort(chunk);
+        System.arraycopy(chunk, 0, ids, from, chunk.length);
+        from = to;
       }
-      System.arraycopy(chunk, 0, ids, from, chunk.length);
+      return ids;
+    } catch (SQLException e) {
+      throw new DatabaseException("storing messages", e);
     }
-    return ids;
   }
 
-  /** Messages per multi-row insert: 4 bind values each, far below PostgreSQL's 65,535. */
+  /** Messages per insert, at most. */
   static final int INSERT_CHUNK = 1_000;
+
+  /**
+   * Content bytes per insert, at most (unless one message alone is larger): the contents travel as
+   * one {@code bytea[]} value, and PostgreSQL refuses a value of 1 GB or more.
+   */
+  static final long INSERT_CHUNK_BYTES = 64L << 20;
+
+  /**
+   * The end (exclusive) of the insert that starts at {@code from}: at most {@link #INSERT_CHUNK}
+   * messages and {@link #INSERT_CHUNK_BYTES} of content, and at least one message.
+   */
+  static int chunkEnd(List<byte[]> contents, int from) {
+    int to = from + 1;
+    long bytes = contents.get(from).length;
+    while (to < contents.size()
+        && to - from < INSERT_CHUNK
+        && bytes + contents.get(to).length <= INSERT_CHUNK_BYTES) {
+      bytes += contents.get(to).length;
+      to++;
+    }
+    return to;
+  }
 
   private static final long LOCK_SEED = 0x62616c616e636572L;
   private static final org.jooq.DataType<String[]> TEXT_ARRAY = SQLDataType.CLOB.array();
-
-  private static JSONB jsonb(List<String> properties, int i) {
-    return JSONB.valueOf(properties.get(i));
-  }
 
   /** The text hashed to the advisory lock id of a key's producers. */
   private static String lockText(BalancerTables tables, String group, String key) {
@@ -170,20 +359,18 @@ public final class StoreQueries {
    * in between is created again at the next attempt.
    */
   private static void lockKeyRows(
-      BalancerTables tables, DSLContext dsl, String group, java.util.Collection<String> keys) {
-    java.util.List<String> missing = new ArrayList<>(keys);
+      Connection connection, Statements st, String group, Collection<String> keys)
+      throws SQLException {
+    List<String> missing = new ArrayList<>(keys);
     for (int attempt = 0; ; attempt++) {
-      java.util.Set<String> locked =
-          new java.util.HashSet<>(
-              dsl.select(P_KEY)
-                  .from(tables.partitions)
-                  .where(P_GROUP.eq(group))
-                  .and(
-                      P_KEY.in(
-                          BalancerTables.keySet(
-                              DSL.val(missing.toArray(new String[0]), TEXT_ARRAY), "w")))
-                  .forKeyShare()
-                  .fetch(P_KEY));
+      Set<String> locked = new HashSet<>();
+      try (PreparedStatement ps =
+              st.shareKeys().prepare(connection, group, missing.toArray(new String[0]));
+          ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          locked.add(rs.getString(1));
+        }
+      }
       missing.removeIf(locked::contains);
       if (missing.isEmpty()) {
         return;
@@ -192,26 +379,7 @@ public final class StoreQueries {
         throw new IllegalStateException(
             "could not create the rows of the keys after " + MAX_KEY_ROW_ATTEMPTS + " attempts");
       }
-      var t = DSL.field(DSL.name("u", "t"), String.class);
-      var o = DSL.field(DSL.name("u", "o"), Long.class);
-      // The rotation is drawn in the subquery's order: new keys join in order of appearance.
-      var ordered =
-          DSL.select(t)
-              .from(
-                  DSL.unnest(DSL.val(missing.toArray(new String[0]), TEXT_ARRAY))
-                      .withOrdinality()
-                      .as("u", "t", "o"))
-              .orderBy(o)
-              .asTable("n", "k");
-      dsl.insertInto(tables.partitions, P_GROUP, P_KEY, P_ROTATION)
-          .select(
-              DSL.select(
-                      DSL.val(group),
-                      DSL.field(DSL.name("n", "k"), String.class),
-                      tables.rotation.nextval())
-                  .from(ordered))
-          .onConflictDoNothing()
-          .execute();
+      st.createKeys().executeUpdate(connection, group, missing.toArray(new String[0]));
     }
   }
 

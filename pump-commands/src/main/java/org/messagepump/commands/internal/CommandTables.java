@@ -200,21 +200,6 @@ public final class CommandTables {
   public static final Field<Instant> STATEMENT_TIMESTAMP = DatabaseClock.statementTime();
 
   /**
-   * The rows of parallel arrays, {@code unnest(a, b, …) AS alias(names…)}: row i holds element i of
-   * each array, in the arrays' order.
-   */
-  public static Table<?> rows(String alias, java.util.List<String> names, Field<?>... arrays) {
-    // A plain-SQL template of jOOQ parts: jOOQ's unnest takes one array, and its ROWS FROM gives
-    // each unnest an alias, which PostgreSQL refuses there.
-    StringBuilder template = new StringBuilder("unnest(");
-    for (int i = 0; i < arrays.length; i++) {
-      template.append(i == 0 ? "" : ", ").append('{').append(i).append('}');
-    }
-    return DSL.table(template.append(')').toString(), (Object[]) arrays)
-        .as(alias, names.toArray(String[]::new));
-  }
-
-  /**
    * {@code clock_timestamp()} plus the interval of text parameter {@code delay} (see {@link
    * #interval}): the due time of a postponement.
    */

@@ -103,12 +103,13 @@ public final class DeliveryStatements {
   }
 
   /**
-   * {@code INSERT … SELECT … FROM unnest(?, …) AS u(…)} ({@link CommandTables#rows}): one row per
+   * {@code INSERT … SELECT … FROM unnest(?, …) AS u(…)} ({@link StatementCache#rows}): one row per
    * element of five arrays, one per column; the database clock stamps them.
    */
   private static org.jooq.Query historyInsert(org.jooq.DSLContext dsl, CommandTables t) {
     Table<?> u =
-        CommandTables.rows(
+        StatementCache.rows(
+            false,
             "u",
             List.of("id", "type", "key", "attempts", "micros"),
             IDS,

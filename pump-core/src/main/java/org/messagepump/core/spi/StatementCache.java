@@ -17,10 +17,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import org.jooq.DSLContext;
 import org.jooq.DataType;
+import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Param;
 import org.jooq.Query;
+import org.jooq.QueryPart;
+import org.jooq.Record;
 import org.jooq.SQLDialect;
+import org.jooq.Table;
 import org.jooq.VisitContext;
 import org.jooq.VisitListener;
 import org.jooq.conf.ParamType;
@@ -131,6 +135,45 @@ public final class StatementCache<K> {
       kept.decrementAndGet();
     }
     return s;
+  }
+
+  /**
+   * The rows of parallel arrays, {@code unnest(a, b, …) AS alias(c1, c2, …)}: row i holds element i
+   * of each array (an array shorter than the others gives nulls). With array parameters this is one
+   * statement text for any number of rows, where a multi-row {@code VALUES} is a text per count.
+   * With {@code numbered} ({@code WITH ORDINALITY}) the last column is the row's number, from 1:
+   * {@code columns} names one column more than there are arrays.
+   *
+   * <p>A template of jOOQ parts (the arrays and the quoted names), because jOOQ's unnest takes one
+   * array and its {@code ROWS FROM} of several would give each an alias, which PostgreSQL refuses.
+   *
+   * @throws IllegalArgumentException when there is no array, or the columns do not match them
+   */
+  public static Table<Record> rows(
+      boolean numbered, String alias, List<String> columns, Field<?>... arrays) {
+    Objects.requireNonNull(alias, "alias");
+    if (arrays.length == 0 || columns.size() != arrays.length + (numbered ? 1 : 0)) {
+      throw new IllegalArgumentException(
+          columns.size()
+              + " columns for "
+              + arrays.length
+              + " arrays"
+              + (numbered ? " and their row number" : ""));
+    }
+    StringBuilder template = new StringBuilder("unnest(");
+    List<QueryPart> parts = new ArrayList<>(List.of(arrays));
+    for (int i = 0; i < arrays.length; i++) {
+      template.append(i == 0 ? "" : ", ").append('{').append(i).append('}');
+    }
+    template.append(numbered ? ") with ordinality as " : ") as ");
+    template.append('{').append(parts.size()).append("}(");
+    parts.add(DSL.name(alias));
+    for (int i = 0; i < columns.size(); i++) {
+      template.append(i == 0 ? "" : ", ").append('{').append(parts.size()).append('}');
+      parts.add(DSL.name(columns.get(i)));
+    }
+    template.append(')');
+    return DSL.table(template.toString(), parts.toArray(new QueryPart[0]));
   }
 
   /** How many shapes are kept. */

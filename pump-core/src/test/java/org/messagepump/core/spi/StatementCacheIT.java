@@ -301,4 +301,51 @@ class StatementCacheIT {
     }
     assertThatThrownBy(() -> new StatementCache<>(0)).isInstanceOf(IllegalArgumentException.class);
   }
+
+  @Test
+  void rowsOfParallelArraysAreOneTextForAnyNumberOfRows() throws Exception {
+    Table<Record> u =
+        StatementCache.rows(
+            true,
+            "u",
+            List.of("id", "body", "n"),
+            StatementCache.parameter("ids", SQLDataType.BIGINT.array()),
+            StatementCache.parameter("bodies", SQLDataType.CLOB.array()));
+    StatementCache.Statement insert =
+        StatementCache.render(
+            dsl ->
+                dsl.insertInto(NOTES, ID, BODY)
+                    .select(
+                        DSL.select(
+                                DSL.field(DSL.name("u", "id"), Long.class),
+                                DSL.field(DSL.name("u", "body"), String.class)
+                                    .concat(
+                                        DSL.field(DSL.name("u", "n"), Long.class)
+                                            .cast(SQLDataType.CLOB)))
+                            .from(u)),
+            "ids",
+            "bodies");
+    assertThat(insert.sql())
+        .contains(
+            "unnest(cast(? as bigint[]), cast(? as text[])) with ordinality as"
+                + " \"u\"(\"id\", \"body\", \"n\")");
+    try (Connection c = db.dataSource().getConnection()) {
+      assertThat(insert.executeUpdate(c, new Long[] {1L, 2L}, new String[] {"a'", null}))
+          .isEqualTo(2);
+      assertThat(insert.executeUpdate(c, new Long[] {3L}, new String[] {"c"})).isEqualTo(1);
+      try (PreparedStatement ps =
+              c.prepareStatement("SELECT id, body FROM cache_it.notes ORDER BY id");
+          ResultSet rs = ps.executeQuery()) {
+        List<String> rows = new ArrayList<>();
+        while (rs.next()) {
+          rows.add(rs.getLong(1) + "=" + rs.getString(2));
+        }
+        assertThat(rows).containsExactly("1=a'1", "2=null", "3=c1");
+      }
+    }
+    assertThatThrownBy(
+            () -> StatementCache.rows(false, "u", List.of("a", "b"), DSL.val(new Long[0])))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("2 columns for 1 arrays");
+  }
 }

@@ -1,13 +1,11 @@
 package org.messagepump.eventstream.internal;
 
 import java.time.OffsetDateTime;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import org.jooq.Field;
 import org.jooq.JSONB;
 import org.jooq.Name;
-import org.jooq.QueryPart;
 import org.jooq.Record;
 import org.jooq.SQLDialect;
 import org.jooq.Table;
@@ -272,30 +270,6 @@ public final class EventTables {
    */
   public static Field<Long> snapshotXmin() {
     return DSL.field("pg_snapshot_xmin(pg_current_snapshot())::text::bigint", SQLDataType.BIGINT);
-  }
-
-  /**
-   * {@code unnest(a, b, …) [WITH ORDINALITY] AS alias(c1, c2, …)}: PostgreSQL's unnest of several
-   * arrays at once, zipped into rows, the last column the row's number (from 1) when {@code
-   * ordinality}. A template of jOOQ parts (the bound arrays and the names): jOOQ's unnest takes one
-   * array (its ROWS FROM of several unnests would be the same rows in another statement text).
-   */
-  public static Table<Record> unnest(
-      boolean ordinality, String alias, List<String> columns, Field<?>... arrays) {
-    StringBuilder template = new StringBuilder("unnest(");
-    List<QueryPart> parts = new ArrayList<>(List.of(arrays));
-    for (int i = 0; i < arrays.length; i++) {
-      template.append(i == 0 ? "" : ", ").append('{').append(i).append('}');
-    }
-    template.append(ordinality ? ") with ordinality as " : ") as ");
-    template.append('{').append(parts.size()).append("}(");
-    parts.add(DSL.name(alias));
-    for (int i = 0; i < columns.size(); i++) {
-      template.append(i == 0 ? "" : ", ").append('{').append(parts.size()).append('}');
-      parts.add(DSL.name(columns.get(i)));
-    }
-    template.append(')');
-    return DSL.table(template.toString(), parts.toArray(new QueryPart[0]));
   }
 
   /** The database clock, {@code clock_timestamp()}: the time every process agrees on. */

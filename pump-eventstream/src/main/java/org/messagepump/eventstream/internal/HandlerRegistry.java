@@ -216,7 +216,7 @@ public final class HandlerRegistry {
    * The changed streams and their ends, the bound arrays {@code ids} and {@code ends}: {@code v}.
    */
   private static Table<Record> changed() {
-    return EventTables.unnest(false, "v", List.of("stream_id", "stream_end"), IDS, ENDS);
+    return StatementCache.rows(false, "v", List.of("stream_id", "stream_end"), IDS, ENDS);
   }
 
   /** {@code column} of {@link #changed}. */

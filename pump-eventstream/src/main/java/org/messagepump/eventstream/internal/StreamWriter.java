@@ -172,7 +172,7 @@ public final class StreamWriter {
     Field<byte[]> payload = DSL.field(DSL.name("e", "payload"), SQLDataType.BLOB);
     Field<Long> n = DSL.field(DSL.name("e", "n"), SQLDataType.BIGINT);
     Table<?> e =
-        EventTables.unnest(true, "e", List.of("id", "type", "payload", "n"), IDS, TYPES, PAYLOADS);
+        StatementCache.rows(true, "e", List.of("id", "type", "payload", "n"), IDS, TYPES, PAYLOADS);
     return dsl.insertInto(
             tables.events,
             EventTables.MESSAGE_ID,
@@ -204,7 +204,7 @@ public final class StreamWriter {
     Table<Record> st = tables.streamTypes.as("st");
     Field<String> type = DSL.field(DSL.name("t", "type"), SQLDataType.CLOB);
     Field<Long> latest = DSL.field(DSL.name("t", "latest"), SQLDataType.BIGINT);
-    Table<?> t = EventTables.unnest(false, "t", List.of("type", "latest"), TYPES, LATEST);
+    Table<?> t = StatementCache.rows(false, "t", List.of("type", "latest"), TYPES, LATEST);
     return dsl.insertInto(st, EventTables.STREAM_ID, EventTables.TYPE, LATEST_OFFSET)
         .select(dsl.select(STREAM, type, latest).from(t))
         .onConflict(EventTables.STREAM_ID, EventTables.TYPE)
