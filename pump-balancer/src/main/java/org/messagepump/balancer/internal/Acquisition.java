@@ -398,7 +398,18 @@ public final class Acquisition {
       bounds = bounds.and(P_ROTATION.gt(bound(lower)));
     }
     if (upper != 0) {
-      bounds = bounds.and(P_ROTATION.le(bound(upper)));
+      // With a lower bound too, the upper one is tested on an expression of the column, not the
+      // column: a filter on the rows the index scan returns in rotation order, not a second index
+      // bound. Two parameter bounds on one column are estimated as a range of 0.5% of the rows, and
+      // with 100 keys PostgreSQL then planned a bitmap scan of the whole range and a sort of it
+      // under the locks at every execution (a lap of 60 keys read and sorted to lock 2); with one
+      // bound the plan reads the ready index from the lower bound and stops at the limit. Past the
+      // upper bound it reads only keys that joined during the lap, when the range has too few.
+      bounds =
+          bounds.and(
+              lower != 0
+                  ? P_ROTATION.plus(DSL.inline(0L)).le(bound(upper))
+                  : P_ROTATION.le(bound(upper)));
     }
     return rangeWhere(tables, group, max, alias, part, bounds);
   }
