@@ -381,8 +381,8 @@ public final class Acquisition {
   }
 
   /**
-   * One range of the walk: ready keys with {@code lower < rotation <= upper} (bounds {@code lower}
-   * and {@code upper} by number, 0 for none), locked, each row marked with the range's number
+   * One range of the walk: ready keys with {@code lower < rotation}, and {@code rotation <= upper}
+   * unless {@code upper} is 0 (bounds by number), locked, each row marked with the range's number
    * {@code part}.
    */
   private static Table<?> range(
@@ -393,23 +393,16 @@ public final class Acquisition {
       int part,
       int lower,
       int upper) {
-    Condition bounds = DSL.noCondition();
-    if (lower != 0) {
-      bounds = bounds.and(P_ROTATION.gt(bound(lower)));
-    }
+    Condition bounds = P_ROTATION.gt(bound(lower));
     if (upper != 0) {
-      // With a lower bound too, the upper one is tested on an expression of the column, not the
-      // column: a filter on the rows the index scan returns in rotation order, not a second index
-      // bound. Two parameter bounds on one column are estimated as a range of 0.5% of the rows, and
-      // with 100 keys PostgreSQL then planned a bitmap scan of the whole range and a sort of it
-      // under the locks at every execution (a lap of 60 keys read and sorted to lock 2); with one
-      // bound the plan reads the ready index from the lower bound and stops at the limit. Past the
-      // upper bound it reads only keys that joined during the lap, when the range has too few.
-      bounds =
-          bounds.and(
-              lower != 0
-                  ? P_ROTATION.plus(DSL.inline(0L)).le(bound(upper))
-                  : P_ROTATION.le(bound(upper)));
+      // The upper bound is tested on an expression of the column, not the column: a filter on the
+      // rows the index scan returns in rotation order, not a second index bound. Two parameter
+      // bounds on one column are estimated as a range of 0.5% of the rows, and with 100 keys
+      // PostgreSQL then planned a bitmap scan of the whole range and a sort of it under the locks
+      // at every execution (a lap of 60 keys read and sorted to lock 2); with one bound the plan
+      // reads the ready index from the lower bound and stops at the limit. Past the upper bound it
+      // reads only keys that joined during the lap, when the range has too few.
+      bounds = bounds.and(P_ROTATION.plus(DSL.inline(0L)).le(bound(upper)));
     }
     return rangeWhere(tables, group, max, alias, part, bounds);
   }
