@@ -26,9 +26,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.jooq.CommonTableExpression;
@@ -841,10 +839,8 @@ public final class Acquisition {
     }
   }
 
-  private static final Map<String, Statements> BY_SCHEMA = new ConcurrentHashMap<>();
-
   private static Statements statements(BalancerTables tables) {
-    return BY_SCHEMA.computeIfAbsent(tables.schema(), s -> new Statements(tables));
+    return tables.statements(Statements.class, Statements::new);
   }
 
   /**
@@ -865,10 +861,9 @@ public final class Acquisition {
    * batch of one read every key row and sorted them at each delivery (a sequential scan under the
    * row locks, which keep the sort from stopping early).
    *
-   * <p>The texts are kept per schema, not per driver: they do not depend on the group, which is
-   * bound. A batch of 10 asks for every {@code max} from 1 to 10 over time, and each new driver
-   * rendering its own through jOOQ was a burst of rendering (and of JIT compilation) at its start
-   * (docs/benchmarks.md).
+   * <p>The texts are kept with the schema's tables ({@link BalancerTables#statements}), not per
+   * driver: they do not depend on the group, which is bound, and a batch of 10 asks for every
+   * {@code max} from 1 to 10 over time.
    */
   public static Text text(BalancerTables tables, int max, int shape, int perKey) {
     return new Text(statements(tables).acquire(max, shape, Math.min(perKey, max)));

@@ -38,6 +38,8 @@ public final class BalancerTables {
 
   private final String schema;
   private final Settings settings;
+  private final java.util.Map<Class<?>, Object> statements =
+      new java.util.concurrent.ConcurrentHashMap<>();
 
   /** Stored messages. */
   public final Table<Record> messages;
@@ -66,6 +68,27 @@ public final class BalancerTables {
                 "group")
             .refusingBlankNames();
     this.settings = new Settings().withRenderSchema(true).withExecuteLogging(false);
+  }
+
+  /**
+   * The statements of one kind for this schema ({@code kind}: a query class's holder of rendered
+   * statements), made by {@code render} on first use and kept with these tables: every driver and
+   * operation of a balancer shares them, and every balancer of the default schema. Kept per schema,
+   * not per driver: a driver rendering its own through jOOQ at its start was a burst of rendering
+   * and of JIT compilation (docs/benchmarks.md).
+   */
+  public <T> T statements(Class<T> kind, java.util.function.Function<BalancerTables, T> render) {
+    Object kept = statements.get(kind);
+    if (kept == null) {
+      // Not computeIfAbsent: two threads may both render on first use (the one kept wins), which a
+      // lock held while jOOQ renders would not make cheaper.
+      T made = render.apply(this);
+      kept = statements.putIfAbsent(kind, made);
+      if (kept == null) {
+        return made;
+      }
+    }
+    return kind.cast(kept);
   }
 
   /** The tables of {@code schema}, validated by {@link #schemaName}. */

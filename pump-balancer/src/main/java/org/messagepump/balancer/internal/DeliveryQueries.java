@@ -166,11 +166,8 @@ public final class DeliveryQueries {
     }
   }
 
-  private static final java.util.Map<String, Statements> BY_SCHEMA =
-      new java.util.concurrent.ConcurrentHashMap<>();
-
   private static Statements statements(BalancerTables tables) {
-    return BY_SCHEMA.computeIfAbsent(tables.schema(), s -> Statements.render(tables));
+    return tables.statements(Statements.class, Statements::render);
   }
 
   /** The key-row condition of one key. */

@@ -23,9 +23,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Record;
@@ -85,10 +83,8 @@ public final class LeaseQueries {
     }
   }
 
-  private static final Map<String, Statements> BY_SCHEMA = new ConcurrentHashMap<>();
-
   private static Statements statements(BalancerTables tables) {
-    return BY_SCHEMA.computeIfAbsent(tables.schema(), s -> Statements.render(tables));
+    return tables.statements(Statements.class, Statements::render);
   }
 
   /** The lease of the key of parameters group and key: its message id and token. */

@@ -33,7 +33,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.JSONB;
@@ -192,10 +191,8 @@ public final class StoreQueries {
     }
   }
 
-  private static final Map<String, Statements> BY_SCHEMA = new ConcurrentHashMap<>();
-
   private static Statements statements(BalancerTables tables) {
-    return BY_SCHEMA.computeIfAbsent(tables.schema(), s -> Statements.render(tables));
+    return tables.statements(Statements.class, Statements::render);
   }
 
   /**
