@@ -180,6 +180,9 @@ final class ConsoleCommand implements Callable<Integer> {
   /** Counted down when everything is closed: Ctrl-C's shutdown hook waits for it. */
   private final CountDownLatch closed = new CountDownLatch(1);
 
+  /** The thread serving was interrupted: it stopped as on Ctrl-C, and keeps the interrupt. */
+  private boolean interrupted;
+
   @Override
   public Integer call() throws Exception {
     // pump logs at ERROR unless --verbose; the audit lines are the console's record at INFO.
@@ -191,6 +194,9 @@ final class ConsoleCommand implements Callable<Integer> {
       return run();
     } finally {
       closed.countDown();
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 
@@ -328,6 +334,11 @@ final class ConsoleCommand implements Callable<Integer> {
         } else {
           stop.await();
         }
+      } catch (InterruptedException e) {
+        // A program running the command on a thread of its own stops it by interrupting that
+        // thread: the console stops as on Ctrl-C, closes everything with the interrupt cleared,
+        // and sets it again once closed.
+        interrupted = true;
       } finally {
         try {
           Runtime.getRuntime().removeShutdownHook(hook);

@@ -12,7 +12,10 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -31,6 +34,20 @@ class ConsoleCommandIT {
     all[args.length + 1] = "--user=" + db.server().user();
     all[args.length + 2] = "--password=" + db.server().password();
     return PumpCli.execute(new PrintWriter(out, true), new PrintWriter(err, true), all);
+  }
+
+  /**
+   * Interrupts the thread serving the console, as a program that runs the command on a thread of
+   * its own stops it, and returns the command's exit code. ({@code --exit-after} is only the bound
+   * of a test that fails before it gets here.)
+   */
+  private static int stopped(ExecutorService console, Future<Integer> code) throws Exception {
+    console.shutdownNow();
+    try {
+      return code.get(60, TimeUnit.SECONDS);
+    } finally {
+      assertThat(console.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+    }
   }
 
   @Test
@@ -75,8 +92,9 @@ class ConsoleCommandIT {
     assertThat(run(new StringWriter(), new StringWriter(), db, "migrate")).isZero();
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
-    CompletableFuture<Integer> code =
-        CompletableFuture.supplyAsync(
+    ExecutorService console = Executors.newSingleThreadExecutor();
+    Future<Integer> code =
+        console.submit(
             () ->
                 run(
                     out,
@@ -89,7 +107,7 @@ class ConsoleCommandIT {
                     "--actor",
                     "cli-test",
                     "--exit-after",
-                    "PT10S"));
+                    "PT120S"));
     Pattern url = Pattern.compile("console: (http://127\\.0\\.0\\.1:\\d+/)");
     await().atMost(Duration.ofSeconds(60)).until(() -> url.matcher(out.toString()).find());
     Matcher m = url.matcher(out.toString());
@@ -102,7 +120,7 @@ class ConsoleCommandIT {
     assertThat(page.statusCode()).isEqualTo(200);
     assertThat(page.body()).contains("read-only", "cli-test", "No dead letters.");
     assertThat(out.toString()).contains("tokenless: serves direct loopback clients only");
-    assertThat(code.get()).as(err.toString()).isZero();
+    assertThat(stopped(console, code)).as(err.toString()).isZero();
   }
 
   @Test
@@ -113,8 +131,9 @@ class ConsoleCommandIT {
         operators, "# name token\nalice  alice-token-0123456789\nbob\tbob-token-0123456789\n");
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
-    CompletableFuture<Integer> code =
-        CompletableFuture.supplyAsync(
+    ExecutorService console = Executors.newSingleThreadExecutor();
+    Future<Integer> code =
+        console.submit(
             () ->
                 run(
                     out,
@@ -126,7 +145,7 @@ class ConsoleCommandIT {
                     "--operators",
                     operators.toString(),
                     "--exit-after",
-                    "PT10S"));
+                    "PT120S"));
     Pattern url = Pattern.compile("console: (http://\\[::1\\]:\\d+/)");
     await().atMost(Duration.ofSeconds(60)).until(() -> url.matcher(out.toString()).find());
     Matcher m = url.matcher(out.toString());
@@ -146,7 +165,7 @@ class ConsoleCommandIT {
             HttpResponse.BodyHandlers.ofString());
     assertThat(bob.statusCode()).isEqualTo(200);
     assertThat(bob.body()).contains("id=\"actor\">bob<");
-    assertThat(code.get()).as(err.toString()).isZero();
+    assertThat(stopped(console, code)).as(err.toString()).isZero();
   }
 
   @Test
