@@ -258,12 +258,12 @@ final class BenchCommand implements Callable<Integer> {
   private static final double SETTLED_JIT_SHARE = 0.02;
 
   /**
-   * Twelve rounds at most; one below {@code --scale} 0.1, a smoke run whose rounds are too small for
-   * the JIT to settle in and whose figures mean nothing (the build's test of the command). With six,
-   * the balancer's warm-up ended unsettled in every one of 16 --quick runs on a two-core machine
-   * (the last round 2.5-27% JIT): the acquisition, a large method, is compiled again after each
-   * deoptimization on a branch first taken late (a key raced by another worker), which took 0.4-3 s
-   * of a compiler thread each time; with twelve it settled after 7 and 9 rounds.
+   * Twelve rounds at most; one below {@code --scale} 0.1, a smoke run whose rounds are too small
+   * for the JIT to settle in and whose figures mean nothing (the build's test of the command). With
+   * six, the balancer's warm-up ended unsettled in every one of 16 --quick runs on a two-core
+   * machine (the last round 2.5-27% JIT): the acquisition, a large method, is compiled again after
+   * each deoptimization on a branch first taken late (a key raced by another worker), which took
+   * 0.4-3 s of a compiler thread each time; with twelve, 9 of 10 runs settled, after 6-12 rounds.
    */
   private int maxWarmUpRounds() {
     return smoke() ? 1 : 12;

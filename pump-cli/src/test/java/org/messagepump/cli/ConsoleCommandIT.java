@@ -16,6 +16,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -48,6 +49,21 @@ class ConsoleCommandIT {
     } finally {
       assertThat(console.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
     }
+  }
+
+  /**
+   * Runs {@code command} on {@code console}'s thread; its exit code, once it has checked that the
+   * thread's interrupt, if it was interrupted, is set again when the command returns.
+   */
+  private static Future<Integer> serving(ExecutorService console, IntSupplier command) {
+    return console.submit(
+        () -> {
+          int code = command.getAsInt();
+          assertThat(Thread.currentThread().isInterrupted())
+              .as("the interrupt that stopped the console is set again")
+              .isTrue();
+          return code;
+        });
   }
 
   @Test
@@ -94,7 +110,8 @@ class ConsoleCommandIT {
     StringWriter err = new StringWriter();
     ExecutorService console = Executors.newSingleThreadExecutor();
     Future<Integer> code =
-        console.submit(
+        serving(
+            console,
             () ->
                 run(
                     out,
@@ -133,7 +150,8 @@ class ConsoleCommandIT {
     StringWriter err = new StringWriter();
     ExecutorService console = Executors.newSingleThreadExecutor();
     Future<Integer> code =
-        console.submit(
+        serving(
+            console,
             () ->
                 run(
                     out,
