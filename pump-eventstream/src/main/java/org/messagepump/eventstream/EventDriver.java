@@ -82,14 +82,6 @@ public final class EventDriver implements Driver {
   private final AtomicBoolean refreshDue = new AtomicBoolean(true);
   private final AtomicLong acquisitions = new AtomicLong();
 
-  /**
-   * The turn of the row this driver claimed last: the next claim takes the first ready row after
-   * it, or starts a new lap ({@link Long#MIN_VALUE}: from the start). Shared by the pump's workers,
-   * so they take consecutive rows; a race between two of them only makes one claim start a little
-   * earlier in the lap.
-   */
-  private final AtomicLong cursor = new AtomicLong(Long.MIN_VALUE);
-
   private final HandlerLock handlerLock;
   private final Meters.Counter conflicts;
   private final Meters.Counter parked;
@@ -223,34 +215,42 @@ public final class EventDriver implements Driver {
         }
       }
     }
+    // The streams this transaction holds: claimed, or given back (excluded from the next claims,
+    // not counted against streamsPerPoll).
     Set<Long> claimed = new LinkedHashSet<>();
+    int givenBack = 0;
     List<Delivery> deliveries = new ArrayList<>();
-    while (deliveries.size() < max && claimed.size() < streamsPerPoll) {
+    while (deliveries.size() < max && claimed.size() - givenBack < streamsPerPoll) {
       int limit = max - deliveries.size();
-      PendingClaim.Claimed claim = pending.run(tx.connection(), claimed, cursor.get(), limit);
+      PendingClaim.Claimed claim = pending.run(tx.connection(), claimed, limit);
       if (claim.checkpoint() == null && !refreshed) {
         refreshed = true;
         if (refresh(tx) == HandlerRegistry.Refresh.CHANGED) {
-          claim = pending.run(tx.connection(), claimed, cursor.get(), limit);
+          claim = pending.run(tx.connection(), claimed, limit);
         }
       }
       if (claim.checkpoint() == null) {
-        // The walk went round and found nothing free: the next one starts from the start, one
-        // statement for an idle poll instead of two.
-        cursor.set(claim.turn());
         break;
       }
-      cursor.set(claim.turn());
       claimed.add(claim.checkpoint().streamId());
+      if (claim.overtaken()) {
+        // Served a moment ago (another worker claimed it after this claim read the cursor): left
+        // as it was for its next turn, and the walk goes on from the cursor.
+        giveBack(tx, claim);
+        givenBack++;
+        continue;
+      }
       take(tx, claim.checkpoint(), claim.events(), claim.stored(), deliveries);
     }
     if (deliveries.isEmpty()
         && !heldStreamWait.isZero()
-        && claimed.size() < streamsPerPoll
+        && claimed.isEmpty()
         && pending.anyPending(tx.connection(), claimed)) {
       // Every pending stream is held, most likely by a delivery of this handler about to commit:
       // wait briefly for one rather than make the pump sleep a whole poll interval. (An idle
-      // handler, with nothing pending at all, does not get here.)
+      // handler, with nothing pending at all, does not get here.) Only while this transaction
+      // holds no row: holding one (given back, or a stream without the handler's types) while
+      // waiting for another closes a cycle with an operation (reset) that waits for both.
       LockedCheckpoint claim =
           HandlerLock.waiting(
               tx, heldStreamWait, () -> queries.waitForPending(tx.connection(), claimed));
@@ -264,6 +264,15 @@ public final class EventDriver implements Driver {
       }
     }
     return deliveries;
+  }
+
+  /** Undoes an overtaken claim's bookkeeping, when its statement moved the checkpoint. */
+  private void giveBack(Tx tx, PendingClaim.Claimed claim) throws SQLException {
+    LockedCheckpoint row = claim.checkpoint();
+    if (claim.stored() != row.checkpoint()) {
+      queries.giveBack(
+          tx.connection(), row.streamId(), claim.stored(), row.checkpoint(), row.failures());
+    }
   }
 
   /** Refreshes the handler's rows unless another transaction is doing it. */

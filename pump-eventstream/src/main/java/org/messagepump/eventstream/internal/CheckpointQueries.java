@@ -57,6 +57,8 @@ public final class CheckpointQueries {
   private static final Param<Long> STREAM = StatementCache.parameter("stream", SQLDataType.BIGINT);
   private static final Param<Long> CHECKPOINT =
       StatementCache.parameter("checkpoint", SQLDataType.BIGINT);
+  private static final Param<Long> NEXT =
+      StatementCache.parameter("next", CHECKPOINT_OFFSET.getDataType());
   private static final Param<Integer> FAILURE_COUNT =
       StatementCache.parameter("failures", SQLDataType.INTEGER);
 
@@ -69,6 +71,7 @@ public final class CheckpointQueries {
   private final StatementCache.Statement nextEventsSql;
   private final StatementCache.Statement postponeSql;
   private final StatementCache.Statement parkSql;
+  private final StatementCache.Statement giveBackSql;
 
   /**
    * Queries for one handler of the store in {@code tables} and the event types it wants. Each is
@@ -83,9 +86,7 @@ public final class CheckpointQueries {
         StatementCache.render(
             dsl ->
                 dsl.update(cp)
-                    .set(
-                        CHECKPOINT_OFFSET,
-                        StatementCache.parameter("next", CHECKPOINT_OFFSET.getDataType()))
+                    .set(CHECKPOINT_OFFSET, NEXT)
                     .set(FAILURES, inline(0))
                     .set(UPDATED_AT, EventTables.clockTimestamp())
                     .where(guard()),
@@ -182,6 +183,18 @@ public final class CheckpointQueries {
             "handler",
             "stream",
             "checkpoint");
+    this.giveBackSql =
+        StatementCache.render(
+            dsl ->
+                dsl.update(cp)
+                    .set(CHECKPOINT_OFFSET, NEXT)
+                    .set(FAILURES, FAILURE_COUNT)
+                    .where(guard()),
+            "next",
+            "failures",
+            "handler",
+            "stream",
+            "checkpoint");
   }
 
   /** The advisory lock key of a handler with minimal concurrency. */
@@ -274,6 +287,19 @@ public final class CheckpointQueries {
    */
   public void setOffset(Connection c, long streamId, long old, long next) throws SQLException {
     expectOne(setOffsetSql.executeUpdate(c, next, handlerKey, streamId, old), streamId, old);
+  }
+
+  /**
+   * Undoes a claim's bookkeeping on a row this transaction holds: the checkpoint back from {@code
+   * stored} to {@code checkpoint} and the failure count as it was, the row's turn unchanged. For a
+   * claim that is not served after all (see {@link PendingClaim.Claimed#overtaken()}).
+   */
+  public void giveBack(Connection c, long streamId, long stored, long checkpoint, int failures)
+      throws SQLException {
+    expectOne(
+        giveBackSql.executeUpdate(c, checkpoint, failures, handlerKey, streamId, stored),
+        streamId,
+        stored);
   }
 
   /** Makes a held stream due again after {@code delay} with a new failure count. */

@@ -22,6 +22,9 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.jooq.CommonTableExpression;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
@@ -69,15 +72,67 @@ public final class PendingClaim {
    * claim ({@code checkpoint} null); {@code turn}: the claimed row's turn (the driver's next
    * cursor), {@link Long#MIN_VALUE} when nothing was claimed; {@code stored}: the checkpoint the
    * row holds after the claim (past the last event read, or the claim's checkpoint when there was
-   * none).
+   * none); {@code overtaken}: another claim of this driver took the same row after this one read
+   * the cursor, and was served (see {@link Recent}): the caller gives the row back ({@link
+   * CheckpointQueries#giveBack}) instead of serving it twice in a row.
    */
   public record Claimed(
-      LockedCheckpoint checkpoint, List<EventRows.Row> events, long turn, long stored) {}
+      LockedCheckpoint checkpoint,
+      List<EventRows.Row> events,
+      long turn,
+      long stored,
+      boolean overtaken) {
+
+    Claimed asOvertaken() {
+      return new Claimed(checkpoint, events, turn, stored, true);
+    }
+  }
 
   private final EventTables tables;
   private final String handlerKey;
   private final String[] types;
   private final StatementCache.Statement pendingSql;
+
+  /** This driver's place in the walk, shared by the pump's workers: see {@link Cursor}. */
+  private final AtomicReference<Cursor> cursor = new AtomicReference<>(Cursor.START);
+
+  /**
+   * A driver's place in its round-robin walk: the lap, and the turn of the row claimed last in it
+   * ({@link Long#MIN_VALUE}: the lap starts from the start). The next claim takes the first ready
+   * row after it, so the pump's workers take consecutive rows. Concurrent claims merge by {@link
+   * #later}: a worker whose claim is behind another's (an earlier lap, or an earlier turn in the
+   * same lap) leaves the cursor where it is. Set back to an earlier turn, the next claim would take
+   * again a row served since, still pending, and serve its stream twice in one lap, ahead of every
+   * stream waiting behind it (a tenth of the deliveries, with 4 workers on 2 cores).
+   *
+   * <p>A claim reads the cursor before its statement runs; when another worker claimed a row after
+   * that read and its delivery committed (releasing the row) before the statement ran, the
+   * statement can take the same row again, served a moment ago. Such a claim is {@link
+   * Claimed#overtaken() overtaken}: see {@link Recent}.
+   */
+  record Cursor(long lap, long turn) {
+    static final Cursor START = new Cursor(0, Long.MIN_VALUE);
+
+    static Cursor later(Cursor a, Cursor b) {
+      if (a.lap != b.lap) {
+        return a.lap > b.lap ? a : b;
+      }
+      return a.turn >= b.turn ? a : b;
+    }
+  }
+
+  /**
+   * The last {@value #RECENT} claims of this driver, the {@code n}-th at {@code n % RECENT}: a
+   * claim that finds its row's turn among the claims made since it read the cursor is overtaken.
+   * (The cursor alone cannot tell: a claim running beside this one passes the row this one holds,
+   * as it passes any held row, and moves the cursor beyond it.) A claim overtaken by more than
+   * {@value #RECENT} others, its entries overwritten, is served.
+   */
+  private record Recent(long n, long turn) {}
+
+  private static final int RECENT = 256;
+  private final AtomicLong claimCount = new AtomicLong();
+  private final AtomicReferenceArray<Recent> recent = new AtomicReferenceArray<>(RECENT);
 
   /** The claim statement per limit: at most one per batch size a pump may ask for. */
   private final StatementCache<Integer> claims = new StatementCache<>(Limits.MAX_BATCH_SIZE);
@@ -237,19 +292,53 @@ public final class PendingClaim {
   }
 
   /**
-   * Claims and reads: the first ready row whose turn is after {@code cursor}, else (a new lap) the
-   * first from the start, a second statement; the result's checkpoint is null when no ready row is
-   * free. Its {@code turn} is the claimed row's; when nothing was claimed, {@link Long#MIN_VALUE}:
-   * the walk went round, so the caller's next walk may start from the start (one statement for an
-   * idle handler's poll, not two).
+   * Claims and reads the next row of the walk: the first ready row whose turn is after this
+   * driver's cursor, else (a new lap) the first from the start, a second statement; the result's
+   * checkpoint is null when no ready row is free, and the next walk starts from the start (one
+   * statement for an idle handler's poll, not two). The cursor moves to the claimed row (see {@link
+   * Cursor}).
    */
-  public Claimed run(Connection c, Collection<Long> exclude, long cursor, int limit)
-      throws SQLException {
-    Claimed claimed = step(c, exclude, cursor, limit);
-    if (claimed.checkpoint() == null && cursor != Long.MIN_VALUE) {
-      claimed = step(c, exclude, Long.MIN_VALUE, limit);
+  public Claimed run(Connection c, Collection<Long> exclude, int limit) throws SQLException {
+    long seen = claimCount.get(); // before the cursor: a claim counted later moved it later
+    Cursor at = cursor.get();
+    Claimed claimed = step(c, exclude, at.turn(), limit);
+    Cursor reached;
+    if (claimed.checkpoint() != null) {
+      reached = new Cursor(at.lap(), claimed.turn());
+    } else {
+      if (at.turn() != Long.MIN_VALUE) {
+        claimed = step(c, exclude, Long.MIN_VALUE, limit);
+      }
+      if (claimed.checkpoint() == null) {
+        // Nothing free: the next walk starts from the start, unless another claim moved the
+        // cursor meanwhile (its rows may not have been visible to this one, as at a registration).
+        cursor.compareAndSet(at, new Cursor(at.lap() + 1, Long.MIN_VALUE));
+        return claimed;
+      }
+      reached = new Cursor(at.lap() + 1, claimed.turn());
     }
+    if (claimedSince(seen, claimed.turn())) {
+      return claimed.asOvertaken();
+    }
+    long n = claimCount.incrementAndGet();
+    recent.set((int) (n % RECENT), new Recent(n, claimed.turn()));
+    cursor.accumulateAndGet(reached, Cursor::later);
     return claimed;
+  }
+
+  /**
+   * Whether a claim counted after {@code seen} took the row of {@code turn}. A claim counted but
+   * not yet recorded still holds its row, so it cannot be the one this claim took again.
+   */
+  private boolean claimedSince(long seen, long turn) {
+    long now = claimCount.get();
+    for (long n = Math.max(seen + 1, now - RECENT + 1); n <= now; n++) {
+      Recent r = recent.get((int) (n % RECENT));
+      if (r != null && r.n() == n && r.turn() == turn) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** One statement of the walk: the first ready row after {@code cursor}, claimed and read. */
@@ -297,7 +386,7 @@ public final class PendingClaim {
                   + (last - 1));
         }
       }
-      return new Claimed(claim, rows, turn, stored);
+      return new Claimed(claim, rows, turn, stored, false);
     }
   }
 }
