@@ -164,12 +164,13 @@ final class BenchCommand implements Callable<Integer> {
 
   /**
    * Measures a target row as {@link #pairs()} pairs, each a baseline run of {@code workers} workers
-   * over {@code rows} rows and then {@code subject} ({@code prepare} first, untimed), and returns
-   * the pairs sorted by ratio; the row reports the median pair, and its {@code ratios} parameter
-   * the lowest, median and highest. One --quick run of either side moved by about ±0.15 between
-   * runs on a shared two-core machine; a ratio of two runs made back to back, and the median of
-   * three such, drifts much less than a ratio of runs minutes apart. The median pair's baseline
-   * becomes the baseline of {@code workers} for the part's other rows.
+   * over {@code rows} rows and then {@code subject} ({@code prepare} first, untimed), after one
+   * untimed {@code prepare} and {@code subject} (not in a smoke run), and returns the pairs sorted
+   * by ratio; the row reports the median pair, and its {@code ratios} parameter the lowest, median
+   * and highest. One --quick run of either side moved by about ±0.15 between runs on a shared
+   * two-core machine; a ratio of two runs made back to back, and the median of three such, drifts
+   * much less than a ratio of runs minutes apart. The median pair's baseline becomes the baseline
+   * of {@code workers} for the part's other rows.
    */
   private <T> List<Pair<T>> paired(
       DataSource ds,
@@ -181,6 +182,17 @@ final class BenchCommand implements Callable<Integer> {
       java.util.function.ToDoubleFunction<T> rate)
       throws Exception {
     List<Pair<T>> pairs = new java.util.ArrayList<>();
+    if (!smoke()) {
+      // One untimed run of the row's own workload first. The part's warm-up runs every workload in
+      // turn, and a branch that one workload takes and the one compiled before it never did (a
+      // run of several messages of a key after batches of one) makes the JIT drop that method
+      // and compile it again; measured on the balancer's acquisition, that recompilation (about a
+      // second of one core) fell inside the timed drain after the warm-up in 13 of 21 runs (38 to
+      // 112 us of compilation per delivery, where 1 to 10 is usual). Run here, it is over before
+      // the timed pairs, which wait for a quiet JIT.
+      prepare.run();
+      subject.run();
+    }
     for (int i = 0; i < pairs(); i++) {
       Timed<Double> base = timed(rows, () -> BenchBaseline.skipLocked(ds, workers, rows));
       prepare.run();
