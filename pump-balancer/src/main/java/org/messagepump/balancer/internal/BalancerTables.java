@@ -38,8 +38,8 @@ public final class BalancerTables {
 
   private final String schema;
   private final Settings settings;
-  private final java.util.Map<Class<?>, Object> statements =
-      new java.util.concurrent.ConcurrentHashMap<>();
+  private final org.messagepump.core.spi.StatementSets<BalancerTables> statements =
+      new org.messagepump.core.spi.StatementSets<>(this);
 
   /** Stored messages. */
   public final Table<Record> messages;
@@ -78,17 +78,7 @@ public final class BalancerTables {
    * and of JIT compilation (docs/benchmarks.md).
    */
   public <T> T statements(Class<T> kind, java.util.function.Function<BalancerTables, T> render) {
-    Object kept = statements.get(kind);
-    if (kept == null) {
-      // Not computeIfAbsent: two threads may both render on first use (the one kept wins), which a
-      // lock held while jOOQ renders would not make cheaper.
-      T made = render.apply(this);
-      kept = statements.putIfAbsent(kind, made);
-      if (kept == null) {
-        return made;
-      }
-    }
-    return kind.cast(kept);
+    return statements.get(kind, render);
   }
 
   /** The tables of {@code schema}, validated by {@link #schemaName}. */

@@ -64,137 +64,147 @@ public final class CheckpointQueries {
 
   private final String handlerKey;
   private final String[] types;
-  private final StatementCache.Statement setOffsetSql;
-  private final StatementCache.Statement waitForPendingSql;
-  private final StatementCache.Statement relockSql;
-  private final StatementCache.Statement untrackedSql;
-  private final StatementCache.Statement nextEventsSql;
-  private final StatementCache.Statement postponeSql;
-  private final StatementCache.Statement parkSql;
-  private final StatementCache.Statement giveBackSql;
+  private final Sql sql;
 
   /**
    * Queries for one handler of the store in {@code tables} and the event types it wants. Each is
-   * built by jOOQ and rendered once per driver ({@link StatementCache#render}), then run through
-   * JDBC with every value bound: a delivery builds and renders no query.
+   * built by jOOQ and rendered once per schema ({@link StatementCache#render}, {@link
+   * EventTables#statements}), then run through JDBC with every value bound: neither a driver nor a
+   * delivery builds and renders a query.
    */
   public CheckpointQueries(EventTables tables, String handlerKey, Collection<String> types) {
     this.handlerKey = handlerKey;
     this.types = types.toArray(new String[0]);
-    Table<Record> cp = tables.checkpoints;
-    this.setOffsetSql =
-        StatementCache.render(
-            dsl ->
-                dsl.update(cp)
-                    .set(CHECKPOINT_OFFSET, NEXT)
-                    .set(FAILURES, inline(0))
-                    .set(UPDATED_AT, EventTables.clockTimestamp())
-                    .where(guard()),
-            "next",
-            "handler",
-            "stream",
-            "checkpoint");
-    this.waitForPendingSql =
-        StatementCache.render(
-            dsl ->
-                dsl.select(STREAM_ID, CHECKPOINT_OFFSET, FAILURES, STREAM_END)
-                    .from(cp)
-                    .where(PendingClaim.ready())
-                    .orderBy(TURN)
-                    .limit(inline(1))
-                    .forUpdate(),
-            "handler",
-            "exclude");
-    this.relockSql =
-        StatementCache.render(
-            dsl ->
-                dsl.select(STREAM_ID, CHECKPOINT_OFFSET, FAILURES, STREAM_END)
-                    .from(cp)
-                    .where(guard())
-                    .and(PARKED_AT.isNull())
-                    .forUpdate()
-                    .skipLocked(),
-            "handler",
-            "stream",
-            "checkpoint");
-    this.untrackedSql =
-        StatementCache.render(
-            dsl ->
-                dsl.selectOne()
-                    .where(
-                        DSL.exists(
-                            dsl.selectOne()
-                                .from(cp)
-                                .where(HANDLER_KEY.eq(HANDLER))
-                                .and(STREAM_ID.eq(STREAM)))),
-            "handler",
-            "stream");
-    Param<String[]> typeNames = StatementCache.parameter("types", SQLDataType.CLOB.array());
-    Table<Record> st = tables.streamTypes;
-    this.nextEventsSql =
-        StatementCache.render(
-            dsl ->
-                dsl.select(EventRows.jdbcColumns(tables.events))
-                    .from(tables.events)
-                    .where(STREAM_ID.eq(STREAM))
-                    .and(
-                        STREAM_OFFSET.between(
-                            CHECKPOINT,
-                            field(
-                                select(max(column(st, LATEST_OFFSET)))
-                                    .from(st)
-                                    .where(column(st, STREAM_ID).eq(STREAM))
-                                    .and(column(st, TYPE).eq(any(typeNames))))))
-                    .and(TYPE.eq(any(typeNames)))
-                    .orderBy(STREAM_OFFSET)
-                    .limit(StatementCache.parameter("limit", SQLDataType.INTEGER)),
-            "stream",
-            "checkpoint",
-            "types",
-            "limit");
-    this.postponeSql =
-        StatementCache.render(
-            dsl ->
-                dsl.update(cp)
-                    .set(FAILURES, FAILURE_COUNT)
-                    .set(
-                        RESUME_AT,
-                        DatabaseClock.afterSecondsOffset(
-                            StatementCache.parameter("seconds", SQLDataType.DOUBLE)))
-                    .set(TURN, EventTables.nextTurn())
-                    .set(UPDATED_AT, EventTables.clockTimestamp())
-                    .where(guard()),
-            "failures",
-            "seconds",
-            "handler",
-            "stream",
-            "checkpoint");
-    this.parkSql =
-        StatementCache.render(
-            dsl ->
-                dsl.update(cp)
-                    .set(FAILURES, FAILURE_COUNT)
-                    .set(PARKED_AT, EventTables.clockTimestamp())
-                    .set(PARKED_REASON, StatementCache.parameter("reason", SQLDataType.CLOB))
-                    .set(UPDATED_AT, EventTables.clockTimestamp())
-                    .where(guard()),
-            "failures",
-            "reason",
-            "handler",
-            "stream",
-            "checkpoint");
-    this.giveBackSql =
-        StatementCache.render(
-            dsl ->
-                dsl.update(cp)
-                    .set(CHECKPOINT_OFFSET, NEXT)
-                    .set(FAILURES, FAILURE_COUNT)
-                    .where(guard()),
-            "next",
-            "failures",
-            "handler",
-            "stream",
-            "checkpoint");
+    this.sql = tables.statements(Sql.class, Sql::new);
+  }
+
+  /** The statements, rendered once per schema ({@link EventTables#statements}). */
+  private static final class Sql {
+    private final StatementCache.Statement setOffsetSql;
+    private final StatementCache.Statement waitForPendingSql;
+    private final StatementCache.Statement relockSql;
+    private final StatementCache.Statement untrackedSql;
+    private final StatementCache.Statement nextEventsSql;
+    private final StatementCache.Statement postponeSql;
+    private final StatementCache.Statement parkSql;
+    private final StatementCache.Statement giveBackSql;
+
+    Sql(EventTables tables) {
+      Table<Record> cp = tables.checkpoints;
+      this.setOffsetSql =
+          StatementCache.render(
+              dsl ->
+                  dsl.update(cp)
+                      .set(CHECKPOINT_OFFSET, NEXT)
+                      .set(FAILURES, inline(0))
+                      .set(UPDATED_AT, EventTables.clockTimestamp())
+                      .where(guard()),
+              "next",
+              "handler",
+              "stream",
+              "checkpoint");
+      this.waitForPendingSql =
+          StatementCache.render(
+              dsl ->
+                  dsl.select(STREAM_ID, CHECKPOINT_OFFSET, FAILURES, STREAM_END)
+                      .from(cp)
+                      .where(PendingClaim.ready())
+                      .orderBy(TURN)
+                      .limit(inline(1))
+                      .forUpdate(),
+              "handler",
+              "exclude");
+      this.relockSql =
+          StatementCache.render(
+              dsl ->
+                  dsl.select(STREAM_ID, CHECKPOINT_OFFSET, FAILURES, STREAM_END)
+                      .from(cp)
+                      .where(guard())
+                      .and(PARKED_AT.isNull())
+                      .forUpdate()
+                      .skipLocked(),
+              "handler",
+              "stream",
+              "checkpoint");
+      this.untrackedSql =
+          StatementCache.render(
+              dsl ->
+                  dsl.selectOne()
+                      .where(
+                          DSL.exists(
+                              dsl.selectOne()
+                                  .from(cp)
+                                  .where(HANDLER_KEY.eq(HANDLER))
+                                  .and(STREAM_ID.eq(STREAM)))),
+              "handler",
+              "stream");
+      Param<String[]> typeNames = StatementCache.parameter("types", SQLDataType.CLOB.array());
+      Table<Record> st = tables.streamTypes;
+      this.nextEventsSql =
+          StatementCache.render(
+              dsl ->
+                  dsl.select(EventRows.jdbcColumns(tables.events))
+                      .from(tables.events)
+                      .where(STREAM_ID.eq(STREAM))
+                      .and(
+                          STREAM_OFFSET.between(
+                              CHECKPOINT,
+                              field(
+                                  select(max(column(st, LATEST_OFFSET)))
+                                      .from(st)
+                                      .where(column(st, STREAM_ID).eq(STREAM))
+                                      .and(column(st, TYPE).eq(any(typeNames))))))
+                      .and(TYPE.eq(any(typeNames)))
+                      .orderBy(STREAM_OFFSET)
+                      .limit(StatementCache.parameter("limit", SQLDataType.INTEGER)),
+              "stream",
+              "checkpoint",
+              "types",
+              "limit");
+      this.postponeSql =
+          StatementCache.render(
+              dsl ->
+                  dsl.update(cp)
+                      .set(FAILURES, FAILURE_COUNT)
+                      .set(
+                          RESUME_AT,
+                          DatabaseClock.afterSecondsOffset(
+                              StatementCache.parameter("seconds", SQLDataType.DOUBLE)))
+                      .set(TURN, EventTables.nextTurn())
+                      .set(UPDATED_AT, EventTables.clockTimestamp())
+                      .where(guard()),
+              "failures",
+              "seconds",
+              "handler",
+              "stream",
+              "checkpoint");
+      this.parkSql =
+          StatementCache.render(
+              dsl ->
+                  dsl.update(cp)
+                      .set(FAILURES, FAILURE_COUNT)
+                      .set(PARKED_AT, EventTables.clockTimestamp())
+                      .set(PARKED_REASON, StatementCache.parameter("reason", SQLDataType.CLOB))
+                      .set(UPDATED_AT, EventTables.clockTimestamp())
+                      .where(guard()),
+              "failures",
+              "reason",
+              "handler",
+              "stream",
+              "checkpoint");
+      this.giveBackSql =
+          StatementCache.render(
+              dsl ->
+                  dsl.update(cp)
+                      .set(CHECKPOINT_OFFSET, NEXT)
+                      .set(FAILURES, FAILURE_COUNT)
+                      .where(guard()),
+              "next",
+              "failures",
+              "handler",
+              "stream",
+              "checkpoint");
+    }
   }
 
   /** The advisory lock key of a handler with minimal concurrency. */
@@ -226,7 +236,7 @@ public final class CheckpointQueries {
   public LockedCheckpoint waitForPending(Connection c, Collection<Long> exclude) {
     return Jdbc.unchecked(
         "waiting for a pending stream",
-        () -> locked(waitForPendingSql, c, handlerKey, exclude.toArray(new Long[0])));
+        () -> locked(sql.waitForPendingSql, c, handlerKey, exclude.toArray(new Long[0])));
   }
 
   /**
@@ -237,7 +247,7 @@ public final class CheckpointQueries {
    * failed delivery was due.
    */
   public LockedCheckpoint relock(Connection c, long streamId, long checkpoint) throws SQLException {
-    return locked(relockSql, c, handlerKey, streamId, checkpoint);
+    return locked(sql.relockSql, c, handlerKey, streamId, checkpoint);
   }
 
   private static LockedCheckpoint locked(StatementCache.Statement s, Connection c, Object... values)
@@ -252,7 +262,7 @@ public final class CheckpointQueries {
 
   /** True when the handler has no checkpoint row of {@code streamId} (as this statement sees). */
   public boolean untracked(Connection c, long streamId) throws SQLException {
-    return !Jdbc.anyRow(untrackedSql, c, handlerKey, streamId);
+    return !Jdbc.anyRow(sql.untrackedSql, c, handlerKey, streamId);
   }
 
   /**
@@ -264,7 +274,7 @@ public final class CheckpointQueries {
       throws SQLException {
     List<EventRows.Row> rows = new ArrayList<>();
     try (PreparedStatement ps =
-            nextEventsSql.prepare(c, claim.streamId(), claim.checkpoint(), types, limit);
+            sql.nextEventsSql.prepare(c, claim.streamId(), claim.checkpoint(), types, limit);
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         rows.add(EventRows.toRow(rs, 1, claim.streamId()));
@@ -286,7 +296,7 @@ public final class CheckpointQueries {
    * Covered by every driver test.
    */
   public void setOffset(Connection c, long streamId, long old, long next) throws SQLException {
-    expectOne(setOffsetSql.executeUpdate(c, next, handlerKey, streamId, old), streamId, old);
+    expectOne(sql.setOffsetSql.executeUpdate(c, next, handlerKey, streamId, old), streamId, old);
   }
 
   /**
@@ -297,7 +307,7 @@ public final class CheckpointQueries {
   public void giveBack(Connection c, long streamId, long stored, long checkpoint, int failures)
       throws SQLException {
     expectOne(
-        giveBackSql.executeUpdate(c, checkpoint, failures, handlerKey, streamId, stored),
+        sql.giveBackSql.executeUpdate(c, checkpoint, failures, handlerKey, streamId, stored),
         streamId,
         stored);
   }
@@ -306,7 +316,7 @@ public final class CheckpointQueries {
   public void postpone(Connection c, long streamId, long checkpoint, int failures, Duration delay)
       throws SQLException {
     int n =
-        postponeSql.executeUpdate(
+        sql.postponeSql.executeUpdate(
             c, failures, DatabaseClock.seconds(delay), handlerKey, streamId, checkpoint);
     expectOne(n, streamId, checkpoint);
   }
@@ -319,7 +329,8 @@ public final class CheckpointQueries {
   public void park(Connection c, long streamId, long checkpoint, int failures, String reason)
       throws SQLException {
     int n =
-        parkSql.executeUpdate(c, failures, Inputs.reason(reason), handlerKey, streamId, checkpoint);
+        sql.parkSql.executeUpdate(
+            c, failures, Inputs.reason(reason), handlerKey, streamId, checkpoint);
     expectOne(n, streamId, checkpoint);
   }
 

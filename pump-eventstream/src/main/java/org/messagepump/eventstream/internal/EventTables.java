@@ -14,6 +14,7 @@ import org.jooq.impl.SQLDataType;
 import org.messagepump.core.spi.DatabaseClock;
 import org.messagepump.core.spi.Inputs;
 import org.messagepump.core.spi.Pauses;
+import org.messagepump.core.spi.StatementSets;
 
 /**
  * jOOQ names of one event store schema (see {@code db/eventstream/V1__*.sql}): the tables are per
@@ -43,6 +44,7 @@ public final class EventTables {
   private static final EventTables DEFAULT = new EventTables(SCHEMA);
 
   private final String schema;
+  private final StatementSets<EventTables> statements = new StatementSets<>(this);
 
   /** Streams and their next offsets. */
   public final Table<Record> streams;
@@ -95,6 +97,17 @@ public final class EventTables {
   /** The schema name. */
   public String schema() {
     return schema;
+  }
+
+  /**
+   * The statements of one kind for this schema ({@code kind}: a query class's holder of rendered
+   * statements), made by {@code render} on first use and kept with these tables: every driver and
+   * operation of the store shares them, and every store of the default schema. Kept per schema, not
+   * per driver: a handler's driver rendering its own through jOOQ when built was a burst of
+   * rendering and of JIT compilation at every driver's start (docs/benchmarks.md).
+   */
+  public <T> T statements(Class<T> kind, java.util.function.Function<EventTables, T> render) {
+    return statements.get(kind, render);
   }
 
   /**

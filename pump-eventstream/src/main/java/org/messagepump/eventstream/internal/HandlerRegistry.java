@@ -69,139 +69,149 @@ public final class HandlerRegistry {
 
   private final String handlerKey;
   private final long registrationLock;
-  private final StatementCache.Statement refreshSql;
-  private final StatementCache.Statement advanceHorizon;
-  private final StatementCache.Statement existingRows;
-  private final StatementCache.Statement lockableRows;
-  private final StatementCache.Statement endsOfCaughtUp;
-  private final StatementCache.Statement endsOfPending;
-  private final StatementCache.Statement insertRows;
-  private final StatementCache.Statement insertHandler;
-  private final StatementCache.Statement registerFromStart;
-  private final StatementCache.Statement registerFromEnd;
+  private final Sql sql;
 
   /**
    * The registry of one handler in the store of {@code tables}. Its statements are built by jOOQ
-   * and rendered once per driver ({@link StatementCache#render}), run through JDBC with every value
-   * bound.
+   * and rendered once per schema ({@link StatementCache#render}, {@link EventTables#statements}),
+   * run through JDBC with every value bound.
    */
   public HandlerRegistry(EventTables tables, String handlerKey) {
     this.handlerKey = handlerKey;
     this.registrationLock = CheckpointQueries.registrationLockKey(tables.schema(), handlerKey);
-    Table<Record> h = tables.handlers;
-    Table<Record> cp = tables.checkpoints;
-    // One statement, one snapshot: the handler row, locked SKIP LOCKED, with the snapshot's xmin
-    // (the next horizon) and, when the row was not had, whether it exists at all (held by another
-    // transaction) or must be registered; then, when the lock was had, the streams changed since
-    // its horizon or deferred by the last refresh. The first branch always gives exactly one row
-    // (its changed-stream columns null), the second one row per changed stream. The scan's
-    // snapshot is the one the xmin comes from, so the horizon argument below holds as for two
-    // statements; one round trip instead of two at every refresh of a catch-up.
-    this.refreshSql =
-        StatementCache.render(
-            dsl -> {
-              CommonTableExpression<?> l =
-                  DSL.name("l")
-                      .as(
-                          dsl.select(HORIZON, DEFERRED)
-                              .from(h)
-                              .where(HANDLER_KEY.eq(HANDLER))
-                              .forUpdate()
-                              .skipLocked());
-              Table<?> lRef = DSL.table(DSL.name("l"));
-              Field<Long> horizon = column(lRef, HORIZON);
-              Field<Long[]> deferred = column(lRef, DEFERRED);
-              Table<?> s = tables.streams.as("s");
-              return dsl.with(l)
-                  .select(
-                      horizon,
-                      deferred,
-                      EventTables.snapshotXmin(),
-                      DSL.when(
-                              horizon.isNull(),
-                              DSL.field(
-                                  DSL.exists(
-                                      dsl.selectOne().from(h).where(HANDLER_KEY.eq(HANDLER)))))
-                          .otherwise(DSL.inline(true)),
-                      DSL.castNull(SQLDataType.BIGINT),
-                      DSL.castNull(SQLDataType.BIGINT))
-                  .from(dsl.selectOne().asTable("one"))
-                  .leftJoin(lRef)
-                  .on(DSL.trueCondition())
-                  .unionAll(
-                      dsl.select(
-                              DSL.castNull(SQLDataType.BIGINT),
-                              DSL.castNull(SQLDataType.BIGINT.array()),
-                              DSL.castNull(SQLDataType.BIGINT),
-                              DSL.castNull(SQLDataType.BOOLEAN),
-                              column(s, ID),
-                              column(s, NEXT_OFFSET))
-                          .from(s, lRef)
-                          .where(
-                              column(s, CHANGED_XID)
-                                  .ge(horizon)
-                                  .or(column(s, ID).eq(DSL.any(deferred)))));
-            },
-            "handler");
-    this.advanceHorizon =
-        StatementCache.render(
-            dsl ->
-                dsl.update(h)
-                    .set(HORIZON, StatementCache.parameter("horizon", SQLDataType.BIGINT))
-                    .set(DEFERRED, StatementCache.parameter("deferred", DEFERRED.getDataType()))
-                    .where(HANDLER_KEY.eq(HANDLER)),
-            "horizon",
-            "deferred",
-            "handler");
-    this.existingRows = StatementCache.render(dsl -> rowsOf(dsl, cp), "handler", "ids");
-    this.lockableRows =
-        StatementCache.render(dsl -> rowsOf(dsl, cp).forUpdate().skipLocked(), "handler", "ids");
-    // A row that becomes pending takes a new turn (the back of the queue); a pending one keeps it.
-    this.endsOfCaughtUp =
-        StatementCache.render(
-            dsl -> {
-              Table<Record> c = cp.as("c");
-              return endsFrom(dsl.update(c).set(TURN, EventTables.nextTurn()), c)
-                  .and(column(c, CHECKPOINT_OFFSET).ge(column(c, STREAM_END)));
-            },
-            "ids",
-            "ends",
-            "handler");
-    this.endsOfPending =
-        StatementCache.render(
-            dsl -> {
-              Table<Record> c = cp.as("c");
-              return endsFrom(dsl.update(c), c);
-            },
-            "ids",
-            "ends",
-            "handler");
-    this.insertRows =
-        StatementCache.render(
-            dsl -> {
-              Table<Record> v = changed();
-              return dsl.insertInto(cp, HANDLER_KEY, STREAM_ID, CHECKPOINT_OFFSET, STREAM_END)
-                  .select(dsl.select(HANDLER, v(STREAM_ID), inline(0L), v(STREAM_END)).from(v))
-                  .onConflict(HANDLER_KEY, STREAM_ID)
-                  .doNothing();
-            },
-            "handler",
-            "ids",
-            "ends");
-    Param<String> start = StatementCache.parameter("start", SQLDataType.CLOB);
-    this.insertHandler =
-        StatementCache.render(
-            dsl ->
-                dsl.insertInto(h, HANDLER_KEY, HORIZON, START_POSITION)
-                    .select(dsl.select(HANDLER, EventTables.snapshotXmin(), start))
-                    .onConflictDoNothing()
-                    .returningResult(HORIZON),
-            "handler",
-            "start");
-    this.registerFromStart =
-        StatementCache.render(dsl -> register(dsl, tables, inline(0L)), "handler");
-    this.registerFromEnd =
-        StatementCache.render(dsl -> register(dsl, tables, NEXT_OFFSET), "handler");
+    this.sql = tables.statements(Sql.class, Sql::new);
+  }
+
+  /** The statements, rendered once per schema ({@link EventTables#statements}). */
+  private static final class Sql {
+    private final StatementCache.Statement refreshSql;
+    private final StatementCache.Statement advanceHorizon;
+    private final StatementCache.Statement existingRows;
+    private final StatementCache.Statement lockableRows;
+    private final StatementCache.Statement endsOfCaughtUp;
+    private final StatementCache.Statement endsOfPending;
+    private final StatementCache.Statement insertRows;
+    private final StatementCache.Statement insertHandler;
+    private final StatementCache.Statement registerFromStart;
+    private final StatementCache.Statement registerFromEnd;
+
+    Sql(EventTables tables) {
+      Table<Record> h = tables.handlers;
+      Table<Record> cp = tables.checkpoints;
+      // One statement, one snapshot: the handler row, locked SKIP LOCKED, with the snapshot's xmin
+      // (the next horizon) and, when the row was not had, whether it exists at all (held by another
+      // transaction) or must be registered; then, when the lock was had, the streams changed since
+      // its horizon or deferred by the last refresh. The first branch always gives exactly one row
+      // (its changed-stream columns null), the second one row per changed stream. The scan's
+      // snapshot is the one the xmin comes from, so the horizon argument below holds as for two
+      // statements; one round trip instead of two at every refresh of a catch-up.
+      this.refreshSql =
+          StatementCache.render(
+              dsl -> {
+                CommonTableExpression<?> l =
+                    DSL.name("l")
+                        .as(
+                            dsl.select(HORIZON, DEFERRED)
+                                .from(h)
+                                .where(HANDLER_KEY.eq(HANDLER))
+                                .forUpdate()
+                                .skipLocked());
+                Table<?> lRef = DSL.table(DSL.name("l"));
+                Field<Long> horizon = column(lRef, HORIZON);
+                Field<Long[]> deferred = column(lRef, DEFERRED);
+                Table<?> s = tables.streams.as("s");
+                return dsl.with(l)
+                    .select(
+                        horizon,
+                        deferred,
+                        EventTables.snapshotXmin(),
+                        DSL.when(
+                                horizon.isNull(),
+                                DSL.field(
+                                    DSL.exists(
+                                        dsl.selectOne().from(h).where(HANDLER_KEY.eq(HANDLER)))))
+                            .otherwise(DSL.inline(true)),
+                        DSL.castNull(SQLDataType.BIGINT),
+                        DSL.castNull(SQLDataType.BIGINT))
+                    .from(dsl.selectOne().asTable("one"))
+                    .leftJoin(lRef)
+                    .on(DSL.trueCondition())
+                    .unionAll(
+                        dsl.select(
+                                DSL.castNull(SQLDataType.BIGINT),
+                                DSL.castNull(SQLDataType.BIGINT.array()),
+                                DSL.castNull(SQLDataType.BIGINT),
+                                DSL.castNull(SQLDataType.BOOLEAN),
+                                column(s, ID),
+                                column(s, NEXT_OFFSET))
+                            .from(s, lRef)
+                            .where(
+                                column(s, CHANGED_XID)
+                                    .ge(horizon)
+                                    .or(column(s, ID).eq(DSL.any(deferred)))));
+              },
+              "handler");
+      this.advanceHorizon =
+          StatementCache.render(
+              dsl ->
+                  dsl.update(h)
+                      .set(HORIZON, StatementCache.parameter("horizon", SQLDataType.BIGINT))
+                      .set(DEFERRED, StatementCache.parameter("deferred", DEFERRED.getDataType()))
+                      .where(HANDLER_KEY.eq(HANDLER)),
+              "horizon",
+              "deferred",
+              "handler");
+      this.existingRows = StatementCache.render(dsl -> rowsOf(dsl, cp), "handler", "ids");
+      this.lockableRows =
+          StatementCache.render(dsl -> rowsOf(dsl, cp).forUpdate().skipLocked(), "handler", "ids");
+      // A row that becomes pending takes a new turn (the back of the queue); a pending one keeps
+      // it.
+      this.endsOfCaughtUp =
+          StatementCache.render(
+              dsl -> {
+                Table<Record> c = cp.as("c");
+                return endsFrom(dsl.update(c).set(TURN, EventTables.nextTurn()), c)
+                    .and(column(c, CHECKPOINT_OFFSET).ge(column(c, STREAM_END)));
+              },
+              "ids",
+              "ends",
+              "handler");
+      this.endsOfPending =
+          StatementCache.render(
+              dsl -> {
+                Table<Record> c = cp.as("c");
+                return endsFrom(dsl.update(c), c);
+              },
+              "ids",
+              "ends",
+              "handler");
+      this.insertRows =
+          StatementCache.render(
+              dsl -> {
+                Table<Record> v = changed();
+                return dsl.insertInto(cp, HANDLER_KEY, STREAM_ID, CHECKPOINT_OFFSET, STREAM_END)
+                    .select(dsl.select(HANDLER, v(STREAM_ID), inline(0L), v(STREAM_END)).from(v))
+                    .onConflict(HANDLER_KEY, STREAM_ID)
+                    .doNothing();
+              },
+              "handler",
+              "ids",
+              "ends");
+      Param<String> start = StatementCache.parameter("start", SQLDataType.CLOB);
+      this.insertHandler =
+          StatementCache.render(
+              dsl ->
+                  dsl.insertInto(h, HANDLER_KEY, HORIZON, START_POSITION)
+                      .select(dsl.select(HANDLER, EventTables.snapshotXmin(), start))
+                      .onConflictDoNothing()
+                      .returningResult(HORIZON),
+              "handler",
+              "start");
+      this.registerFromStart =
+          StatementCache.render(dsl -> register(dsl, tables, inline(0L)), "handler");
+      this.registerFromEnd =
+          StatementCache.render(dsl -> register(dsl, tables, NEXT_OFFSET), "handler");
+    }
   }
 
   /** The handler's rows among the streams of parameter {@code ids}. */
@@ -279,7 +289,7 @@ public final class HandlerRegistry {
     long xmin = 0;
     boolean exists = false;
     List<long[]> changed = new ArrayList<>();
-    try (PreparedStatement ps = refreshSql.prepare(c, handlerKey);
+    try (PreparedStatement ps = sql.refreshSql.prepare(c, handlerKey);
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         long id = rs.getLong(5);
@@ -308,7 +318,7 @@ public final class HandlerRegistry {
       return Refresh.UNCHANGED;
     }
     List<Long> stillHeld = changed.isEmpty() ? List.of() : apply(c, changed);
-    advanceHorizon.executeUpdate(c, xmin, stillHeld.toArray(new Long[0]), handlerKey);
+    sql.advanceHorizon.executeUpdate(c, xmin, stillHeld.toArray(new Long[0]), handlerKey);
     return changed.isEmpty() ? Refresh.UNCHANGED : Refresh.CHANGED;
   }
 
@@ -322,7 +332,7 @@ public final class HandlerRegistry {
     if (!HandlerLock.tryLock(c, registrationLock)) {
       return Refresh.SKIPPED;
     }
-    if (Jdbc.firstLong(insertHandler, c, handlerKey, start) == null) {
+    if (Jdbc.firstLong(sql.insertHandler, c, handlerKey, start) == null) {
       return Refresh.SKIPPED;
     }
     // Every existing stream with events gets its row now, in one statement: from 0, or from its
@@ -330,7 +340,8 @@ public final class HandlerRegistry {
     // refresh finds them. It also finds an empty stream once its first events are appended, and
     // creates its row from 0 (its end at registration): a row for an empty stream would only cost
     // registration time (200,000 streams, most of them empty, took seconds).
-    ("END".equals(start) ? registerFromEnd : registerFromStart).executeUpdate(c, handlerKey);
+    ("END".equals(start) ? sql.registerFromEnd : sql.registerFromStart)
+        .executeUpdate(c, handlerKey);
     return Refresh.CHANGED;
   }
 
@@ -342,8 +353,8 @@ public final class HandlerRegistry {
       ids[i] = changed.get(i)[0];
       ends[i] = changed.get(i)[1];
     }
-    Set<Long> existing = streams(existingRows, c, ids);
-    Set<Long> lockable = streams(lockableRows, c, ids);
+    Set<Long> existing = streams(sql.existingRows, c, ids);
+    Set<Long> lockable = streams(sql.lockableRows, c, ids);
     List<Long> lockIds = new ArrayList<>();
     List<Long> lockEnds = new ArrayList<>();
     List<Long> newIds = new ArrayList<>();
@@ -363,11 +374,11 @@ public final class HandlerRegistry {
     if (!lockIds.isEmpty()) {
       Long[] lockedIds = lockIds.toArray(new Long[0]);
       Long[] lockedEnds = lockEnds.toArray(new Long[0]);
-      endsOfCaughtUp.executeUpdate(c, lockedIds, lockedEnds, handlerKey);
-      endsOfPending.executeUpdate(c, lockedIds, lockedEnds, handlerKey);
+      sql.endsOfCaughtUp.executeUpdate(c, lockedIds, lockedEnds, handlerKey);
+      sql.endsOfPending.executeUpdate(c, lockedIds, lockedEnds, handlerKey);
     }
     if (!newIds.isEmpty()) {
-      insertRows.executeUpdate(
+      sql.insertRows.executeUpdate(
           c, handlerKey, newIds.toArray(new Long[0]), newEnds.toArray(new Long[0]));
     }
     return held;

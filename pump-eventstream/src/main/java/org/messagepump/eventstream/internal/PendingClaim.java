@@ -88,10 +88,9 @@ public final class PendingClaim {
     }
   }
 
-  private final EventTables tables;
   private final String handlerKey;
   private final String[] types;
-  private final StatementCache.Statement pendingSql;
+  private final Sql sql;
 
   /** This driver's place in the walk, shared by the pump's workers: see {@link Cursor}. */
   private final AtomicReference<Cursor> cursor = new AtomicReference<>(Cursor.START);
@@ -134,28 +133,51 @@ public final class PendingClaim {
   private final AtomicLong claimCount = new AtomicLong();
   private final AtomicReferenceArray<Recent> recent = new AtomicReferenceArray<>(RECENT);
 
-  /** The claim statement per limit: at most one per batch size a pump may ask for. */
-  private final StatementCache<Integer> claims = new StatementCache<>(Limits.MAX_BATCH_SIZE);
-
   /** The claim of {@code handlerKey} reading {@code types} in the store of {@code tables}. */
   public PendingClaim(EventTables tables, String handlerKey, Collection<String> types) {
-    this.tables = tables;
     this.handlerKey = handlerKey;
     this.types = types.toArray(new String[0]);
-    // Whether anything is pending at all (held by another transaction or not): asked only when a
-    // poll claimed nothing. An ordered LIMIT 1 on the ready index, not EXISTS: EXISTS was planned
-    // as a sequential scan of all the handler's rows (12.7 ms at 200,000 streams).
-    this.pendingSql =
-        StatementCache.render(
-            dsl ->
-                dsl.select(DSL.inline(true))
-                    .from(tables.checkpoints)
-                    .where(ready())
-                    .and(notPaused(dsl))
-                    .orderBy(TURN)
-                    .limit(DSL.inline(1)),
-            "handler",
-            "exclude");
+    this.sql = tables.statements(Sql.class, Sql::new);
+  }
+
+  /**
+   * The statements of a schema's claims, rendered once per schema ({@link EventTables#statements})
+   * and shared by its drivers: whether anything is pending, and the claim per limit (at most one
+   * per batch size a pump may ask for).
+   */
+  private static final class Sql {
+    private final EventTables tables;
+    private final StatementCache.Statement pending;
+    private final StatementCache<Integer> claims = new StatementCache<>(Limits.MAX_BATCH_SIZE);
+
+    Sql(EventTables tables) {
+      this.tables = tables;
+      // Whether anything is pending at all (held by another transaction or not): asked only when a
+      // poll claimed nothing. An ordered LIMIT 1 on the ready index, not EXISTS: EXISTS was planned
+      // as a sequential scan of all the handler's rows (12.7 ms at 200,000 streams).
+      this.pending =
+          StatementCache.render(
+              dsl ->
+                  dsl.select(DSL.inline(true))
+                      .from(tables.checkpoints)
+                      .where(ready())
+                      .and(notPaused(tables))
+                      .orderBy(TURN)
+                      .limit(DSL.inline(1)),
+              "handler",
+              "exclude");
+    }
+
+    /** The claim statement reading up to {@code limit} events. */
+    StatementCache.Statement claim(int limit) {
+      return claims.statement(
+          limit,
+          dsl -> PendingClaim.claim(tables, dsl, limit),
+          "handler",
+          "exclude",
+          "cursor",
+          "types");
+    }
   }
 
   /**
@@ -176,17 +198,16 @@ public final class PendingClaim {
    * an uncorrelated NOT EXISTS, one primary-key probe per statement, planned as a one-time filter
    * above everything else (nothing is scanned or locked when it fails). No extra round trip.
    */
-  private Condition notPaused(DSLContext dsl) {
+  private static Condition notPaused(EventTables tables) {
     return tables.pauses.notPaused(HANDLER);
   }
 
   /** The claim statement reading up to {@code limit} events. */
   StatementCache.Statement sql(int limit) {
-    return claims.statement(
-        limit, dsl -> claim(dsl, limit), "handler", "exclude", "cursor", "types");
+    return sql.claim(limit);
   }
 
-  private Query claim(DSLContext dsl, int limit) {
+  private static Query claim(EventTables tables, DSLContext dsl, int limit) {
     // c, one step of the walk from the cursor: the first ready row after it, locked. One range,
     // one bound: run() sends the same statement again from the start (a new lap) when nothing is
     // after the cursor. An ordered scan of the ready index that starts at the bound: no sort, and
@@ -208,7 +229,7 @@ public final class PendingClaim {
             .skipLocked()
             .asTable("a");
     CommonTableExpression<?> c =
-        DSL.name("c").as(dsl.select(DSL.asterisk()).from(a).where(notPaused(dsl)));
+        DSL.name("c").as(dsl.select(DSL.asterisk()).from(a).where(notPaused(tables)));
     Table<?> cRef = DSL.table(DSL.name("c"));
     Field<Long> cStream = column(cRef, STREAM_ID);
     // e, the claimed stream's next events of the handler's types, in offset order.
@@ -285,7 +306,7 @@ public final class PendingClaim {
    * transaction or not (false while the handler is paused).
    */
   public boolean anyPending(Connection c, Collection<Long> exclude) throws SQLException {
-    try (PreparedStatement ps = pendingSql.prepare(c, handlerKey, exclude.toArray(new Long[0]));
+    try (PreparedStatement ps = sql.pending.prepare(c, handlerKey, exclude.toArray(new Long[0]));
         ResultSet rs = ps.executeQuery()) {
       return rs.next();
     }
