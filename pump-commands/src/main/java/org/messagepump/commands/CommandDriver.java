@@ -87,8 +87,11 @@ public final class CommandDriver implements Driver {
     this.tables = queue.tables();
     this.history = queue.keepsHistory();
     this.claim = types.isEmpty() ? null : new CommandQueries.ClaimStatement(tables, types);
-    this.leaseStatements = lease == null ? null : new LeaseQueries.Statements(tables);
-    this.statements = new DeliveryStatements(tables);
+    this.leaseStatements =
+        lease == null
+            ? null
+            : tables.statements(LeaseQueries.Statements.class, LeaseQueries.Statements::new);
+    this.statements = tables.statements(DeliveryStatements.class, DeliveryStatements::new);
     this.parked =
         queue.meters().counter("messagepump.commands.parked", "Commands moved to the dead letters");
     this.expired =

@@ -173,20 +173,29 @@ public final class CommandQueries {
    * a dead connection) brings the commands back, and a postponement re-inserts the row in the same
    * transaction. Highest priority first within a type, aged by waiting (see {@link #acquire}).
    *
-   * <p>The statement is built by jOOQ once per driver and batch size and rendered once through a
-   * {@link StatementCache}, with the type names as parameters, and run through plain JDBC on every
-   * poll: building and rendering it per poll was the largest part of the pump's own CPU per
-   * delivery in the drain benchmark. The SQL text never changes (the type order is the bound array,
-   * the limit an inlined integer of the code), so the PostgreSQL driver keeps it prepared on the
-   * server.
+   * <p>The statement is built by jOOQ once per schema, shape (one type or several) and batch size
+   * and rendered once through a {@link StatementCache}, with the type names as parameters, and run
+   * through plain JDBC on every poll: building and rendering it per poll was the largest part of
+   * the pump's own CPU per delivery in the drain benchmark. The SQL text never changes (the type
+   * order is the bound array, the limit an inlined integer of the code), so the PostgreSQL driver
+   * keeps it prepared on the server.
    */
   public static final class ClaimStatement {
 
     private final CommandTables tables;
     private final List<String> types;
+    private final Texts texts;
 
-    /** The statement per batch size: at most one per size a pump may ask for. */
-    private final StatementCache<Integer> byMax = new StatementCache<>(Limits.MAX_BATCH_SIZE);
+    /** A claim's shape: one type or several, and the batch size. */
+    private record Shape(boolean one, int max) {}
+
+    /**
+     * The claim texts of a schema, shared by its drivers ({@link CommandTables#statements}): at
+     * most one per shape a pump may ask for.
+     */
+    private static final class Texts {
+      private final StatementCache<Shape> byShape = new StatementCache<>(2 * Limits.MAX_BATCH_SIZE);
+    }
 
     /** The claim for a driver of {@code types} (at least one), in registration order. */
     public ClaimStatement(CommandTables tables, List<String> types) {
@@ -195,6 +204,7 @@ public final class CommandQueries {
       }
       this.tables = tables;
       this.types = List.copyOf(types);
+      this.texts = tables.statements(Texts.class, t -> new Texts());
     }
 
     /**
@@ -209,8 +219,8 @@ public final class CommandQueries {
 
     private StatementCache.Statement statement(int max) {
       boolean one = types.size() == 1;
-      return byMax.statement(
-          max,
+      return texts.byShape.statement(
+          new Shape(one, max),
           dsl -> claim(dsl, tables, one ? TYPE : null, one ? null : TYPES, max),
           one ? TYPE.getParamName() : TYPES.getParamName());
     }

@@ -40,6 +40,8 @@ public final class CommandTables {
   private static final CommandTables DEFAULT = new CommandTables(SCHEMA);
 
   private final String schema;
+  private final org.messagepump.core.spi.StatementSets<CommandTables> statements =
+      new org.messagepump.core.spi.StatementSets<>(this);
 
   /** Pending commands. */
   public final Table<Record> commands;
@@ -92,6 +94,17 @@ public final class CommandTables {
   /** The schema name. */
   public String schema() {
     return schema;
+  }
+
+  /**
+   * The statements of one kind for this schema ({@code kind}: a query class's holder of rendered
+   * statements), made by {@code render} on first use and kept with these tables: every driver and
+   * operation of the queue shares them, and every queue of the default schema. Kept per schema, not
+   * per driver: a driver rendering its own through jOOQ when built was a burst of rendering and of
+   * JIT compilation at every driver's start (docs/performance-notes.md).
+   */
+  public <T> T statements(Class<T> kind, java.util.function.Function<CommandTables, T> render) {
+    return statements.get(kind, render);
   }
 
   /**

@@ -40,7 +40,7 @@ import org.messagepump.core.spi.StatementCache;
  * {@link LeaseLostException}.
  *
  * <p>The claim, the extension, the postponement and the fenced delete of a completion or parking
- * are built by jOOQ, rendered once per driver and shape through a {@link StatementCache} ({@link
+ * are built by jOOQ, rendered once per schema and shape through a {@link StatementCache} ({@link
  * Statements}) and run through JDBC with every value bound.
  */
 public final class LeaseQueries {
@@ -60,8 +60,9 @@ public final class LeaseQueries {
   private record Shape(boolean one, int max) {}
 
   /**
-   * The statements of lease mode for one driver: the claim per shape (one type or several, per
-   * batch size), the extension, the postponement and the fenced delete, each rendered once.
+   * The statements of lease mode on one schema, shared by its drivers ({@link
+   * CommandTables#statements}): the claim per shape (one type or several, per batch size), the
+   * extension, the postponement and the fenced delete, each rendered once.
    */
   public static final class Statements {
     private final CommandTables tables;
