@@ -184,17 +184,19 @@ public final class CommandQueries {
 
     private final CommandTables tables;
     private final List<String> types;
-    private final Texts texts;
 
-    /** A claim's shape: one type or several, and the batch size. */
-    private record Shape(boolean one, int max) {}
+    /** The statement per batch size, for this driver's shape (one type or several). */
+    private final StatementCache<Integer> byMax;
 
     /**
-     * The claim texts of a schema, shared by its drivers ({@link CommandTables#statements}): at
-     * most one per shape a pump may ask for.
+     * The claim texts of a schema, shared by its drivers ({@link CommandTables#statements}): per
+     * shape, one type or several, at most one per batch size a pump may ask for. A driver keeps the
+     * cache of its shape, so a poll looks up its batch size alone.
      */
     private static final class Texts {
-      private final StatementCache<Shape> byShape = new StatementCache<>(2 * Limits.MAX_BATCH_SIZE);
+      private final StatementCache<Integer> oneType = new StatementCache<>(Limits.MAX_BATCH_SIZE);
+      private final StatementCache<Integer> severalTypes =
+          new StatementCache<>(Limits.MAX_BATCH_SIZE);
     }
 
     /** The claim for a driver of {@code types} (at least one), in registration order. */
@@ -204,7 +206,8 @@ public final class CommandQueries {
       }
       this.tables = tables;
       this.types = List.copyOf(types);
-      this.texts = tables.statements(Texts.class, t -> new Texts());
+      Texts texts = tables.statements(Texts.class, t -> new Texts());
+      this.byMax = this.types.size() == 1 ? texts.oneType : texts.severalTypes;
     }
 
     /**
@@ -219,8 +222,8 @@ public final class CommandQueries {
 
     private StatementCache.Statement statement(int max) {
       boolean one = types.size() == 1;
-      return texts.byShape.statement(
-          new Shape(one, max),
+      return byMax.statement(
+          max,
           dsl -> claim(dsl, tables, one ? TYPE : null, one ? null : TYPES, max),
           one ? TYPE.getParamName() : TYPES.getParamName());
     }
