@@ -144,9 +144,9 @@ public final class Acquisition {
    * order, sharing its columns): key, rotation, failures, range (0 or 1), message id (null: the key
    * has no message), deleted id (null: it was not there to delete), content, properties,
    * received_at, attempts, received_at and the clock as microseconds, whether a later message of
-   * the key was seen, the rotation of a key that joined above the first range (null: none seen, or
-   * not looked for), the highest rotation of the group's ready keys (null: not asked) and the place
-   * drawn for the key (null: none).
+   * the key was seen; then, for the shapes that use them ({@link Columns}), the rotation of a key
+   * that joined above the first range (null: none seen), the highest rotation of the group's ready
+   * keys (null: not asked) and the place drawn for the key (null: none).
    */
   private static ResultQuery<?> acquireQuery(
       BalancerTables tables, DSLContext dsl, Field<String> group, int max, int shape, int perKey) {
@@ -157,7 +157,10 @@ public final class Acquisition {
     // rotation is read by a walk that may start the next lap.
     boolean looksAbove = !moveBack && (walk == WALK_OPEN || walk == WALK_AFTER);
     boolean readsTop = walk == WALK_OPEN || walk == WALK_LAP;
-    boolean draws = walk == WALK_OPEN || walk == WALK_AFTER;
+    // With a move back the statement draws the places of its first range's keys; without, a
+    // key that joined above the lap is rare, and the places are drawn once it is seen
+    // (drawPlaces).
+    boolean draws = moveBack && (walk == WALK_OPEN || walk == WALK_AFTER);
     // Each range is its own locking subquery (a locking clause is not allowed on a UNION's
     // branches); the outer LIMIT stops the Append before the second range is read, and so before
     // any of its rows is locked, when the first range already gave max keys.
@@ -238,27 +241,32 @@ public final class Acquisition {
                 .from(numbered)
                 .where(rn.le(take))
                 .asTable("hd"));
+    List<Field<?>> hColumns = new ArrayList<>();
+    hColumns.add(C_KEY);
+    hColumns.add(C_ROTATION);
+    hColumns.add(C_FAILURES);
+    hColumns.add(C_PART);
+    hColumns.add(DSL.field(DSL.name("hd", "h_id")).as("h_id"));
+    hColumns.add(DSL.field(DSL.name("hd", "h_ctid")).as("h_ctid"));
+    hColumns.add(DSL.field(DSL.name("hd", "h_more")).as("h_more"));
+    // A shape carries only the columns it uses (Columns): a constant null column in h cost about
+    // 7,000 server instructions per execution, the place expression 9,000 (callgrind).
+    if (looksAbove) {
+      hColumns.add(joinedAbove(tables, group).as("h_joined"));
+    }
+    if (readsTop) {
+      hColumns.add(
+          (walk == WALK_LAP
+                  ? top(tables, group)
+                  // Only when the walk wrapped round into the next lap: an InitPlan runs when a
+                  // row first asks for its value.
+                  : DSL.when(C_PART.eq(DSL.inline(1)), top(tables, group)))
+              .as("h_top"));
+    }
     CommonTableExpression<?> h =
         DSL.name("h")
             .as(
-                DSL.select(
-                        C_KEY,
-                        C_ROTATION,
-                        C_FAILURES,
-                        C_PART,
-                        DSL.field(DSL.name("hd", "h_id")).as("h_id"),
-                        DSL.field(DSL.name("hd", "h_ctid")).as("h_ctid"),
-                        DSL.field(DSL.name("hd", "h_more")).as("h_more"),
-                        (looksAbove ? joinedAbove(tables, group) : DSL.castNull(SQLDataType.BIGINT))
-                            .as("h_joined"),
-                        (walk == WALK_LAP
-                                ? top(tables, group)
-                                : readsTop
-                                    // Only when the walk wrapped round into the next lap: an
-                                    // InitPlan runs when a row first asks for its value.
-                                    ? DSL.when(C_PART.eq(DSL.inline(1)), top(tables, group))
-                                    : DSL.castNull(SQLDataType.BIGINT))
-                            .as("h_top"))
+                DSL.select(hColumns)
                     .from(c.leftJoin(run).on(DSL.trueCondition()))
                     .limit(DSL.inline(max)));
     Field<Long> hId = DSL.field(DSL.name("h", "h_id"), Long.class);
@@ -277,25 +285,36 @@ public final class Acquisition {
                     .using(DSL.table(DSL.name("h")))
                     .where(DSL.condition("{0}.ctid = {1}", tables.messages, hField("h_ctid")))
                     .returningResult(deleted));
+    List<Field<?>> columns = new ArrayList<>();
+    for (String name : new String[] {"c_key", "c_rotation", "c_failures", "c_part"}) {
+      columns.add(hField(name));
+    }
+    columns.add(hId);
+    for (String name :
+        new String[] {
+          "d_id",
+          "d_content",
+          "d_properties",
+          "d_received",
+          "d_attempts",
+          "d_received_us",
+          "d_now_us"
+        }) {
+      columns.add(dField(name));
+    }
+    columns.add(hField("h_more"));
+    if (looksAbove) {
+      columns.add(hField("h_joined"));
+    }
+    if (readsTop) {
+      columns.add(hField("h_top"));
+    }
+    if (draws) {
+      columns.add(place(tables));
+    }
     return dsl.with(h)
         .with(d)
-        .select(
-            hField("c_key"),
-            hField("c_rotation"),
-            hField("c_failures"),
-            hField("c_part"),
-            hId,
-            dField("d_id"),
-            dField("d_content"),
-            dField("d_properties"),
-            dField("d_received"),
-            dField("d_attempts"),
-            dField("d_received_us"),
-            dField("d_now_us"),
-            hField("h_more"),
-            hField("h_joined"),
-            hField("h_top"),
-            draws ? place(tables, moveBack) : DSL.castNull(SQLDataType.BIGINT))
+        .select(columns)
         // No ORDER BY (a sort node per delivery): lockKeys puts the claims in walk order.
         .from(DSL.table(DSL.name("h")))
         .leftJoin(DSL.table(DSL.name("d")))
@@ -311,19 +330,15 @@ public final class Acquisition {
   }
 
   /**
-   * A new place for a key of the first range ({@code c_part} 0) with a head: a rotation drawn from
-   * the sequence — always with {@code moveBack}, else only when a key that joined above the lap was
-   * seen. The statement draws it while the key is served, so a key that joins during the delivery
-   * is placed behind it.
+   * A new place for a key of the first range ({@code c_part} 0) with a head, in a lap where turns
+   * move their keys back: a rotation drawn from the sequence while the key is served, so a key that
+   * joins during the delivery is placed behind it.
    */
-  private static Field<Long> place(BalancerTables tables, boolean moveBack) {
+  private static Field<Long> place(BalancerTables tables) {
     Condition turn =
         DSL.field(DSL.name("h", "c_part"), Integer.class)
             .eq(DSL.inline(0))
             .and(hField("h_id").isNotNull());
-    if (!moveBack) {
-      turn = turn.and(hField("h_joined").isNotNull());
-    }
     return DSL.when(turn, tables.rotation.nextval());
   }
 
@@ -400,7 +415,10 @@ public final class Acquisition {
       // at every execution (a lap of 60 keys read and sorted to lock 2); with one bound the plan
       // reads the ready index from the lower bound and stops at the limit. Past the upper bound it
       // reads only keys that joined during the lap, when the range has too few.
-      bounds = bounds.and(P_ROTATION.plus(DSL.inline(0L)).le(bound(upper)));
+      // A plain parameter, not a one-row subquery: the planner estimates a comparison of an
+      // expression without statistics the same for every value, so the generic plan stays, and
+      // the subquery's InitPlan cost about 5,000 server instructions per execution (callgrind).
+      bounds = bounds.and(P_ROTATION.plus(DSL.inline(0L)).le(BOUND_PARAMETERS.get(upper - 1)));
     }
     return rangeWhere(tables, group, max, alias, part, bounds);
   }
@@ -623,7 +641,8 @@ public final class Acquisition {
    * were ready when it began, a key that joins during the lap (a new key, a lease that ended, an
    * unparked key) has a higher rotation and waits for the next lap, and once one has joined, every
    * later turn of the lap moves its key behind it (a rotation drawn by the acquisition statement,
-   * written when the delivery's outcome is known: {@link Run#place}).
+   * or by {@link #drawPlaces} right after the statement that first saw the joined key, written when
+   * the delivery's outcome is known: {@link Run#place}).
    */
   private void acquireLocked(Tx tx, int max, List<Taken> out) throws SQLException {
     Cursor start = cursor.get();
@@ -752,6 +771,7 @@ public final class Acquisition {
     final StatementCache.Statement racedHeads;
     final StatementCache.Statement moveBack;
     final StatementCache.Statement rejoin;
+    final StatementCache.Statement places;
     final StatementCache.Statement failures;
     final StatementCache.Statement firstFree;
     final StatementCache.Statement isEmpty;
@@ -784,6 +804,15 @@ public final class Acquisition {
               "place",
               "group",
               "key");
+      this.places =
+          StatementCache.render(
+              dsl ->
+                  dsl.select(tables.rotation.nextval())
+                      .from(
+                          DSL.generateSeries(
+                              DSL.inline(1),
+                              StatementCache.parameter("count", SQLDataType.INTEGER))),
+              "count");
       this.rejoin =
           StatementCache.render(
               dsl -> placeQuery(tables, dsl, tables.rotation.nextval(), true), "group", "key");
@@ -881,9 +910,10 @@ public final class Acquisition {
    * one gets the first range alone and the next lap from a statement of its own. The key row is not
    * written: its lock is the claim, and the rotation column stays as it is (the caller's cursor
    * moves instead), so a delivery adds no row version and no index entry to {@code partitions} —
-   * unless a key joined above the lap's highest rotation: then the statement draws a new place for
-   * each key of its first range ({@link Claim#place()}), which the driver writes once the
-   * delivery's outcome is known.
+   * unless a key joined above the lap's highest rotation: then each key of its first range gets a
+   * new place ({@link Claim#place()}), drawn by the statement itself in a lap that already saw such
+   * a key ({@link #MOVE_BACK}), else by {@link #drawPlaces} right after it, which the driver writes
+   * once the delivery's outcome is known.
    *
    * <p>The claims of one key come in id order, one after the other. A run is all or nothing: when
    * the statement could not delete every message it chose for a key (a raced key, see {@link
@@ -920,6 +950,7 @@ public final class Acquisition {
     boolean joinedAbove = false;
     long top = NONE;
     StatementCache.Statement statement = statements.acquire(max, shape, Math.min(perKey, max));
+    Columns columns = Columns.of(shape);
     try (PreparedStatement ps = connection.prepareStatement(statement.sql())) {
       // The parameters this shape uses, bound one by one: no array, no boxed bound per poll.
       List<String> names = statement.parameters();
@@ -943,16 +974,27 @@ public final class Acquisition {
             lastPart = part;
             last = rotation;
           }
-          rs.getLong(14);
-          joinedAbove |= !rs.wasNull();
-          long t = rs.getLong(15);
-          if (!rs.wasNull()) {
-            top = Math.max(top, t);
+          if (columns.joined != 0) {
+            rs.getLong(columns.joined);
+            joinedAbove |= !rs.wasNull();
+            rs.getLong(5);
+            if (part == 0 && !rs.wasNull()) {
+              // A key of the first range with a head: it takes a place if a key joined above.
+              places.computeIfAbsent(key, k -> new long[] {part, rotation, NONE});
+            }
           }
-          long place = rs.getLong(16);
-          if (!rs.wasNull()) {
-            long[] p = places.computeIfAbsent(key, k -> new long[] {part, rotation, NONE});
-            p[2] = Math.max(p[2], place);
+          if (columns.top != 0) {
+            long t = rs.getLong(columns.top);
+            if (!rs.wasNull()) {
+              top = Math.max(top, t);
+            }
+          }
+          if (columns.place != 0) {
+            long place = rs.getLong(columns.place);
+            if (!rs.wasNull()) {
+              long[] p = places.computeIfAbsent(key, k -> new long[] {part, rotation, NONE});
+              p[2] = Math.max(p[2], place);
+            }
           }
           rs.getLong(5);
           if (rs.wasNull()) {
@@ -982,6 +1024,13 @@ public final class Acquisition {
         }
       }
     }
+    if (columns.joined != 0) {
+      if (joinedAbove) {
+        drawPlaces(connection, places);
+      } else {
+        places.clear();
+      }
+    }
     long drawn = NONE;
     if (!places.isEmpty()) {
       java.util.Map<String, Long> byKey = inWalkOrder(places);
@@ -995,6 +1044,54 @@ public final class Acquisition {
     }
     return new Acquired(
         walkOrder(claims, parts), empty, raced, rows, last, lastPart, joinedAbove, top, drawn);
+  }
+
+  /**
+   * Where the optional columns of an acquisition statement of one shape are (0: the shape has no
+   * such column): after the thirteen every shape returns, the rotation of a key that joined above
+   * the first range ({@code joined}), the highest ready rotation ({@code top}) and the place drawn
+   * for a key ({@code place}).
+   */
+  private record Columns(int joined, int top, int place) {
+
+    private static final Columns[] BY_SHAPE = new Columns[8];
+
+    static {
+      for (int shape = 0; shape < BY_SHAPE.length; shape++) {
+        int walk = shape & 3;
+        boolean moveBack = (shape & MOVE_BACK) != 0;
+        boolean mid = walk == WALK_OPEN || walk == WALK_AFTER;
+        int next = 14;
+        int joined = !moveBack && mid ? next++ : 0;
+        int top = walk == WALK_OPEN || walk == WALK_LAP ? next++ : 0;
+        int place = moveBack && mid ? next : 0;
+        BY_SHAPE[shape] = new Columns(joined, top, place);
+      }
+    }
+
+    static Columns of(int shape) {
+      return BY_SHAPE[shape];
+    }
+  }
+
+  /**
+   * Draws a place from the sequence for each key of {@code places} (key to its range, rotation and
+   * place), in one statement: the keys a statement served in a lap where it saw, for the first
+   * time, a key that joined above the lap. Drawn right after the statement, before the keys are
+   * handled, so a key that joins during their deliveries is placed behind them.
+   */
+  private void drawPlaces(Connection connection, java.util.Map<String, long[]> places)
+      throws SQLException {
+    if (places.isEmpty()) {
+      return;
+    }
+    try (PreparedStatement ps = statements.places.prepare(connection, places.size());
+        ResultSet rs = ps.executeQuery()) {
+      java.util.Iterator<long[]> keys = places.values().iterator();
+      while (rs.next() && keys.hasNext()) {
+        keys.next()[2] = rs.getLong(1);
+      }
+    }
   }
 
   /**
@@ -1110,7 +1207,7 @@ public final class Acquisition {
     columns.add(M_RECEIVED_AT.as("d_received"));
     columns.add(M_ATTEMPTS.as("d_attempts"));
     columns.add(Rows.micros(M_RECEIVED_AT).as("d_received_us"));
-    columns.add(Rows.micros(clock()).as("d_now_us"));
+    columns.add(Rows.clockMicros().as("d_now_us"));
     if (probe) {
       columns.add(DeliveryQueries.laterMessageOfKey(tables, DSL.noCondition()).as("d_others"));
     }

@@ -351,7 +351,7 @@ public final class DeliveryQueries {
     // The two timestamps as microseconds (Rows.micros): no timestamp parsing per delivery.
     return dsl.deleteFrom(tables.messages)
         .where(which)
-        .returningResult(M_ID, Rows.micros(M_RECEIVED_AT), Rows.micros(clock()), others);
+        .returningResult(M_ID, Rows.micros(M_RECEIVED_AT), Rows.clockMicros(), others);
   }
 
   /**

@@ -138,6 +138,20 @@ final class Rows {
         DSL.inline(Limits.MAX_INSTANT.getEpochSecond()));
   }
 
+  /**
+   * The database clock as microseconds since the epoch, a {@code bigint}, for a message's age only.
+   * Computed in double precision, not through {@code extract}'s {@code numeric} (about 11,000 fewer
+   * server instructions per row, measured with callgrind): the clock's microseconds since the epoch
+   * are below 2^51 until 2041, where the two roundings of {@code date_part('epoch', ...) * 1000000}
+   * stay under half a microsecond, so the value is exact; later it may be a microsecond off, which
+   * an age does not notice. A stored time ({@link #micros}) is read exactly, since it is written
+   * back with a message that is kept.
+   */
+  static Field<Long> clockMicros() {
+    return DSL.field(
+        "(date_part('epoch', {0}) * 1000000)::bigint", SQLDataType.BIGINT, BalancerTables.clock());
+  }
+
   /** Column {@code column} of {@code rs} (as {@link #micros} renders it) in UTC, or null. */
   static OffsetDateTime utc(ResultSet rs, int column) throws SQLException {
     long us = rs.getLong(column);
