@@ -151,16 +151,11 @@ public final class Acquisition {
   private static ResultQuery<?> acquireQuery(
       BalancerTables tables, DSLContext dsl, Field<String> group, int max, int shape, int perKey) {
     int walk = shape & 3;
-    boolean moveBack = (shape & MOVE_BACK) != 0;
-    // Keys joined above the lap are looked for by a walk in the middle of a lap (until one is
-    // seen: then every turn of the lap moves its key back, and nothing is looked for); the highest
-    // rotation is read by a walk that may start the next lap.
-    boolean looksAbove = !moveBack && (walk == WALK_OPEN || walk == WALK_AFTER);
-    boolean readsTop = walk == WALK_OPEN || walk == WALK_LAP;
-    // With a move back the statement draws the places of its first range's keys; without, a
-    // key that joined above the lap is rare, and the places are drawn once it is seen
-    // (drawPlaces).
-    boolean draws = moveBack && (walk == WALK_OPEN || walk == WALK_AFTER);
+    // The optional columns of the shape, as lockKeys reads them (Columns).
+    Columns optional = Columns.of(shape);
+    boolean looksAbove = optional.joined() != 0;
+    boolean readsTop = optional.top() != 0;
+    boolean draws = optional.place() != 0;
     // Each range is its own locking subquery (a locking clause is not allowed on a UNION's
     // branches); the outer LIMIT stops the Append before the second range is read, and so before
     // any of its rows is locked, when the first range already gave max keys.
@@ -996,11 +991,12 @@ public final class Acquisition {
             lastPart = part;
             last = rotation;
           }
+          rs.getLong(5);
+          boolean headless = rs.wasNull();
           if (columns.joined != 0) {
             rs.getLong(columns.joined);
             joinedAbove |= !rs.wasNull();
-            rs.getLong(5);
-            if (part == 0 && !rs.wasNull()) {
+            if (part == 0 && !headless) {
               // A key of the first range with a head: it takes a place if a key joined above.
               places.computeIfAbsent(key, k -> new long[] {part, rotation, NONE});
             }
@@ -1018,8 +1014,7 @@ public final class Acquisition {
               p[2] = Math.max(p[2], place);
             }
           }
-          rs.getLong(5);
-          if (rs.wasNull()) {
+          if (headless) {
             empty.add(new EmptyKey(key, rotation));
             continue;
           }
@@ -1084,6 +1079,11 @@ public final class Acquisition {
         boolean moveBack = (shape & MOVE_BACK) != 0;
         boolean mid = walk == WALK_OPEN || walk == WALK_AFTER;
         int next = 14;
+        // Keys joined above the lap are looked for by a walk in the middle of a lap (until one
+        // is seen: then every turn of the lap moves its key back, and nothing is looked for); the
+        // highest rotation is read by a walk that may start the next lap. With a move back the
+        // statement draws the places of its first range's keys; without, a key that joined above
+        // the lap is rare, and the places are drawn once it is seen (drawPlaces).
         int joined = !moveBack && mid ? next++ : 0;
         int top = walk == WALK_OPEN || walk == WALK_LAP ? next++ : 0;
         int place = moveBack && mid ? next : 0;
