@@ -67,6 +67,9 @@ final class BenchCommand implements Callable<Integer> {
     try (Database database = Database.open(db, true, 40, spec.commandLine().getErr(), durable)) {
       DataSource ds = database.dataSource();
       MigrateCommand.migrateAll(ds);
+      if (!smoke()) {
+        CpuMeter.warmUp();
+      }
       report = new BenchReport(out);
       out.printf("bench on %s%s%n", database.description(), quick ? " (quick)" : "");
       // Each part measures its own baselines, next to the figures they divide: on a shared
