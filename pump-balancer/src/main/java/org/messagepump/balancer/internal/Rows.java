@@ -11,6 +11,7 @@ import org.jooq.Field;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.messagepump.core.Limits;
+import org.messagepump.core.spi.DatabaseClock;
 
 /**
  * Reads stored messages defensively: one row whose columns cannot be read (a value written around
@@ -139,17 +140,13 @@ final class Rows {
   }
 
   /**
-   * The database clock as microseconds since the epoch, a {@code bigint}, for a message's age only.
-   * Computed in double precision, not through {@code extract}'s {@code numeric} (about 11,000 fewer
-   * server instructions per row, measured with callgrind): the clock's microseconds since the epoch
-   * are below 2^51 until 2041, where the two roundings of {@code date_part('epoch', ...) * 1000000}
-   * stay under half a microsecond, so the value is exact; later it may be a microsecond off, which
-   * an age does not notice. A stored time ({@link #micros}) is read exactly, since it is written
-   * back with a message that is kept.
+   * The database clock as microseconds since the epoch ({@link DatabaseClock#nowMicros}), for a
+   * message's age only: it may be a microsecond off after 2041, which an age does not notice. A
+   * stored time ({@link #micros}) is read exactly, since it is written back with a message that is
+   * kept.
    */
   static Field<Long> clockMicros() {
-    return DSL.field(
-        "(date_part('epoch', {0}) * 1000000)::bigint", SQLDataType.BIGINT, BalancerTables.clock());
+    return DatabaseClock.nowMicros();
   }
 
   /** Column {@code column} of {@code rs} (as {@link #micros} renders it) in UTC, or null. */

@@ -31,6 +31,19 @@ public final class DatabaseClock {
   }
 
   /**
+   * {@code clock_timestamp()} as microseconds since the epoch, a {@code bigint}. Computed in double
+   * precision, not through {@code extract}'s {@code numeric} (about 11,000 fewer server
+   * instructions per row, measured with callgrind): the clock's microseconds since the epoch are
+   * below 2^51 until 2041, where the two roundings of {@code date_part('epoch', ...) * 1000000}
+   * stay under half a microsecond, so the value is exact; later it may be a microsecond off. For an
+   * age, or a mark compared only with values of the same expression.
+   */
+  public static Field<Long> nowMicros() {
+    return DSL.field(
+        "(date_part('epoch', {0}) * 1000000)::bigint", SQLDataType.BIGINT, nowOffset());
+  }
+
+  /**
    * {@code statement_timestamp()}: the database clock at the start of the statement. Stable within
    * a statement, so PostgreSQL can use it as an index condition ({@code clock_timestamp()} is
    * volatile and can only filter).
