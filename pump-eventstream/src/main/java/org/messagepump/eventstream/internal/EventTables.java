@@ -240,6 +240,20 @@ public final class EventTables {
   public static final Field<Long> TURN = DSL.field(DSL.name("turn"), SQLDataType.BIGINT);
 
   /**
+   * Column {@code claimed_by} of checkpoints: the driver whose claim served the row last (a random
+   * number per driver object), see {@code PendingClaim}.
+   */
+  public static final Field<Long> CLAIMED_BY =
+      DSL.field(DSL.name("claimed_by"), SQLDataType.BIGINT);
+
+  /**
+   * Column {@code claimed_us} of checkpoints: the database clock, in microseconds since the epoch,
+   * when that claim moved the checkpoint.
+   */
+  public static final Field<Long> CLAIMED_US =
+      DSL.field(DSL.name("claimed_us"), SQLDataType.BIGINT);
+
+  /**
    * Column {@code pending} of checkpoints: {@code checkpoint_offset < stream_end}, a stored
    * generated column (read only), the ready index's predicate.
    */
