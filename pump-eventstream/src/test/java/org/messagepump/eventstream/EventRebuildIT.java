@@ -257,6 +257,88 @@ class EventRebuildIT {
         .isOne();
   }
 
+  /**
+   * The acquisition's wait for a held stream (every pending stream held) waits for one row and
+   * holds no other while it waits. Here the row it waits for is caught up by its holder (a delivery
+   * committing), while another transaction (an operation such as a reset, which locks the handler's
+   * rows) holds the next pending row and then asks for the first one. When the first row fails its
+   * re-check, PostgreSQL leaves it locked by whichever waiter locked it first: had the wait gone on
+   * to the next row, it would have waited for the operation, and when it had locked the first row,
+   * the operation for it: deadlock detected.
+   */
+  @Test
+  void theWaitForAHeldStreamNeverHoldsARowWhileWaitingForAnother(DataSource ds, TestDatabase db)
+      throws Exception {
+    long s1 = inTx(ds, tx -> store.createStream(tx));
+    long s2 = inTx(ds, tx -> store.createStream(tx));
+    AtomicLong handled = new AtomicLong();
+    // Longer than PostgreSQL's deadlock_timeout (1 s), so that a cycle is reported as one.
+    PumpTester tester = PumpTester.builder(ds, counting(handled, Duration.ofSeconds(10))).build();
+    for (long s : List.of(s1, s2)) {
+      inTx(ds, tx -> store.appendTo(tx, s, List.of(new OrderPlaced("a", 1))));
+    }
+    assertThat(tester.drainUntilIdle()).hasSize(2);
+    for (long s : List.of(s1, s2)) {
+      inTx(ds, tx -> store.appendTo(tx, s, List.of(new OrderPlaced("b", 2))));
+    }
+    // The rows learn the streams' new ends, as the handler's next refresh would write them (a
+    // refresh skips rows held by others, as these will be).
+    inTx(
+        ds,
+        tx ->
+            tx.dsl()
+                .execute(
+                    "UPDATE eventstream.handler_checkpoints c SET stream_end = s.next_offset"
+                        + " FROM eventstream.streams s WHERE s.id = c.stream_id"));
+    long first =
+        db.queryLong(
+            "SELECT stream_id FROM eventstream.handler_checkpoints WHERE handler_key = '"
+                + KEY
+                + "' ORDER BY turn LIMIT 1");
+    long next = first == s1 ? s2 : s1;
+    String lockRow =
+        "SELECT 1 FROM eventstream.handler_checkpoints WHERE handler_key = ? AND stream_id = ?"
+            + " FOR UPDATE";
+    ExecutorService threads = Executors.newFixedThreadPool(2);
+    try (OpenTx delivery = new OpenTx(ds);
+        OpenTx operation = new OpenTx(ds)) {
+      delivery.tx.dsl().execute(lockRow, KEY, first);
+      operation.tx.dsl().execute(lockRow, KEY, next);
+      Future<List<PumpTester.Result>> polled = threads.submit(tester::runOnce);
+      await().atMost(WAIT).until(() -> waitingForLocks(db) == 1);
+      Future<?> operationTakesFirst =
+          threads.submit(() -> operation.tx.dsl().execute(lockRow, KEY, first));
+      await().atMost(WAIT).until(() -> waitingForLocks(db) == 2);
+      // The delivery catches its stream up and commits: the first row is no longer pending.
+      delivery
+          .tx
+          .dsl()
+          .execute(
+              "UPDATE eventstream.handler_checkpoints SET checkpoint_offset = stream_end"
+                  + " WHERE handler_key = ? AND stream_id = ?",
+              KEY,
+              first);
+      delivery.commit();
+
+      // Whichever of the two then locks the first row (both were waiting for it), the operation
+      // gets it: the acquisition waits for nothing else.
+      operationTakesFirst.get(5, TimeUnit.SECONDS);
+      operation.commit();
+      // And the acquisition, having waited for the one row that is no longer ready, took nothing.
+      assertThat(polled.get(5, TimeUnit.SECONDS)).isEmpty();
+    } finally {
+      threads.shutdownNow();
+    }
+    // Nothing was lost: the next stream is served once the operation is done.
+    assertThat(tester.drainUntilIdle()).hasSize(1);
+  }
+
+  private static long waitingForLocks(TestDatabase db) throws Exception {
+    return db.queryLong(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            + " AND datname = current_database()");
+  }
+
   /** The recipes of docs/eventstream.md, "Rebuilding a read model", as written there. */
   @Test
   void theDocumentedJdbcAndJooqRecipesRebuild(DataSource dataSource, TestDatabase db)

@@ -44,9 +44,10 @@ import org.jooq.impl.SQLDataType;
  * row of the handler is created (refreshes skip the handler row).
  *
  * <p>No deadlock with acquisition: acquisition never waits for the handler row or the registration
- * lock (it skips or tries), and the one checkpoint row it waits for (when every pending stream is
- * held) it waits for under a lock timeout. An operation takes the handler row before any checkpoint
- * row of the handler, so two operations on one handler queue on the handler row.
+ * lock (it skips or tries), and it waits for one checkpoint row at most (when every pending stream
+ * is held), holding no other, under a lock timeout (see {@code CheckpointQueries.waitForPending}).
+ * An operation takes the handler row before any checkpoint row of the handler, so two operations on
+ * one handler queue on the handler row.
  *
  * <p>The statements rely on READ COMMITTED (each sees what was committed before it started, so the
  * rows made by the transactions it waited for): a transaction with a snapshot of its own

@@ -81,7 +81,8 @@ public final class CheckpointQueries {
   /** The statements, rendered once per schema ({@link EventTables#statements}). */
   private static final class Sql {
     private final StatementCache.Statement setOffsetSql;
-    private final StatementCache.Statement waitForPendingSql;
+    private final StatementCache.Statement firstPendingSql;
+    private final StatementCache.Statement waitForStreamSql;
     private final StatementCache.Statement relockSql;
     private final StatementCache.Statement untrackedSql;
     private final StatementCache.Statement nextEventsSql;
@@ -103,17 +104,27 @@ public final class CheckpointQueries {
               "handler",
               "stream",
               "checkpoint");
-      this.waitForPendingSql =
+      this.firstPendingSql =
+          StatementCache.render(
+              dsl ->
+                  dsl.select(STREAM_ID)
+                      .from(cp)
+                      .where(PendingClaim.ready())
+                      .orderBy(TURN)
+                      .limit(inline(1)),
+              "handler",
+              "exclude");
+      this.waitForStreamSql =
           StatementCache.render(
               dsl ->
                   dsl.select(STREAM_ID, CHECKPOINT_OFFSET, FAILURES, STREAM_END)
                       .from(cp)
                       .where(PendingClaim.ready())
-                      .orderBy(TURN)
-                      .limit(inline(1))
+                      .and(STREAM_ID.eq(STREAM))
                       .forUpdate(),
               "handler",
-              "exclude");
+              "exclude",
+              "stream");
       this.relockSql =
           StatementCache.render(
               dsl ->
@@ -228,15 +239,37 @@ public final class CheckpointQueries {
 
   /**
    * Locks the handler's first pending (checkpoint below the stream's known end), unparked, due
-   * checkpoint row in {@code turn} order, waiting for a row another transaction holds (a delivery
-   * of this handler about to commit): used when nothing was free to claim, under a lock timeout.
-   * The partial index {@code handler_checkpoints_ready_idx} holds only pending rows, so the cost
-   * does not grow with the number of caught-up streams. Returns null when there is none.
+   * checkpoint row in {@code turn} order, waiting for it if another transaction holds it (a
+   * delivery of this handler about to commit): used when nothing was free to claim, under a lock
+   * timeout. The partial index {@code handler_checkpoints_ready_idx} holds only pending rows, so
+   * the cost does not grow with the number of caught-up streams. Returns null when there is none,
+   * or when the row waited for is no longer ready once its holder is done.
+   *
+   * <p>The row is chosen without a lock, then locked alone and checked again. One {@code SELECT ...
+   * ORDER BY turn LIMIT 1 FOR UPDATE} would be wrong here: when the row it waited for fails the
+   * re-check (the delivery caught its stream up), PostgreSQL keeps that row locked and goes on to
+   * wait for the next one, so the transaction would hold one row while waiting for another, a cycle
+   * with an operation that locks both (a {@code reset} in the caller's transaction: deadlock
+   * detected). Locked alone, a row that fails its re-check stays locked until the acquisition ends,
+   * but nothing more is waited for.
    */
   public LockedCheckpoint waitForPending(Connection c, Collection<Long> exclude) {
+    Long[] excluded = exclude.toArray(new Long[0]);
     return Jdbc.unchecked(
         "waiting for a pending stream",
-        () -> locked(sql.waitForPendingSql, c, handlerKey, exclude.toArray(new Long[0])));
+        () -> {
+          Long stream = firstPending(c, excluded);
+          return stream == null
+              ? null
+              : locked(sql.waitForStreamSql, c, handlerKey, excluded, stream);
+        });
+  }
+
+  private Long firstPending(Connection c, Long[] excluded) throws SQLException {
+    try (PreparedStatement ps = sql.firstPendingSql.prepare(c, handlerKey, excluded);
+        ResultSet rs = ps.executeQuery()) {
+      return rs.next() ? rs.getLong(1) : null;
+    }
   }
 
   /**
