@@ -291,10 +291,16 @@ class EventRebuildIT {
                     "UPDATE eventstream.handler_checkpoints c SET stream_end = s.next_offset"
                         + " FROM eventstream.streams s WHERE s.id = c.stream_id"));
     long first =
-        db.queryLong(
-            "SELECT stream_id FROM eventstream.handler_checkpoints WHERE handler_key = '"
-                + KEY
-                + "' ORDER BY turn LIMIT 1");
+        inTx(
+            ds,
+            tx ->
+                ((Number)
+                        tx.dsl()
+                            .fetchValue(
+                                "SELECT stream_id FROM eventstream.handler_checkpoints"
+                                    + " WHERE handler_key = ? ORDER BY turn LIMIT 1",
+                                KEY))
+                    .longValue());
     long next = first == s1 ? s2 : s1;
     String lockRow =
         "SELECT 1 FROM eventstream.handler_checkpoints WHERE handler_key = ? AND stream_id = ?"

@@ -258,18 +258,11 @@ public final class CheckpointQueries {
     return Jdbc.unchecked(
         "waiting for a pending stream",
         () -> {
-          Long stream = firstPending(c, excluded);
+          Long stream = Jdbc.firstLong(sql.firstPendingSql, c, handlerKey, excluded);
           return stream == null
               ? null
               : locked(sql.waitForStreamSql, c, handlerKey, excluded, stream);
         });
-  }
-
-  private Long firstPending(Connection c, Long[] excluded) throws SQLException {
-    try (PreparedStatement ps = sql.firstPendingSql.prepare(c, handlerKey, excluded);
-        ResultSet rs = ps.executeQuery()) {
-      return rs.next() ? rs.getLong(1) : null;
-    }
   }
 
   /**
