@@ -56,6 +56,9 @@ final class BenchCommand implements Callable<Integer> {
   private final Map<Integer, Double> baselines = new HashMap<>();
   private BenchReport report;
 
+  /** The JVM the baseline runs in (see {@link BaselineProcess} for why not this one). */
+  private BaselineProcess baselineProcess;
+
   @Override
   public Integer call() throws Exception {
     if (scale <= 0 || scale > 10) {
@@ -64,8 +67,10 @@ final class BenchCommand implements Callable<Integer> {
     CpuMeter.smokeRun(smoke());
     PrintWriter out = spec.commandLine().getOut();
     Map<String, String> durable = Map.of("fsync", "on", "synchronous_commit", "on");
-    try (Database database = Database.open(db, true, 40, spec.commandLine().getErr(), durable)) {
+    try (Database database = Database.open(db, true, 40, spec.commandLine().getErr(), durable);
+        BaselineProcess baselineJvm = BaselineProcess.start(database.pool(), smoke())) {
       DataSource ds = database.dataSource();
+      baselineProcess = baselineJvm;
       MigrateCommand.migrateAll(ds);
       if (!smoke()) {
         CpuMeter.warmUp();
@@ -100,10 +105,10 @@ final class BenchCommand implements Callable<Integer> {
     return (int) Math.max(10, Math.round((quick ? reduced : full) * scale));
   }
 
-  private double baseline(DataSource ds, int workers, int rows) throws Exception {
+  private double baseline(int workers, int rows) {
     Double b = baselines.get(workers);
     if (b == null) {
-      Timed<Double> run = timed(rows, () -> BenchBaseline.skipLocked(ds, workers, rows));
+      Timed<Double> run = timedBaseline(workers, rows);
       reportBaseline(workers, rows, run);
       b = run.result();
     }
@@ -131,6 +136,20 @@ final class BenchCommand implements Callable<Integer> {
     CpuMeter.Reading cpu = CpuMeter.startTimedRow();
     T result = run.run();
     return new Timed<>(result, cpu.perDeliveryMicrosUntil(CpuMeter.now(), deliveries));
+  }
+
+  /**
+   * A timed baseline run of {@code workers} connections over {@code rows} rows, in the baseline's
+   * own JVM, with that JVM's CPU as the client's.
+   */
+  private Timed<Double> timedBaseline(int workers, int rows) {
+    double[] run = baselineProcess.run(workers, rows, true);
+    return new Timed<>(run[0], new double[] {run[1], run[2], run[3]});
+  }
+
+  /** An untimed baseline run (a warm-up round's), in the baseline's own JVM. */
+  private Object untimedBaseline(int workers, int rows) {
+    return baselineProcess.run(workers, rows, false);
   }
 
   /** One timed run of the thing a target row measures. */
@@ -176,7 +195,6 @@ final class BenchCommand implements Callable<Integer> {
    * of {@code workers} for the part's other rows.
    */
   private <T> List<Pair<T>> paired(
-      DataSource ds,
       int workers,
       int rows,
       long deliveries,
@@ -197,7 +215,7 @@ final class BenchCommand implements Callable<Integer> {
       subject.run();
     }
     for (int i = 0; i < pairs(); i++) {
-      Timed<Double> base = timed(rows, () -> BenchBaseline.skipLocked(ds, workers, rows));
+      Timed<Double> base = timedBaseline(workers, rows);
       prepare.run();
       Timed<T> run = timed(deliveries, subject);
       pairs.add(new Pair<>(base, run, rate.applyAsDouble(run.result())));
@@ -297,7 +315,7 @@ final class BenchCommand implements Callable<Integer> {
     warmUp(
         "commands",
         () -> {
-          BenchBaseline.skipLocked(ds, 8, w);
+          untimedBaseline(8, w);
           c.clear();
           c.fill(w);
           c.drain(8, 1, w);
@@ -309,7 +327,7 @@ final class BenchCommand implements Callable<Integer> {
           return c.drain(8, 1, w, BenchCommands.DRAIN_LEASE);
         });
     for (int workers : new int[] {1, 4, 8}) {
-      double base = baseline(ds, workers, n);
+      double base = baseline(workers, n);
       // A fresh table, as the baseline's is: the warm-up's 40,000 deletes leave dead index entries
       // at the head of the claim's index until autovacuum, which every claim then steps over.
       c.clear();
@@ -327,7 +345,7 @@ final class BenchCommand implements Callable<Integer> {
       CpuMeter.Reading cpu = CpuMeter.startTimedRow();
       double rate = c.drainWithHistory(8, 1, n);
       Map<String, Object> p = params("workers", 8, "commands", n);
-      report.add("commands.drain.history", p, rate, "deliveries/s", rate / baseline(ds, 8, n));
+      report.add("commands.drain.history", p, rate, "deliveries/s", rate / baseline(8, n));
       cpu("commands.drain.history", p, cpu, n);
     }
     // Batches drain at 30,000 to 70,000 commands/s: 5,000 of them would last 70 to 170 ms, less
@@ -339,7 +357,6 @@ final class BenchCommand implements Callable<Integer> {
     for (int batch : new int[] {10, 50}) {
       List<Pair<Double>> pairs =
           paired(
-              ds,
               8,
               n,
               nb,
@@ -353,7 +370,7 @@ final class BenchCommand implements Callable<Integer> {
       reportPaired(
           "commands.drain.batch", params("workers", 8, "batchSize", batch, "commands", nb), pairs);
     }
-    leases(ds, c, n);
+    leases(c, n);
     int m = size(5_000, 1_000);
     report.add("enqueue.single", params("commands", m), c.enqueueSingle(m), "commands/s", null);
     report.add(
@@ -451,7 +468,7 @@ final class BenchCommand implements Callable<Integer> {
    * s with --quick, at least 3 s), the heartbeat transactions of the pump per minute, per running
    * delivery, and the leases extended per minute per running delivery.
    */
-  private void leases(DataSource ds, BenchCommands c, int n) throws Exception {
+  private void leases(BenchCommands c, int n) throws Exception {
     for (int batch : new int[] {1, 10}) {
       c.clear();
       c.fill(n);
@@ -467,7 +484,7 @@ final class BenchCommand implements Callable<Integer> {
               n,
               "lease",
               BenchCommands.DRAIN_LEASE.toSeconds() + "s");
-      report.add("commands.drain.leased", p, rate, "deliveries/s", rate / baseline(ds, 8, n));
+      report.add("commands.drain.leased", p, rate, "deliveries/s", rate / baseline(8, n));
       cpu("commands.drain.leased", p, cpu, n);
     }
     // At least three beat periods (1 s below --scale 1: three periods of the smoke run's 1 s lease,
@@ -513,7 +530,7 @@ final class BenchCommand implements Callable<Integer> {
     warmUp(
         "events",
         () -> {
-          BenchBaseline.skipLocked(ds, 4, w);
+          untimedBaseline(4, w);
           e.clear();
           long warm = e.fill(w, 16);
           e.catchUp(1, 4, 50, warm);
@@ -535,7 +552,7 @@ final class BenchCommand implements Callable<Integer> {
     e.catchUp(1, 4, 1, appended);
     // Each catch-up is a new handler reading the same events: nothing to prepare between pairs.
     List<Pair<Double>> ones =
-        paired(ds, 4, n, appended, () -> null, () -> e.catchUp(1, 4, 1, appended), r -> r);
+        paired(4, n, appended, () -> null, () -> e.catchUp(1, 4, 1, appended), r -> r);
     Map<String, Object> p = params("handlers", 1, "workers", 4, "events", appended, "streams", 16);
     double one = reportPaired("events.catchup", p, ones).rate();
     double four = e.catchUp(4, 2, 1, appended);
@@ -544,7 +561,7 @@ final class BenchCommand implements Callable<Integer> {
         params("handlers", 4, "workers", 2, "events", appended, "streams", 16),
         four,
         "deliveries/s",
-        four / baseline(ds, 8, n));
+        four / baseline(8, n));
     // Batches of 50 read the 5,000 events of --quick in 0.10-0.16 s, the pump's start a large
     // part of it, so one run's figure moved by 8% from one run to the next: the batch row reads
     // five times as many with --quick, as the balancer's batch rows drain, in pairs.
@@ -552,7 +569,7 @@ final class BenchCommand implements Callable<Integer> {
     e.clear();
     long many = e.fill(nb, 16);
     List<Pair<Double>> batches =
-        paired(ds, 4, n, many, () -> null, () -> e.catchUp(1, 4, 50, many), r -> r);
+        paired(4, n, many, () -> null, () -> e.catchUp(1, 4, 50, many), r -> r);
     reportPaired(
         "events.catchup.batch",
         params("handlers", 1, "workers", 4, "batchSize", 50, "events", many),
@@ -593,7 +610,7 @@ final class BenchCommand implements Callable<Integer> {
     warmUp(
         "balancer",
         () -> {
-          BenchBaseline.skipLocked(ds, 8, w);
+          untimedBaseline(8, w);
           b.clear();
           b.fill("bench-warm-up", w, keys, 1_000);
           b.drain("bench-warm-up", w, keys, 8, 1);
@@ -604,7 +621,6 @@ final class BenchCommand implements Callable<Integer> {
         });
     List<Pair<BenchBalancer.Drain>> plain =
         paired(
-            ds,
             8,
             n,
             n,
@@ -623,7 +639,7 @@ final class BenchCommand implements Callable<Integer> {
     int nb = size(50_000, 25_000);
     // Each pair's drain takes the messages its fill stored: the fills are the store row.
     List<Double> stores = new java.util.ArrayList<>();
-    batchDrain(ds, b, n, nb, keys, 1, stores);
+    batchDrain(b, n, nb, keys, 1, stores);
     stores.sort(null);
     report.add(
         "balancer.store.batch",
@@ -632,7 +648,7 @@ final class BenchCommand implements Callable<Integer> {
         "messages/s",
         null);
     // The same drain taking runs: up to RUN consecutive messages of one key per batch.
-    batchDrain(ds, b, n, nb, keys, RUN, new java.util.ArrayList<>());
+    batchDrain(b, n, nb, keys, RUN, new java.util.ArrayList<>());
   }
 
   /**
@@ -641,18 +657,11 @@ final class BenchCommand implements Callable<Integer> {
    * fill rate is added to {@code stores}.
    */
   private void batchDrain(
-      DataSource ds,
-      BenchBalancer b,
-      int baselineRows,
-      int nb,
-      int keys,
-      int messagesPerTurn,
-      List<Double> stores)
+      BenchBalancer b, int baselineRows, int nb, int keys, int messagesPerTurn, List<Double> stores)
       throws Exception {
     String group = messagesPerTurn == 1 ? "bench-batch" : "bench-runs";
     List<Pair<BenchBalancer.Drain>> pairs =
         paired(
-            ds,
             8,
             baselineRows,
             nb,

@@ -78,6 +78,15 @@ final class Database implements AutoCloseable {
   }
 
   private static HikariDataSource pool(String url, String user, String password, int poolSize) {
+    return pool(url, user, password, poolSize, "pump-cli");
+  }
+
+  /**
+   * A pool of {@code poolSize} connections on {@code url}, named {@code name} (also its
+   * connections' {@code application_name}).
+   */
+  static HikariDataSource pool(
+      String url, String user, String password, int poolSize, String name) {
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(url);
     if (user != null && !user.isBlank()) {
@@ -86,12 +95,12 @@ final class Database implements AutoCloseable {
     if (password != null) {
       config.setPassword(password);
     }
-    config.setPoolName("pump-cli");
+    config.setPoolName(name);
     config.setMaximumPoolSize(poolSize);
     config.setMinimumIdle(0);
     config.setConnectionTimeout(10_000);
     config.setInitializationFailTimeout(1);
-    config.addDataSourceProperty("ApplicationName", "pump-cli");
+    config.addDataSourceProperty("ApplicationName", name);
     config.addDataSourceProperty("connectTimeout", "5");
     try {
       return new HikariDataSource(config);
