@@ -34,6 +34,8 @@ import java.util.concurrent.TimeUnit;
 final class BaselineProcess implements AutoCloseable {
 
   private static final String ANSWER = "baseline ";
+  private static final String OK = ANSWER + "ok";
+  private static final String ERROR = ANSWER + "error ";
   private static final String URL = "PUMP_BASELINE_JDBC_URL";
   private static final String USER = "PUMP_BASELINE_USER";
   private static final String PASSWORD = "PUMP_BASELINE_PASSWORD";
@@ -104,14 +106,13 @@ final class BaselineProcess implements AutoCloseable {
    * CPU per delivery (client, server, JIT) as {@link CpuMeter.Reading#perDeliveryMicrosUntil}.
    */
   double[] run(int workers, int rows, boolean timed) {
-    String[] f;
     try {
       in.write("run " + workers + " " + rows + " " + timed + "\n");
       in.flush();
     } catch (IOException e) {
       throw new CliException("the baseline's JVM is gone: " + e.getMessage(), 1, e);
     }
-    f = answer().split(" ");
+    String[] f = answer().split(" ");
     double[] result = new double[4];
     for (int i = 0; i < 4; i++) {
       result[i] = Double.parseDouble(f[i]);
@@ -123,12 +124,11 @@ final class BaselineProcess implements AutoCloseable {
   private String answer() {
     try {
       for (String line = out.readLine(); line != null; line = out.readLine()) {
-        if (line.startsWith(ANSWER + "ok")) {
-          return line.substring((ANSWER + "ok").length()).trim();
+        if (line.startsWith(OK)) {
+          return line.substring(OK.length()).trim();
         }
-        if (line.startsWith(ANSWER + "error ")) {
-          throw new CliException(
-              "the baseline failed: " + line.substring((ANSWER + "error ").length()), 1);
+        if (line.startsWith(ERROR)) {
+          throw new CliException("the baseline failed: " + line.substring(ERROR.length()), 1);
         }
       }
     } catch (IOException e) {
@@ -182,14 +182,14 @@ final class BaselineProcess implements AutoCloseable {
       if (!smoke) {
         CpuMeter.warmUp();
       }
-      answers.println(ANSWER + "ok");
+      answers.println(OK);
       BufferedReader requests =
           new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
       for (String line = requests.readLine(); line != null; line = requests.readLine()) {
         answers.println(ANSWER + answer(pool, line));
       }
     } catch (RuntimeException e) {
-      answers.println(ANSWER + "error " + oneLine(e));
+      answers.println(ERROR + oneLine(e));
       throw e;
     }
   }

@@ -148,8 +148,8 @@ final class BenchCommand implements Callable<Integer> {
   }
 
   /** An untimed baseline run (a warm-up round's), in the baseline's own JVM. */
-  private Object untimedBaseline(int workers, int rows) {
-    return baselineProcess.run(workers, rows, false);
+  private void untimedBaseline(int workers, int rows) {
+    baselineProcess.run(workers, rows, false);
   }
 
   /** One timed run of the thing a target row measures. */
