@@ -291,11 +291,19 @@ class BalancerBasicsIT {
     for (int max : batchSizes) {
       if (max == 1) {
         // A batch of one walks one range per statement: the keys after the cursor, up to the lap's
-        // highest rotation, looking for keys that joined above it, or (once one did) moving every
-        // key it takes back ...
+        // highest rotation, reading the rotation sequence's last value (no index step), or, once
+        // the lap saw it drawn above the lap, looking for keys that joined above it, or (once one
+        // did) moving every key it takes back ...
         all.append(
             checkPlans(
-                db, group, Acquisition.text(tables, max, Acquisition.WALK_AFTER, 1), walk, 2));
+                db, group, Acquisition.text(tables, max, Acquisition.WALK_AFTER, 1), walk, 1));
+        all.append(
+            checkPlans(
+                db,
+                group,
+                Acquisition.text(tables, max, Acquisition.WALK_AFTER | Acquisition.EXACT, 1),
+                walk,
+                2));
         all.append(
             checkPlans(
                 db,
@@ -313,15 +321,22 @@ class BalancerBasicsIT {
                 2));
       } else {
         // A walk from the middle of the lap: (cursor, highest of the lap], then the next lap,
-        // (MIN, cursor] or above the lap, as one range. The two ranges, the keys that joined above
-        // the lap and the highest rotation.
+        // (MIN, cursor] or above the lap, as one range. The two ranges and the highest rotation,
+        // and the keys that joined above the lap once the lap saw the sequence drawn above it.
         all.append(
             checkPlans(
-                db, group, Acquisition.text(tables, max, Acquisition.WALK_OPEN, 1), walk, 4));
+                db, group, Acquisition.text(tables, max, Acquisition.WALK_OPEN, 1), walk, 3));
+        all.append(
+            checkPlans(
+                db,
+                group,
+                Acquisition.text(tables, max, Acquisition.WALK_OPEN | Acquisition.EXACT, 1),
+                walk,
+                4));
         // Runs: up to 5 consecutive messages of each key (messagesPerTurn).
         all.append(
             checkPlans(
-                db, group, Acquisition.text(tables, max, Acquisition.WALK_OPEN, 5), walk, 4));
+                db, group, Acquisition.text(tables, max, Acquisition.WALK_OPEN, 5), walk, 3));
       }
       if (keys < 1_000) {
         // The rest of a walk that wrapped round, rare (only past keys found empty): in a small

@@ -4,6 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -60,27 +64,75 @@ class ReadinessOrderIT {
     }
   }
 
+  /**
+   * One worker of the pump's real runner over {@code b}, each delivery added to {@code handled}.
+   */
+  private static PumpTester recording(DataSource ds, MessageBalancer b, Handled handled) {
+    return Pumps.tester(
+        ds,
+        b.driver(
+            BalancedHandlers.builder()
+                .on(
+                    (m, ctx) -> {
+                      handled.add(name(m));
+                      return Result.ok();
+                    })
+                .build()));
+  }
+
   /** Store a1, a2, b1, c1; handle a1; store d1: a is ready again before d joins. */
   @Test
   void aKeyServedBeforeANewKeyJoinedIsServedBeforeIt(DataSource ds) {
     MessageBalancer b = MessageBalancer.create(ds, "ok");
     store(b, "a1", "a2", "b1", "c1");
     Handled handled = new Handled();
-    PumpTester tester =
-        Pumps.tester(
-            ds,
-            b.driver(
-                BalancedHandlers.builder()
-                    .on(
-                        (m, ctx) -> {
-                          handled.add(name(m));
-                          return Result.ok();
-                        })
-                    .build()));
+    PumpTester tester = recording(ds, b, handled);
     assertThat(tester.runOnce()).hasSize(1);
     store(b, "d1");
     tester.drainUntilIdle();
     assertThat(handled).containsExactly("a1", "b1", "c1", "a2", "d1");
+  }
+
+  /**
+   * Keys of another group join the rotation sequence during this group's lap: its order is as
+   * before, and a key of its own that joins later in the lap is still seen. Store a1, a2, b1, b2,
+   * c1, c2; handle a1; a key joins group y; handle b1; store d1: a2 b2 d1 c2 after c1.
+   */
+  @Test
+  void keysJoiningAnotherGroupDoNotChangeTheOrder(DataSource ds) {
+    MessageBalancer b = MessageBalancer.create(ds, "own");
+    MessageBalancer other = MessageBalancer.create(ds, "other");
+    store(b, "a1", "a2", "b1", "b2", "c1", "c2");
+    Handled handled = new Handled();
+    PumpTester tester = recording(ds, b, handled);
+    assertThat(tester.runOnce()).hasSize(1);
+    store(other, "z1");
+    long[] before = placeOf(ds, "own", "b");
+    assertThat(tester.runOnce()).hasSize(1);
+    // No key of its group joined: b's turn wrote nothing to its key row.
+    assertThat(placeOf(ds, "own", "b")).containsExactly(before);
+    store(b, "d1");
+    tester.drainUntilIdle();
+    assertThat(handled).containsExactly("a1", "b1", "c1", "a2", "b2", "d1", "c2");
+    assertThat(b.operations().stats("other").messages()).isEqualTo(1);
+  }
+
+  /** The rotation of a key and its row's version (xmin), from the fixture's schema. */
+  private static long[] placeOf(DataSource ds, String group, String key) {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT rotation, xmin::text::bigint FROM balancer.partitions"
+                    + " WHERE partition_group = ? AND partition_key = ?")) {
+      ps.setString(1, group);
+      ps.setString(2, key);
+      try (ResultSet rs = ps.executeQuery()) {
+        assertThat(rs.next()).isTrue();
+        return new long[] {rs.getLong(1), rs.getLong(2)};
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   /** The same with a1 requeued: it goes to the back, before d. */
@@ -164,17 +216,7 @@ class ReadinessOrderIT {
     MessageBalancer b = MessageBalancer.create(ds, "lap");
     store(b, "a1", "a2", "b1", "b2", "c1");
     Handled handled = new Handled();
-    PumpTester tester =
-        Pumps.tester(
-            ds,
-            b.driver(
-                BalancedHandlers.builder()
-                    .on(
-                        (m, ctx) -> {
-                          handled.add(name(m));
-                          return Result.ok();
-                        })
-                    .build()));
+    PumpTester tester = recording(ds, b, handled);
     assertThat(tester.runOnce()).hasSize(1);
     store(b, "d1");
     tester.drainUntilIdle();

@@ -15,7 +15,13 @@ class CursorTest {
   private static Acquisition.Acquired took(
       long last, int part, boolean joinedAbove, long top, long drawn) {
     return new Acquisition.Acquired(
-        List.of(), List.of(), List.of(), 1, last, part, joinedAbove, top, drawn);
+        List.of(), List.of(), List.of(), 1, last, part, joinedAbove, false, top, drawn);
+  }
+
+  /** A statement's result that read the sequence drawn above the lap, and looked then. */
+  private static Acquisition.Acquired drawnAbove(long last, boolean joinedAbove, long drawn) {
+    return new Acquisition.Acquired(
+        List.of(), List.of(), List.of(), 1, last, 0, joinedAbove, true, NONE, drawn);
   }
 
   @Test
@@ -37,6 +43,30 @@ class CursorTest {
     // A statement that moves keys back does not look again: it stays so for the lap.
     walk.took(Acquisition.WALK_AFTER | Acquisition.MOVE_BACK, took(13, 0, false, NONE, 46));
     assertThat(walk.reached()).isEqualTo(new Cursor(2, 13, 40, true, 46));
+  }
+
+  @Test
+  void theSequenceDrawnAboveTheLapMakesTheRestOfTheLapLookExactly() {
+    Cursor.Walk walk = new Cursor.Walk(new Cursor(2, 10, 40, false, NONE));
+    assertThat(walk.exact()).isFalse();
+    // Drawn by another group or process: no key joined, but from now on each statement looks.
+    walk.took(Acquisition.WALK_AFTER, drawnAbove(11, false, NONE));
+    assertThat(walk.exact()).isTrue();
+    assertThat(walk.moveBack()).isFalse();
+    assertThat(walk.reached()).isEqualTo(new Cursor(2, 11, 40, false, NONE, true));
+    // Kept across acquisitions, by a Busy turn's cursor and by the later of two places in the lap.
+    Cursor.Walk next = new Cursor.Walk(walk.reached());
+    assertThat(next.exact()).isTrue();
+    assertThat(walk.reached().keepingPlaceOf(5).exact()).isTrue();
+    assertThat(Cursor.later(new Cursor(2, 12, 40, false, NONE), walk.reached()))
+        .isEqualTo(new Cursor(2, 12, 40, false, NONE, true));
+    // A key that joined, seen by the look after the sequence: the lap moves keys back.
+    Cursor.Walk joined = new Cursor.Walk(new Cursor(2, 10, 40, false, NONE));
+    joined.took(Acquisition.WALK_AFTER, drawnAbove(11, true, 45));
+    assertThat(joined.reached()).isEqualTo(new Cursor(2, 11, 40, true, 45, true));
+    // The next lap starts without: its statements read the sequence again.
+    next.took(Acquisition.WALK_LAP, took(1, 0, false, 44, NONE));
+    assertThat(next.reached()).isEqualTo(new Cursor(3, 1, 44, false, NONE, false));
   }
 
   @Test
