@@ -248,9 +248,11 @@ public final class EventDriver implements Driver {
         && pending.anyPending(tx.connection(), claimed)) {
       // Every pending stream is held, most likely by a delivery of this handler about to commit:
       // wait briefly for one rather than make the pump sleep a whole poll interval. (An idle
-      // handler, with nothing pending at all, does not get here.) Only while this transaction
-      // holds no row: holding one (given back, or a stream without the handler's types) while
-      // waiting for another closes a cycle with an operation (reset) that waits for both.
+      // handler, with nothing pending at all, does not get here.) Not when this transaction
+      // claimed a row (given back, or a stream without the handler's types), and never while an
+      // operation (reset) holds the handler: holding a row while waiting for another closes a
+      // cycle with an operation that waits for both, and a claim that found nothing may still
+      // hold one (waitForPending).
       LockedCheckpoint claim =
           HandlerLock.waiting(
               tx, heldStreamWait, () -> queries.waitForPending(tx.connection(), claimed));

@@ -339,6 +339,67 @@ class EventRebuildIT {
     assertThat(tester.drainUntilIdle()).hasSize(1);
   }
 
+  /**
+   * While an operation holds the handler row (a reset in progress, which locks the handler's
+   * checkpoint rows next), the acquisition does not wait for a held stream at all: the stream it
+   * would wait for may be one the operation holds, and the acquisition may hold a row the operation
+   * wants (a claim can leave a row locked without returning it). It ends the poll empty at once.
+   */
+  @Test
+  void noWaitForAHeldStreamWhileAnOperationHoldsTheHandler(DataSource ds) throws Exception {
+    long s1 = inTx(ds, tx -> store.createStream(tx));
+    long s2 = inTx(ds, tx -> store.createStream(tx));
+    AtomicLong handled = new AtomicLong();
+    PumpTester tester = PumpTester.builder(ds, counting(handled, Duration.ofSeconds(10))).build();
+    for (long s : List.of(s1, s2)) {
+      inTx(ds, tx -> store.appendTo(tx, s, List.of(new OrderPlaced("a", 1))));
+    }
+    assertThat(tester.drainUntilIdle()).hasSize(2);
+    for (long s : List.of(s1, s2)) {
+      inTx(ds, tx -> store.appendTo(tx, s, List.of(new OrderPlaced("b", 2))));
+    }
+    inTx(
+        ds,
+        tx ->
+            tx.dsl()
+                .execute(
+                    "UPDATE eventstream.handler_checkpoints c SET stream_end = s.next_offset"
+                        + " FROM eventstream.streams s WHERE s.id = c.stream_id"));
+    try (OpenTx delivery = new OpenTx(ds);
+        OpenTx operation = new OpenTx(ds)) {
+      // A delivery holds one pending stream; the operation holds the handler row and the other.
+      delivery
+          .tx
+          .dsl()
+          .execute(
+              "SELECT 1 FROM eventstream.handler_checkpoints WHERE handler_key = ? AND stream_id = ?"
+                  + " FOR UPDATE",
+              KEY,
+              s1);
+      operation
+          .tx
+          .dsl()
+          .execute("SELECT 1 FROM eventstream.handlers WHERE handler_key = ? FOR UPDATE", KEY);
+      operation
+          .tx
+          .dsl()
+          .execute(
+              "UPDATE eventstream.handler_checkpoints SET updated_at = now()"
+                  + " WHERE handler_key = ? AND stream_id = ?",
+              KEY,
+              s2);
+      long start = System.nanoTime();
+      assertThat(tester.runOnce()).isEmpty();
+      // Not the 10 s the wait for a held stream may last.
+      assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+      operation.commit();
+      delivery.commit();
+    }
+    // Nothing was lost: both streams are served once the others are done.
+    assertThat(tester.drainUntilIdle()).hasSize(2);
+    assertThat(handled.get()).isEqualTo(4);
+  }
+
   private static long waitingForLocks(TestDatabase db) throws Exception {
     return db.queryLong(
         "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"

@@ -45,9 +45,11 @@ import org.jooq.impl.SQLDataType;
  *
  * <p>No deadlock with acquisition: acquisition never waits for the handler row or the registration
  * lock (it skips or tries), and it waits for one checkpoint row at most (when every pending stream
- * is held), holding no other, under a lock timeout (see {@code CheckpointQueries.waitForPending}).
- * An operation takes the handler row before any checkpoint row of the handler, so two operations on
- * one handler queue on the handler row.
+ * is held), under a lock timeout, and only while it shares the handler row ({@code FOR KEY SHARE
+ * SKIP LOCKED}, see {@code CheckpointQueries.waitForPending}): an operation then waits for that
+ * wait to end before it locks any checkpoint row, and while an operation holds the handler row no
+ * acquisition waits. An operation takes the handler row before any checkpoint row of the handler,
+ * so two operations on one handler queue on the handler row.
  *
  * <p>The statements rely on READ COMMITTED (each sees what was committed before it started, so the
  * rows made by the transactions it waited for): a transaction with a snapshot of its own
