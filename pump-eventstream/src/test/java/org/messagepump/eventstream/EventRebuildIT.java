@@ -269,27 +269,12 @@ class EventRebuildIT {
   @Test
   void theWaitForAHeldStreamNeverHoldsARowWhileWaitingForAnother(DataSource ds, TestDatabase db)
       throws Exception {
-    long s1 = inTx(ds, tx -> store.createStream(tx));
-    long s2 = inTx(ds, tx -> store.createStream(tx));
     AtomicLong handled = new AtomicLong();
     // Longer than PostgreSQL's deadlock_timeout (1 s), so that a cycle is reported as one.
     PumpTester tester = PumpTester.builder(ds, counting(handled, Duration.ofSeconds(10))).build();
-    for (long s : List.of(s1, s2)) {
-      inTx(ds, tx -> store.appendTo(tx, s, List.of(new OrderPlaced("a", 1))));
-    }
-    assertThat(tester.drainUntilIdle()).hasSize(2);
-    for (long s : List.of(s1, s2)) {
-      inTx(ds, tx -> store.appendTo(tx, s, List.of(new OrderPlaced("b", 2))));
-    }
-    // The rows learn the streams' new ends, as the handler's next refresh would write them (a
-    // refresh skips rows held by others, as these will be).
-    inTx(
-        ds,
-        tx ->
-            tx.dsl()
-                .execute(
-                    "UPDATE eventstream.handler_checkpoints c SET stream_end = s.next_offset"
-                        + " FROM eventstream.streams s WHERE s.id = c.stream_id"));
+    long[] streams = twoPendingStreams(ds, tester);
+    long s1 = streams[0];
+    long s2 = streams[1];
     long first =
         inTx(
             ds,
@@ -347,24 +332,11 @@ class EventRebuildIT {
    */
   @Test
   void noWaitForAHeldStreamWhileAnOperationHoldsTheHandler(DataSource ds) throws Exception {
-    long s1 = inTx(ds, tx -> store.createStream(tx));
-    long s2 = inTx(ds, tx -> store.createStream(tx));
     AtomicLong handled = new AtomicLong();
     PumpTester tester = PumpTester.builder(ds, counting(handled, Duration.ofSeconds(10))).build();
-    for (long s : List.of(s1, s2)) {
-      inTx(ds, tx -> store.appendTo(tx, s, List.of(new OrderPlaced("a", 1))));
-    }
-    assertThat(tester.drainUntilIdle()).hasSize(2);
-    for (long s : List.of(s1, s2)) {
-      inTx(ds, tx -> store.appendTo(tx, s, List.of(new OrderPlaced("b", 2))));
-    }
-    inTx(
-        ds,
-        tx ->
-            tx.dsl()
-                .execute(
-                    "UPDATE eventstream.handler_checkpoints c SET stream_end = s.next_offset"
-                        + " FROM eventstream.streams s WHERE s.id = c.stream_id"));
+    long[] streams = twoPendingStreams(ds, tester);
+    long s1 = streams[0];
+    long s2 = streams[1];
     try (OpenTx delivery = new OpenTx(ds);
         OpenTx operation = new OpenTx(ds)) {
       // A delivery holds one pending stream; the operation holds the handler row and the other.
@@ -398,6 +370,31 @@ class EventRebuildIT {
     // Nothing was lost: both streams are served once the others are done.
     assertThat(tester.drainUntilIdle()).hasSize(2);
     assertThat(handled.get()).isEqualTo(4);
+  }
+
+  /**
+   * Two streams with one event each, handled by {@code tester}'s handler, then one more event each,
+   * which the checkpoint rows know of (as the handler's next refresh would write the streams' new
+   * ends; a refresh skips rows held by others, as the tests then hold them): both pending.
+   */
+  private long[] twoPendingStreams(DataSource ds, PumpTester tester) {
+    long s1 = inTx(ds, tx -> store.createStream(tx));
+    long s2 = inTx(ds, tx -> store.createStream(tx));
+    for (long s : List.of(s1, s2)) {
+      inTx(ds, tx -> store.appendTo(tx, s, List.of(new OrderPlaced("a", 1))));
+    }
+    assertThat(tester.drainUntilIdle()).hasSize(2);
+    for (long s : List.of(s1, s2)) {
+      inTx(ds, tx -> store.appendTo(tx, s, List.of(new OrderPlaced("b", 2))));
+    }
+    inTx(
+        ds,
+        tx ->
+            tx.dsl()
+                .execute(
+                    "UPDATE eventstream.handler_checkpoints c SET stream_end = s.next_offset"
+                        + " FROM eventstream.streams s WHERE s.id = c.stream_id"));
+    return new long[] {s1, s2};
   }
 
   private static long waitingForLocks(TestDatabase db) throws Exception {
