@@ -96,7 +96,7 @@ class ReadinessOrderIT {
   /**
    * Keys of another group join the rotation sequence during this group's lap: its order is as
    * before, and a key of its own that joins later in the lap is still seen. Store a1, a2, b1, b2,
-   * c1, c2; handle a1; a key joins group y; handle b1; store d1: a2 b2 d1 c2 after c1.
+   * c1, c2; handle a1; a key joins group "other"; handle b1; store d1: a2 b2 d1 c2 after c1.
    */
   @Test
   void keysJoiningAnotherGroupDoNotChangeTheOrder(DataSource ds) {

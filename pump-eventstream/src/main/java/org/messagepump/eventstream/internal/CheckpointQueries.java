@@ -271,7 +271,7 @@ public final class CheckpointQueries {
    * Its {@code FOR UPDATE SKIP LOCKED LIMIT 1} locks a row that another transaction committed an
    * update to after the claim's snapshot, re-checks the new version, and when that no longer
    * qualifies (caught up, or claimed meanwhile) keeps the row locked and returns nothing. Waiting
-   * then closed the same cycle with a reset (deadlock detected in about one run in five of 20
+   * then closed the same cycle with a reset (deadlock detected in about one run in eight of 20
    * rebuilds under load, with the statements of both in the server log). So the row is chosen only
    * while the handler row can be locked {@code FOR KEY SHARE} ({@code SKIP LOCKED}): not while an
    * operation holds it ({@code FOR UPDATE}, taken before any checkpoint row), and once this
